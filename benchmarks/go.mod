@@ -1,0 +1,15 @@
+module github.com/throttlekit/throttle/benchmarks
+
+go 1.26.8
+
+replace github.com/throttlekit/throttle => ../
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
+	github.com/jonboulle/clockwork v0.5.0 // indirect
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
