@@ -1,0 +1,116 @@
+package headers
+
+import "time"
+
+// Family names the header family a [Quota] was read from.
+type Family uint8
+
+// The header families, in the order Parse reports their quotas.
+const (
+	// FamilyIETF is RateLimit-Policy and RateLimit
+	// (draft-ietf-httpapi-ratelimit-headers-10).
+	FamilyIETF Family = iota + 1
+	// FamilyIETFLegacy is RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset (draft -06 and earlier).
+	FamilyIETFLegacy
+	// FamilyXRateLimit is X-RateLimit-Limit, -Remaining, -Reset and
+	// -Reset-After (GitHub, Discord and many others).
+	FamilyXRateLimit
+	// FamilyXRateLimitHyphenated is X's x-rate-limit-limit, -remaining and
+	// -reset.
+	FamilyXRateLimitHyphenated
+	// FamilyOpenAI is x-ratelimit-{limit,remaining,reset}-{requests,tokens}.
+	FamilyOpenAI
+	// FamilyAnthropic is
+	// anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}.
+	FamilyAnthropic
+	// FamilyShopify is X-Shopify-Shop-Api-Call-Limit.
+	FamilyShopify
+)
+
+// String returns a short lower-case name such as "ietf" or "openai".
+func (f Family) String() string {
+	switch f {
+	case FamilyIETF:
+		return "ietf"
+	case FamilyIETFLegacy:
+		return "ietf-legacy"
+	case FamilyXRateLimit:
+		return "x-ratelimit"
+	case FamilyXRateLimitHyphenated:
+		return "x-rate-limit"
+	case FamilyOpenAI:
+		return "openai"
+	case FamilyAnthropic:
+		return "anthropic"
+	case FamilyShopify:
+		return "shopify"
+	}
+	return "unknown"
+}
+
+// Quota is one limit a server reported on a response. Counts are hints: a
+// server may round them (Anthropic rounds remaining tokens to the thousand).
+type Quota struct {
+	// Family is the header family the quota was read from.
+	Family Family
+	// Name is "requests", "tokens", "input-tokens" or "output-tokens" for
+	// OpenAI and Anthropic, the policy name for FamilyIETF, and "" for the
+	// families whose quota is unnamed.
+	Name string
+	// Limit is the size of the quota, or -1 when not reported.
+	Limit int64
+	// Remaining is what is left of it, or -1 when not reported.
+	Remaining int64
+	// Reset is how long until the quota is restored, or -1 when not
+	// reported. Parse caps it at its maxPause argument.
+	Reset time.Duration
+	// Window is the period the quota applies to (the IETF w parameter), or
+	// -1 when unknown. It describes the policy rather than asking for a
+	// wait, so it is not capped at maxPause (capping a daily window at a
+	// minute would overstate the rate 1440 times); it saturates at the
+	// largest time.Duration.
+	Window time.Duration
+}
+
+// Signals is everything a response said about rate limits.
+type Signals struct {
+	// RetryAfter is the wait the server asked for, from Retry-After-Ms or
+	// else Retry-After; valid only when HasRetryAfter. It is never negative
+	// and is capped at Parse's maxPause argument.
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	// Capped reports that RetryAfter or some Quota.Reset exceeded maxPause
+	// and was lowered to it.
+	Capped bool
+	// ShouldRetry is the server's verdict from x-should-retry, or else from
+	// Stripe-Should-Retry, when one of them is present and valid; nil
+	// otherwise.
+	ShouldRetry *bool
+	// Quotas lists the quotas reported, grouped by Family in the order of
+	// the Family constants; within a family, IETF policies keep their order
+	// in the fields and the others are ordered requests, tokens,
+	// input-tokens, output-tokens.
+	Quotas []Quota
+	// Malformed lists, once each, the canonical names of the fields whose
+	// values were malformed and ignored, wholly or in part, in the order
+	// Parse examines them. A malformed Date header is listed when Parse
+	// needed it and fell back to now.
+	Malformed []string
+}
+
+// Pause returns how long the response asks the client to hold off:
+// RetryAfter when HasRetryAfter (Retry-After takes precedence over any quota
+// reset, as the IETF draft requires), otherwise the longest known Reset among
+// quotas whose Remaining is 0. ok is false when there is neither.
+func (s Signals) Pause() (d time.Duration, ok bool) {
+	if s.HasRetryAfter {
+		return s.RetryAfter, true
+	}
+	for _, q := range s.Quotas {
+		if q.Remaining == 0 && q.Reset >= 0 && (!ok || q.Reset > d) {
+			d, ok = q.Reset, true
+		}
+	}
+	return d, ok
+}
