@@ -1,0 +1,371 @@
+package throttle
+
+import (
+	"context"
+	"time"
+)
+
+// waiter is one Acquire call in a group's queue. Only the head of the queue
+// sleeps on a timer; the others sleep on their own channels until a grant
+// or a change of head wakes them, so a grant wakes one goroutine, not all.
+type waiter struct {
+	bs         []*Bucket
+	costs      []int64
+	since      int64 // instant the waiter queued; it is never served earlier
+	prev, next *waiter
+	done       chan struct{} // closed once granted or failed
+	wake       chan struct{} // became head, or the head's instant changed
+	granted    bool
+	err        error
+	one        [1]*Bucket
+	oneCost    [1]int64
+}
+
+func (w *waiter) notify() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (g *group) push(w *waiter) {
+	w.prev = g.last
+	if g.last == nil {
+		g.head = w
+	} else {
+		g.last.next = w
+	}
+	g.last = w
+}
+
+func (g *group) remove(w *waiter) {
+	if w.prev == nil {
+		g.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		g.last = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.prev, w.next = nil, nil
+}
+
+// readyAt is the instant at which costs can be taken from bs, served after
+// floor and not before since: the latest of the per-limit instants and of
+// the limits' pauses. It reads the tail levels when tail is set.
+func readyAt(bs []*Bucket, costs []int64, since, floor int64, tail bool) int64 {
+	t := max(since, floor)
+	for i, b := range bs {
+		c := costs[i]
+		if c == 0 {
+			continue
+		}
+		l := &b.lvl
+		if tail {
+			l = &b.tail
+		}
+		t = max(t, b.paused, b.readyAt(l, c))
+	}
+	return t
+}
+
+// spend takes costs from bs at instant t.
+func spend(bs []*Bucket, costs []int64, t int64, tail bool) {
+	for i, b := range bs {
+		if costs[i] == 0 {
+			continue
+		}
+		l := &b.lvl
+		if tail {
+			l = &b.tail
+		}
+		b.advance(l, t)
+		l.take(costs[i])
+	}
+}
+
+// serve grants, in order, every queued waiter whose instant has come. Each
+// is granted at the instant its tokens existed, not at now: a timer that
+// fires late must not lose the refill of the time it overslept. The new
+// head, if any, is told to sleep until its own instant.
+func (g *group) serve(now int64) {
+	first := g.head
+	for w := g.head; w != nil; w = g.head {
+		t := readyAt(w.bs, w.costs, w.since, g.floor, false)
+		if t > now {
+			break
+		}
+		spend(w.bs, w.costs, t, false)
+		g.floor = t
+		g.remove(w)
+		w.granted = true
+		close(w.done)
+	}
+	if g.head == nil {
+		g.tailOK = false
+	} else if g.head != first {
+		g.head.notify()
+	}
+}
+
+// changed must follow any change to a member's level, rate or pause: it
+// re-times every queued waiter.
+func (g *group) changed(now int64) {
+	g.tailOK = false
+	first := g.head
+	g.serve(now)
+	if g.head != nil && g.head == first {
+		g.head.notify()
+	}
+}
+
+// project returns the instant at which costs could be taken from bs if
+// queued now behind every waiter.
+func (g *group) project(bs []*Bucket, costs []int64, now int64) int64 {
+	if !g.tailOK {
+		for _, m := range g.members {
+			m.tail = m.lvl
+		}
+		g.tailAt = g.floor
+		for w := g.head; w != nil; w = w.next {
+			g.tailAt = readyAt(w.bs, w.costs, w.since, g.tailAt, true)
+			spend(w.bs, w.costs, g.tailAt, true)
+		}
+		g.tailOK = true
+	}
+	return readyAt(bs, costs, now, g.tailAt, true)
+}
+
+// check validates costs against bs. A zero cost leaves that limit out, but
+// at least one cost must be positive.
+func check(bs []*Bucket, costs []int64) error {
+	if len(costs) != len(bs) {
+		return ErrInvalidCost
+	}
+	any := false
+	for i, c := range costs {
+		if c < 0 {
+			return limitErr(bs[i], ErrInvalidCost, c)
+		}
+		if c > bs[i].capacity {
+			return limitErr(bs[i], ErrCostExceedsCapacity, c)
+		}
+		any = any || c > 0
+	}
+	if !any {
+		return ErrInvalidCost
+	}
+	return nil
+}
+
+// noRefill names the first limit that will never cover its cost because it
+// does not refill. It returns nil when the wait is merely longer than a
+// time.Duration can hold.
+func noRefill(bs []*Bucket, costs []int64) error {
+	for i, b := range bs {
+		if costs[i] > 0 && b.num == 0 {
+			return limitErr(b, ErrNoRefill, costs[i])
+		}
+	}
+	return nil
+}
+
+// waitTime implements WaitTime for a set of buckets sharing one group.
+func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
+	if len(costs) == 1 && costs[0] <= 0 {
+		return 0, ErrInvalidCost
+	}
+	g := bs[0].lock()
+	defer g.mu.Unlock()
+	if err := check(bs, costs); err != nil {
+		return 0, err
+	}
+	now := g.now()
+	g.serve(now)
+	var t int64
+	if g.head == nil {
+		for _, b := range bs {
+			b.advance(&b.lvl, now)
+		}
+		t = readyAt(bs, costs, now, g.floor, false)
+	} else {
+		t = g.project(bs, costs, now)
+	}
+	if t == never {
+		if err := noRefill(bs, costs); err != nil {
+			return 0, err
+		}
+	}
+	return time.Duration(t - now), nil
+}
+
+// Acquire waits until cost tokens can be taken, then takes them. Waiters
+// are served in the order they called Acquire: a large request queued first
+// is served before smaller ones that come after it.
+//
+// Acquire returns at once, spending nothing, with a *WaitError (which
+// matches context.DeadlineExceeded) when ctx's deadline, read on the
+// bucket's clock, comes before the instant the tokens could be granted. A
+// waiter whose ctx is done leaves the queue, spends nothing and returns
+// ctx.Err(). It fails with ErrInvalidCost, ErrCostExceedsCapacity, or, when
+// the rate is zero and the level cannot cover cost, ErrNoRefill.
+func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
+	if cost <= 0 {
+		return ErrInvalidCost
+	}
+	w := &waiter{}
+	w.one[0], w.oneCost[0] = b, cost
+	w.bs, w.costs = w.one[:], w.oneCost[:]
+	return acquire(ctx, w)
+}
+
+// acquire takes w.costs from w.bs now if nobody is queued and the levels
+// allow it, or queues w and waits for its turn.
+func acquire(ctx context.Context, w *waiter) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+	}
+	g := w.bs[0].lock()
+	if err := check(w.bs, w.costs); err != nil {
+		g.mu.Unlock()
+		return err
+	}
+	now := g.now()
+	g.serve(now)
+	if g.head == nil {
+		for _, b := range w.bs {
+			b.advance(&b.lvl, now)
+		}
+		if readyAt(w.bs, w.costs, now, g.floor, false) <= now {
+			spend(w.bs, w.costs, now, false)
+			g.mu.Unlock()
+			observe(w, EventGranted, 0)
+			return nil
+		}
+	}
+	t := g.project(w.bs, w.costs, now)
+	if t == never {
+		if err := noRefill(w.bs, w.costs); err != nil {
+			g.mu.Unlock()
+			return err
+		}
+	}
+	wait := time.Duration(t - now)
+	if dl, ok := ctx.Deadline(); ok && dl.Sub(g.wall()) < wait {
+		err := &WaitError{Wait: wait, Limit: binding(w)}
+		g.mu.Unlock()
+		observe(w, EventRejected, wait)
+		return err
+	}
+	spend(w.bs, w.costs, t, true)
+	g.tailAt = t
+	w.since = now
+	w.done = make(chan struct{})
+	w.wake = make(chan struct{}, 1)
+	g.push(w)
+	g.mu.Unlock()
+	err := w.sleep(ctx)
+	if err == nil {
+		observe(w, EventGranted, time.Duration(g.now()-now))
+	}
+	return err
+}
+
+// binding names the limit whose own instant is the latest, for errors.
+func binding(w *waiter) string {
+	name, latest := "", int64(-1<<63)
+	for i, b := range w.bs {
+		if w.costs[i] == 0 {
+			continue
+		}
+		if t := max(b.paused, b.readyAt(&b.tail, w.costs[i])); t > latest {
+			name, latest = b.name, t
+		}
+	}
+	return name
+}
+
+// sleep waits, outside the lock, until w is granted, fails, or ctx is done.
+// While w is the head it sleeps on a timer set for its instant.
+func (w *waiter) sleep(ctx context.Context) error {
+	var timer interface {
+		Chan() <-chan time.Time
+		Reset(time.Duration) bool
+		Stop() bool
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		g := w.bs[0].lock()
+		now := g.now()
+		g.serve(now)
+		if w.granted || w.err != nil {
+			g.mu.Unlock()
+			return w.err
+		}
+		// serve left the head waiting, so its instant is after now.
+		d := time.Duration(-1)
+		if g.head == w {
+			if t := readyAt(w.bs, w.costs, w.since, g.floor, false); t != never {
+				d = time.Duration(t - now)
+			}
+		}
+		g.mu.Unlock()
+		var tick <-chan time.Time
+		if d >= 0 {
+			if timer == nil {
+				timer = g.timers.NewTimer(d)
+			} else {
+				timer.Stop()
+				timer.Reset(d)
+			}
+			tick = timer.Chan()
+		} else if timer != nil {
+			timer.Stop()
+		}
+		select {
+		case <-w.done:
+			return w.err
+		case <-w.wake:
+		case <-tick:
+		case <-ctx.Done():
+			return w.cancel(ctx)
+		}
+	}
+}
+
+// cancel takes w out of the queue. If w was granted in the meantime, its
+// tokens go back: a cancelled waiter spends nothing.
+func (w *waiter) cancel(ctx context.Context) error {
+	g := w.bs[0].lock()
+	now := g.now()
+	switch {
+	case w.err != nil:
+		g.mu.Unlock()
+		return w.err
+	case w.granted:
+		g.serve(now)
+		for i, b := range w.bs {
+			b.advance(&b.lvl, now)
+			b.give(&b.lvl, w.costs[i])
+		}
+		g.changed(now)
+	default:
+		wasHead := g.head == w
+		g.remove(w)
+		g.tailOK = false
+		if wasHead {
+			g.changed(now)
+		}
+	}
+	g.mu.Unlock()
+	observe(w, EventCancelled, 0)
+	return ctx.Err()
+}

@@ -1,0 +1,55 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrInvalidCost is returned for a cost that is zero or negative.
+	ErrInvalidCost = errors.New("throttle: cost must be positive")
+	// ErrCostExceedsCapacity is returned for a cost that no bucket level can
+	// ever cover: waiting for it would never end.
+	ErrCostExceedsCapacity = errors.New("throttle: cost exceeds capacity")
+	// ErrNoRefill is returned by Acquire and WaitTime when a bucket whose rate
+	// is zero cannot cover the cost now, so it never will.
+	ErrNoRefill = errors.New("throttle: bucket never refills and cannot cover the cost")
+	// ErrSettled is returned when a Permit is settled or cancelled twice.
+	ErrSettled = errors.New("throttle: permit already settled")
+)
+
+// WaitError is returned by Acquire when the context's deadline comes before
+// the instant the tokens could be granted. Nothing is spent. It matches
+// context.DeadlineExceeded with errors.Is.
+type WaitError struct {
+	// Wait is how long the caller would have had to wait.
+	Wait time.Duration
+	// Limit names the limit that bound the wait, if the bucket has a name.
+	Limit string
+}
+
+func (e *WaitError) Error() string {
+	if e.Limit != "" {
+		return fmt.Sprintf("throttle: limit %q needs a wait of %v, past the context deadline", e.Limit, e.Wait)
+	}
+	return fmt.Sprintf("throttle: would wait %v, past the context deadline", e.Wait)
+}
+
+// Unwrap returns context.DeadlineExceeded.
+func (e *WaitError) Unwrap() error { return context.DeadlineExceeded }
+
+// limitErr names the bucket in err when it has a name.
+func limitErr(b *Bucket, err error, cost int64) error {
+	if b.name == "" {
+		if err == ErrCostExceedsCapacity {
+			return fmt.Errorf("%w: cost %d, capacity %d", err, cost, b.capacity)
+		}
+		return err
+	}
+	if err == ErrCostExceedsCapacity {
+		return fmt.Errorf("limit %q: %w: cost %d, capacity %d", b.name, err, cost, b.capacity)
+	}
+	return fmt.Errorf("limit %q: %w", b.name, err)
+}

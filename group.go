@@ -1,0 +1,85 @@
+package throttle
+
+import (
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// group is what buckets that are acquired together share: one mutex, one
+// time line and one FIFO queue. A bucket starts in a group of its own;
+// NewLimiter joins the groups of its buckets, so one lock covers a whole
+// set of limits and limits shared between sets cannot deadlock.
+type group struct {
+	mu      sync.Mutex
+	clock   clockwork.Clock // nil: the real clock, read with time.Since
+	timers  clockwork.Clock // never nil: where waiters sleep
+	epoch   time.Time       // instant 0 of the time line
+	members []*Bucket
+
+	head, last *waiter // the FIFO queue
+	floor      int64   // instant of the latest grant to a queued waiter
+	tailOK     bool    // members' tail levels and tailAt are current
+	tailAt     int64   // instant the last queued waiter will be served
+}
+
+func newGroup(c clockwork.Clock) *group {
+	g := &group{clock: c, timers: c}
+	if c == nil {
+		g.timers = clockwork.NewRealClock()
+		g.epoch = time.Now()
+	} else {
+		g.epoch = c.Now()
+	}
+	return g
+}
+
+// now returns the current instant: nanoseconds since the epoch. With no
+// injected clock it reads the monotonic clock directly, which costs about
+// half of what clockwork's real clock (time.Now().Sub) does.
+func (g *group) now() int64 {
+	if g.clock == nil {
+		return int64(time.Since(g.epoch))
+	}
+	return int64(g.clock.Since(g.epoch))
+}
+
+// wall returns the current time on the group's clock.
+func (g *group) wall() time.Time {
+	if g.clock == nil {
+		return time.Now()
+	}
+	return g.clock.Now()
+}
+
+// instant converts t to the group's time line.
+func (g *group) instant(t time.Time) int64 {
+	return int64(t.Sub(g.epoch))
+}
+
+// join moves every bucket and waiter of o into g. Both are locked.
+func (g *group) join(o *group) {
+	delta := int64(o.epoch.Sub(g.epoch))
+	for _, b := range o.members {
+		b.lvl.last += delta
+		if b.paused != noPause {
+			b.paused += delta
+		}
+		b.g.Store(g)
+	}
+	g.members = append(g.members, o.members...)
+	if f := o.floor + delta; f > g.floor {
+		g.floor = f
+	}
+	for w := o.head; w != nil; {
+		next := w.next
+		w.since += delta
+		w.prev, w.next = nil, nil
+		g.push(w)
+		w.notify()
+		w = next
+	}
+	o.head, o.last, o.members = nil, nil, nil
+	g.tailOK = false
+}

@@ -1,0 +1,44 @@
+package throttle
+
+import "time"
+
+// EventKind says what happened to a request.
+type EventKind uint8
+
+// The kinds of Event.
+const (
+	EventGranted   EventKind = iota + 1 // tokens were taken
+	EventRejected                       // TryAcquire refused, or Acquire failed fast on its deadline
+	EventCancelled                      // a waiter's context ended before its grant
+	EventPaused                         // PauseUntil stopped grants
+	EventSettled                        // a Permit was settled or cancelled
+)
+
+// Event describes one decision of a bucket.
+type Event struct {
+	Kind  EventKind
+	Limit string        // the bucket's name
+	Cost  int64         // tokens asked for, or for EventSettled the actual cost
+	Wait  time.Duration // time spent waiting (granted) or that would have been needed (rejected)
+	Until time.Time     // for EventPaused, the end of the pause
+}
+
+// Observer receives a bucket's events. It is called outside the bucket's
+// lock, from the goroutine that made the decision, and must not block.
+type Observer interface {
+	Observe(Event)
+}
+
+// WithObserver reports the bucket's decisions to o. With no observer the
+// bucket does no extra work.
+func WithObserver(o Observer) Option {
+	return func(opts *options) { opts.obs = o }
+}
+
+func observe(w *waiter, k EventKind, wait time.Duration) {
+	for i, b := range w.bs {
+		if b.obs != nil && w.costs[i] != 0 {
+			b.obs.Observe(Event{Kind: k, Limit: b.name, Cost: w.costs[i], Wait: wait})
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package throttle
+
+import (
+	"fmt"
+	"time"
+)
+
+// Rate is how fast a bucket refills: a whole number of tokens spread evenly
+// over a period. The zero Rate is invalid; Per(0, d) is a valid rate that
+// never refills.
+type Rate struct {
+	tokens int64
+	period time.Duration
+}
+
+// Per returns a rate of tokens added evenly over each period. Per(0, d) never
+// refills.
+func Per(tokens int64, period time.Duration) Rate {
+	return Rate{tokens: tokens, period: period}
+}
+
+// Every returns a rate of one token every interval.
+func Every(interval time.Duration) Rate {
+	return Rate{tokens: 1, period: interval}
+}
+
+// Tokens returns the number of tokens added each Period, as given to Per.
+func (r Rate) Tokens() int64 { return r.tokens }
+
+// Period returns the period over which Tokens are added, as given to Per.
+func (r Rate) Period() time.Duration { return r.period }
+
+// String formats r as "tokens/period", for example "500/1m0s".
+func (r Rate) String() string { return fmt.Sprintf("%d/%v", r.tokens, r.period) }
+
+// shape validates r for a bucket of the given capacity and reduces the rate
+// by the gcd of tokens and period, which keeps the fraction small.
+func (r Rate) shape(capacity int64) (shape, error) {
+	if capacity <= 0 {
+		return shape{}, fmt.Errorf("throttle: capacity must be positive, got %d", capacity)
+	}
+	if r.tokens < 0 {
+		return shape{}, fmt.Errorf("throttle: rate must not be negative, got %d tokens", r.tokens)
+	}
+	if r.period <= 0 {
+		return shape{}, fmt.Errorf("throttle: rate period must be positive, got %v", r.period)
+	}
+	num, den := uint64(r.tokens), uint64(r.period)
+	if num == 0 {
+		return shape{capacity: capacity, den: 1}, nil
+	}
+	g := gcd(num, den)
+	return shape{capacity: capacity, num: num / g, den: den / g}, nil
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

@@ -1,0 +1,159 @@
+// Package throttle keeps a program's outgoing calls under the quotas of the
+// APIs it calls.
+//
+// A Bucket is a token bucket with exact integer arithmetic: tokens are whole
+// int64 units, time is integer nanoseconds on a monotonic time line, and the
+// fractional part of the level is carried as an integer remainder, so every
+// decision equals what exact rational arithmetic gives, with no drift. Refill
+// is lazy: a Bucket owns no goroutine, ticker or timer. Acquire waits in a
+// FIFO queue, sleeping on the injected clock, so tests drive time with a
+// clockwork.FakeClock.
+package throttle
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// noPause is the pause instant of a bucket that was never paused.
+const noPause = math.MinInt64
+
+// Bucket is a token bucket of fixed capacity that refills continuously at
+// a Rate. It starts full. The level never exceeds capacity; it may go below
+// zero only through Charge or Permit.Settle, and that debt is repaid by
+// refill before anything else is granted.
+//
+// A Bucket is safe for concurrent use.
+type Bucket struct {
+	g    atomic.Pointer[group]
+	name string
+	obs  Observer
+
+	// Guarded by the group's mutex.
+	shape
+	lvl    level
+	paused int64 // nothing is granted before this instant
+	tail   level // the level after every queued waiter is served
+}
+
+// Option configures a Bucket.
+type Option func(*options)
+
+type options struct {
+	clock clockwork.Clock
+	name  string
+	obs   Observer
+}
+
+// WithClock makes the bucket read time from c and sleep on c's timers.
+// The default is the real clock, read directly as a monotonic offset.
+func WithClock(c clockwork.Clock) Option {
+	return func(o *options) { o.clock = c }
+}
+
+// WithName names the bucket; errors and observer events carry the name.
+func WithName(name string) Option {
+	return func(o *options) { o.name = name }
+}
+
+// New returns a full bucket that holds at most capacity tokens and refills
+// at rate. It fails for capacity <= 0, a negative token count or a period
+// <= 0.
+func New(capacity int64, rate Rate, opts ...Option) (*Bucket, error) {
+	s, err := rate.shape(capacity)
+	if err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	b := &Bucket{name: o.name, obs: o.obs, shape: s, paused: noPause}
+	g := newGroup(o.clock)
+	b.lvl = level{tokens: capacity, last: g.now()}
+	g.members = []*Bucket{b}
+	b.g.Store(g)
+	return b, nil
+}
+
+// Name returns the name given with WithName.
+func (b *Bucket) Name() string { return b.name }
+
+// Capacity returns the most tokens the bucket holds.
+func (b *Bucket) Capacity() int64 {
+	g := b.lock()
+	defer g.mu.Unlock()
+	return b.capacity
+}
+
+// TryAcquire spends cost tokens if the bucket holds them now and nobody is
+// queued in Acquire; it never blocks and never jumps the queue. A rejected
+// request spends nothing.
+func (b *Bucket) TryAcquire(cost int64) (bool, error) {
+	if cost <= 0 {
+		return false, ErrInvalidCost
+	}
+	g := b.lock()
+	if cost > b.capacity {
+		g.mu.Unlock()
+		return false, limitErr(b, ErrCostExceedsCapacity, cost)
+	}
+	now := g.now()
+	if g.head != nil {
+		g.serve(now)
+	}
+	ok := g.head == nil && now >= b.paused
+	if ok {
+		b.advance(&b.lvl, now)
+		ok = b.lvl.tokens >= cost
+		if ok {
+			b.lvl.take(cost)
+		}
+	}
+	g.mu.Unlock()
+	if b.obs != nil {
+		if ok {
+			b.obs.Observe(Event{Kind: EventGranted, Limit: b.name, Cost: cost})
+		} else {
+			b.obs.Observe(Event{Kind: EventRejected, Limit: b.name, Cost: cost})
+		}
+	}
+	return ok, nil
+}
+
+// WaitTime reports how long until TryAcquire(cost) would succeed, given the
+// waiters already queued and no other change: 0 if it would succeed now. The
+// duration is rounded up to the nanosecond, so that waiting exactly that long
+// succeeds and one nanosecond less does not. It fails with ErrNoRefill when
+// the rate is zero and the level will never cover cost.
+func (b *Bucket) WaitTime(cost int64) (time.Duration, error) {
+	bs, costs := [1]*Bucket{b}, [1]int64{cost}
+	return waitTime(bs[:], costs[:])
+}
+
+// Tokens returns the level right now, fractions included. It is negative
+// while the bucket is in debt.
+func (b *Bucket) Tokens() float64 {
+	g := b.lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	return b.value(&b.lvl)
+}
+
+// lock locks the bucket's group and returns it. The group can change when
+// buckets are joined into a Limiter, hence the check after locking.
+func (b *Bucket) lock() *group {
+	for {
+		g := b.g.Load()
+		g.mu.Lock()
+		if b.g.Load() == g {
+			return g
+		}
+		g.mu.Unlock()
+	}
+}
