@@ -77,7 +77,9 @@ func AddIETF(h http.Header, policy string, quota int64, window time.Duration, re
 // delay when epoch is false, and as the Unix time of now+reset when epoch is
 // true (GitHub's form), in which case a client measures it from the
 // response's Date ([SetDate]), so a server under a fake clock should set Date
-// from the same clock. Negative values are written as 0.
+// from the same clock. As a client reads 1e9 and more as a Unix time, a delay
+// is written as at most 999999999 (31 years). Negative values are written as
+// 0.
 func SetXRateLimit(h http.Header, limit, remaining int64, reset time.Duration, epoch bool, now time.Time) {
 	h.Set("X-Ratelimit-Limit", strconv.FormatInt(max(limit, 0), 10))
 	h.Set("X-Ratelimit-Remaining", strconv.FormatInt(max(remaining, 0), 10))
@@ -85,7 +87,7 @@ func SetXRateLimit(h http.Header, limit, remaining int64, reset time.Duration, e
 		h.Set("X-Ratelimit-Reset", strconv.FormatInt(ceilUnix(now.Add(max(reset, 0))), 10))
 		return
 	}
-	h.Set("X-Ratelimit-Reset", strconv.FormatInt(ceilDiv(reset, time.Second), 10))
+	h.Set("X-Ratelimit-Reset", strconv.FormatInt(min(ceilDiv(reset, time.Second), epochThreshold-1), 10))
 }
 
 // SetOpenAI sets x-ratelimit-limit-<kind>, x-ratelimit-remaining-<kind> and

@@ -74,6 +74,10 @@ func TestSetXRateLimitWritesDeltaOrEpoch(t *testing.T) {
 	if !reflect.DeepEqual(h, want) {
 		t.Errorf("delta: got %q; want %q", h, want)
 	}
+	SetXRateLimit(h, 100, 7, 40*365*24*time.Hour, false, testNow)
+	if got := h.Get("X-Ratelimit-Reset"); got != "999999999" {
+		t.Errorf("delta of 40 years written as %q; want the largest delay that does not read as an epoch", got)
+	}
 	SetXRateLimit(h, 100, 7, 1500*time.Millisecond, true, testNow)
 	want = http.Header{"X-Ratelimit-Limit": {"100"}, "X-Ratelimit-Remaining": {"7"}, "X-Ratelimit-Reset": {"1748779202"}}
 	if !reflect.DeepEqual(h, want) {
