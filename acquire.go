@@ -243,7 +243,7 @@ func acquire(ctx context.Context, w *waiter) error {
 		if readyAt(w.bs, w.costs, now, g.floor, false) <= now {
 			spend(w.bs, w.costs, now, false)
 			g.mu.Unlock()
-			observe(w, EventGranted, 0)
+			observe(w.bs, w.costs, EventGranted, 0)
 			return nil
 		}
 	}
@@ -258,7 +258,7 @@ func acquire(ctx context.Context, w *waiter) error {
 	if dl, ok := ctx.Deadline(); ok && dl.Sub(g.wall()) < wait {
 		err := &WaitError{Wait: wait, Limit: binding(w)}
 		g.mu.Unlock()
-		observe(w, EventRejected, wait)
+		observe(w.bs, w.costs, EventRejected, wait)
 		return err
 	}
 	spend(w.bs, w.costs, t, true)
@@ -270,7 +270,7 @@ func acquire(ctx context.Context, w *waiter) error {
 	g.mu.Unlock()
 	err := w.sleep(ctx)
 	if err == nil {
-		observe(w, EventGranted, time.Duration(g.now()-now))
+		observe(w.bs, w.costs, EventGranted, time.Duration(g.now()-now))
 	}
 	return err
 }
@@ -366,6 +366,6 @@ func (w *waiter) cancel(ctx context.Context) error {
 		}
 	}
 	g.mu.Unlock()
-	observe(w, EventCancelled, 0)
+	observe(w.bs, w.costs, EventCancelled, 0)
 	return ctx.Err()
 }

@@ -228,7 +228,7 @@ func TestDeadlineFailsFast(t *testing.T) {
 		t.Fatalf("Acquire = %v, want a WaitError of 2s", err)
 	}
 	// Nothing spent, and a deadline that is long enough passes.
-	ctx2, cancel2 := clockwork.WithTimeout(t.Context(), clk, time.Second)
+	ctx2, cancel2 := clockwork.WithTimeout(t.Context(), clk, time.Second+time.Millisecond)
 	defer cancel2()
 	done := make(chan error, 1)
 	go func() { done <- b.Acquire(ctx2, 1) }()

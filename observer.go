@@ -35,10 +35,10 @@ func WithObserver(o Observer) Option {
 	return func(opts *options) { opts.obs = o }
 }
 
-func observe(w *waiter, k EventKind, wait time.Duration) {
-	for i, b := range w.bs {
-		if b.obs != nil && w.costs[i] != 0 {
-			b.obs.Observe(Event{Kind: k, Limit: b.name, Cost: w.costs[i], Wait: wait})
+func observe(bs []*Bucket, costs []int64, k EventKind, wait time.Duration) {
+	for i, b := range bs {
+		if b.obs != nil && costs[i] != 0 {
+			b.obs.Observe(Event{Kind: k, Limit: b.name, Cost: costs[i], Wait: wait})
 		}
 	}
 }

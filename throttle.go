@@ -31,6 +31,7 @@ type Bucket struct {
 	g    atomic.Pointer[group]
 	name string
 	obs  Observer
+	rate Rate // as given, for Rate()
 
 	// Guarded by the group's mutex.
 	shape
@@ -71,7 +72,7 @@ func New(capacity int64, rate Rate, opts ...Option) (*Bucket, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	b := &Bucket{name: o.name, obs: o.obs, shape: s, paused: noPause}
+	b := &Bucket{name: o.name, obs: o.obs, rate: rate, shape: s, paused: noPause}
 	g := newGroup(o.clock)
 	b.lvl = level{tokens: capacity, last: g.now()}
 	g.members = []*Bucket{b}

@@ -251,7 +251,7 @@ func (m *model) try(now, cost int64) bool {
 func TestMatchesRationalModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	traces, decisions := 3000, 0
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		traces = 300
 	}
 	for trace := range traces {

@@ -1,0 +1,155 @@
+package throttle
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unsafe"
+)
+
+// Limiter spends on several buckets at once, all or nothing: a provider's
+// requests per minute and tokens per minute, say. One call takes a cost
+// from every bucket at the same instant, or from none.
+//
+// NewLimiter joins its buckets' queues and locks into one, so a bucket may
+// belong to several Limiters (a daily token limit shared by two models,
+// say) without deadlock, and every acquisition that touches it is served
+// in one FIFO order. A bucket keeps working on its own as well.
+type Limiter struct {
+	bs []*Bucket
+}
+
+// NewLimiter returns a Limiter over buckets, whose costs are given in this
+// order. The buckets must use the same clock and appear once each.
+func NewLimiter(buckets ...*Bucket) (*Limiter, error) {
+	if len(buckets) == 0 {
+		return nil, errors.New("throttle: NewLimiter needs at least one bucket")
+	}
+	for i, b := range buckets {
+		if b == nil {
+			return nil, fmt.Errorf("throttle: NewLimiter: bucket %d is nil", i)
+		}
+		if slices.Index(buckets, b) != i {
+			return nil, fmt.Errorf("throttle: NewLimiter: bucket %d (%q) appears twice", i, b.name)
+		}
+	}
+	if err := join(buckets); err != nil {
+		return nil, err
+	}
+	return &Limiter{bs: slices.Clone(buckets)}, nil
+}
+
+// join puts buckets in one group, locking every group involved in address
+// order so that concurrent joins cannot deadlock.
+func join(buckets []*Bucket) error {
+	for {
+		var gs []*group
+		for _, b := range buckets {
+			if g := b.g.Load(); !slices.Contains(gs, g) {
+				gs = append(gs, g)
+			}
+		}
+		slices.SortFunc(gs, func(a, b *group) int {
+			return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
+		})
+		for _, g := range gs {
+			g.mu.Lock()
+		}
+		stale := false
+		for _, b := range buckets {
+			stale = stale || !slices.Contains(gs, b.g.Load())
+		}
+		var err error
+		if !stale {
+			for _, o := range gs[1:] {
+				if o.clock != gs[0].clock {
+					err = errors.New("throttle: NewLimiter: buckets use different clocks")
+				}
+			}
+			if err == nil {
+				for _, o := range gs[1:] {
+					gs[0].join(o)
+				}
+			}
+		}
+		for _, g := range gs {
+			g.mu.Unlock()
+		}
+		if !stale {
+			return err
+		}
+	}
+}
+
+// Buckets returns the limiter's buckets in cost order.
+func (l *Limiter) Buckets() []*Bucket { return slices.Clone(l.bs) }
+
+// Bucket returns the bucket with the given name, or nil.
+func (l *Limiter) Bucket(name string) *Bucket {
+	for _, b := range l.bs {
+		if b.name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// TryAcquire takes costs[i] from bucket i if every bucket covers its cost
+// now and nobody is queued; otherwise it takes nothing. It never blocks.
+// A zero cost leaves that bucket out; at least one cost must be positive.
+func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
+	g := l.bs[0].lock()
+	if err := check(l.bs, costs); err != nil {
+		g.mu.Unlock()
+		return false, err
+	}
+	now := g.now()
+	g.serve(now)
+	ok := g.head == nil
+	if ok {
+		for _, b := range l.bs {
+			b.advance(&b.lvl, now)
+		}
+		ok = readyAt(l.bs, costs, now, g.floor, false) <= now
+		if ok {
+			spend(l.bs, costs, now, false)
+		}
+	}
+	g.mu.Unlock()
+	kind := EventRejected
+	if ok {
+		kind = EventGranted
+	}
+	observe(l.bs, costs, kind, 0)
+	return ok, nil
+}
+
+// WaitTime reports how long until TryAcquire(costs...) would succeed, given
+// the waiters already queued: the latest of the per-bucket waits.
+func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
+	return waitTime(l.bs, costs)
+}
+
+// Acquire waits until every bucket covers its cost at the same instant,
+// holding nothing while it waits, then takes all the costs and returns a
+// Permit that can settle them against the actual use. It has the
+// guarantees of Bucket.Acquire: FIFO, fail fast on a deadline that is too
+// short, and a cancelled waiter spends nothing.
+func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) {
+	w := &waiter{bs: l.bs, costs: slices.Clone(costs)}
+	if err := acquire(ctx, w); err != nil {
+		return nil, err
+	}
+	return &Permit{bs: w.bs, costs: w.costs}, nil
+}
+
+// PauseUntil pauses every bucket of the limiter until t; see
+// Bucket.PauseUntil.
+func (l *Limiter) PauseUntil(t time.Time) {
+	for _, b := range l.bs {
+		b.PauseUntil(t)
+	}
+}

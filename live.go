@@ -1,0 +1,145 @@
+package throttle
+
+import (
+	"fmt"
+	"time"
+)
+
+// Rate returns the bucket's current rate.
+func (b *Bucket) Rate() Rate {
+	g := b.lock()
+	defer g.mu.Unlock()
+	return b.rate
+}
+
+// SetRate changes the refill rate from now on. Tokens already accrued are
+// kept (a partial token is rounded down), and queued waiters are re-timed
+// at once.
+func (b *Bucket) SetRate(r Rate) error {
+	g := b.lock()
+	defer g.mu.Unlock()
+	s, err := r.shape(b.capacity)
+	if err != nil {
+		return err
+	}
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	b.lvl.frac = rescale(b.lvl.frac, b.den, s.den)
+	b.num, b.den, b.rate = s.num, s.den, r
+	g.changed(now)
+	return nil
+}
+
+// SetCapacity changes the capacity from now on. A level above the new
+// capacity is cut down to it; queued waiters are re-timed, and those whose
+// cost the new capacity can never cover fail with ErrCostExceedsCapacity.
+func (b *Bucket) SetCapacity(capacity int64) error {
+	if capacity <= 0 {
+		return fmt.Errorf("throttle: capacity must be positive, got %d", capacity)
+	}
+	g := b.lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	b.capacity = capacity
+	if b.lvl.tokens >= capacity {
+		b.lvl.tokens, b.lvl.frac = capacity, 0
+	}
+	for w := g.head; w != nil; {
+		next := w.next
+		for i, wb := range w.bs {
+			if wb == b && w.costs[i] > capacity {
+				g.remove(w)
+				w.err = limitErr(b, ErrCostExceedsCapacity, w.costs[i])
+				close(w.done)
+				break
+			}
+		}
+		w = next
+	}
+	g.changed(now)
+	return nil
+}
+
+// PauseUntil grants nothing from the bucket before t, to Acquire or
+// TryAcquire. The bucket does not refill while paused, so when the pause
+// ends waiters are released at the configured rate from the level the
+// bucket had, not in a burst banked during the pause. A later pause
+// extends the current one; an earlier one never shortens it.
+func (b *Bucket) PauseUntil(t time.Time) {
+	g := b.lock()
+	until := g.instant(t)
+	if until <= b.paused {
+		g.mu.Unlock()
+		return
+	}
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	b.paused = until
+	b.lvl.last = max(b.lvl.last, until)
+	g.changed(now)
+	g.mu.Unlock()
+	if b.obs != nil {
+		b.obs.Observe(Event{Kind: EventPaused, Limit: b.name, Until: t})
+	}
+}
+
+// PausedUntil returns the end of the current pause, and false if the bucket
+// is not paused now.
+func (b *Bucket) PausedUntil() (time.Time, bool) {
+	g := b.lock()
+	defer g.mu.Unlock()
+	if b.paused <= g.now() {
+		return time.Time{}, false
+	}
+	return g.epoch.Add(time.Duration(b.paused)), true
+}
+
+// Drain lowers the level to remaining if it is above: what a server
+// reports as remaining is a hint that can only lower the level, never
+// raise it. A negative remaining counts as zero.
+func (b *Bucket) Drain(remaining int64) {
+	remaining = max(remaining, 0)
+	g := b.lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	if b.lvl.tokens > remaining || (b.lvl.tokens == remaining && b.lvl.frac > 0) {
+		b.lvl.tokens, b.lvl.frac = remaining, 0
+		g.changed(now)
+	}
+}
+
+// Refund returns n tokens to the bucket, never above capacity, for callers
+// who track cost themselves. Queued waiters are re-timed.
+func (b *Bucket) Refund(n int64) error {
+	return b.adjust(n, true)
+}
+
+// Charge takes n more tokens from the bucket now, even if that leaves it in
+// debt; the debt is repaid from refill before anything else is granted.
+func (b *Bucket) Charge(n int64) error {
+	return b.adjust(n, false)
+}
+
+func (b *Bucket) adjust(n int64, refund bool) error {
+	if n < 0 {
+		return ErrInvalidCost
+	}
+	g := b.lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	if refund {
+		b.give(&b.lvl, n)
+	} else {
+		b.lvl.take(n)
+	}
+	g.changed(now)
+	return nil
+}

@@ -1,0 +1,69 @@
+package throttle
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+)
+
+// Permit is the record of costs taken by an Acquire whose real cost is known
+// only afterwards, such as an LLM call that reserves prompt tokens plus
+// max_tokens and learns its usage from the response. Settle or Cancel it
+// once.
+type Permit struct {
+	bs      []*Bucket
+	costs   []int64
+	settled atomic.Bool
+}
+
+// AcquirePermit is Acquire returning a Permit to settle later.
+func (b *Bucket) AcquirePermit(ctx context.Context, cost int64) (*Permit, error) {
+	if err := b.Acquire(ctx, cost); err != nil {
+		return nil, err
+	}
+	return &Permit{bs: []*Bucket{b}, costs: []int64{cost}}, nil
+}
+
+// Costs returns the costs the permit took, one per bucket.
+func (p *Permit) Costs() []int64 { return slices.Clone(p.costs) }
+
+// Settle corrects the costs to the actual use, one value per bucket. Where
+// actual is below the cost the difference is refunded (never above
+// capacity); where it is above, the extra is charged, and the level may go
+// negative: that debt is repaid from refill before anyone else is served,
+// and queued waiters are re-timed. Settling a permit twice, or after
+// Cancel, fails with ErrSettled and changes nothing.
+func (p *Permit) Settle(actual ...int64) error {
+	if len(actual) != len(p.bs) {
+		return ErrInvalidCost
+	}
+	for _, a := range actual {
+		if a < 0 {
+			return ErrInvalidCost
+		}
+	}
+	if !p.settled.CompareAndSwap(false, true) {
+		return ErrSettled
+	}
+	g := p.bs[0].lock()
+	now := g.now()
+	g.serve(now)
+	for i, b := range p.bs {
+		b.advance(&b.lvl, now)
+		if d := actual[i] - p.costs[i]; d < 0 {
+			b.give(&b.lvl, -d)
+		} else {
+			b.lvl.take(d)
+		}
+	}
+	g.changed(now)
+	g.mu.Unlock()
+	observe(p.bs, actual, EventSettled, 0)
+	return nil
+}
+
+// Cancel returns every cost: the call the permit was for was never made.
+// It fails with ErrSettled if the permit was already settled or cancelled.
+func (p *Permit) Cancel() error {
+	return p.Settle(make([]int64, len(p.bs))...)
+}
