@@ -9,7 +9,9 @@ require (
 	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
+	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )

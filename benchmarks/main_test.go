@@ -1,0 +1,13 @@
+package benchmarks
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if a benchmark or test leaves a goroutine behind:
+// the real-clock benchmarks start hundreds of waiters and must stop them all.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
