@@ -50,8 +50,9 @@ func ParseAnthropicReset(v string, now time.Time) (time.Duration, bool) {
 }
 
 func parseRFC3339(v string) (time.Time, bool) {
-	// Skip time.Parse when v cannot be a date: its errors allocate.
-	if len(v) < len("2006-01-02T15:04:05Z") || !isDigit(v[0]) {
+	// Skip time.Parse when v cannot be a date: its errors allocate. Beyond
+	// this, what time.Parse accepts is accepted (it allows a one-digit hour).
+	if v == "" || !isDigit(v[0]) {
 		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339, v)
