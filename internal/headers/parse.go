@@ -2,6 +2,7 @@ package headers
 
 import (
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -32,20 +33,98 @@ import (
 // [ParseShouldRetry], [ParseShopifyCallLimit].
 func Parse(h http.Header, now time.Time, maxPause time.Duration) Signals {
 	p := parser{h: h, now: now, maxPause: maxPause}
-	p.retryAfter()
-	p.shouldRetry()
-	p.ietf()
-	p.counters(FamilyIETFLegacy, "", "Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset", resetDeltaOrEpoch)
-	p.counters(FamilyXRateLimit, "", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", resetDiscord)
-	p.counters(FamilyXRateLimitHyphenated, "", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset", resetDeltaOrEpoch)
-	p.counters(FamilyOpenAI, "requests", "X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests", resetGoDuration)
-	p.counters(FamilyOpenAI, "tokens", "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", resetGoDuration)
-	p.counters(FamilyAnthropic, "requests", "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset", resetRFC3339)
-	p.counters(FamilyAnthropic, "tokens", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset", resetRFC3339)
-	p.counters(FamilyAnthropic, "input-tokens", "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset", resetRFC3339)
-	p.counters(FamilyAnthropic, "output-tokens", "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset", resetRFC3339)
-	p.shopify()
+	// Most responses carry one family or none: a pass over the keys finds
+	// which, so that the absent ones cost no map lookups.
+	present := families(h)
+	if present&hasRetryAfter != 0 {
+		p.retryAfter()
+	}
+	if present&hasVerdict != 0 {
+		p.shouldRetry()
+	}
+	if present&hasRateLimit != 0 {
+		p.ietf()
+		p.counters(FamilyIETFLegacy, "", "Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset", resetDeltaOrEpoch)
+	}
+	if present&hasXRateLimit != 0 {
+		p.counters(FamilyXRateLimit, "", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", resetDiscord)
+	}
+	if present&hasXRateLimitHyphenated != 0 {
+		p.counters(FamilyXRateLimitHyphenated, "", "X-Rate-Limit-Limit", "X-Rate-Limit-Remaining", "X-Rate-Limit-Reset", resetDeltaOrEpoch)
+	}
+	if present&hasOpenAI != 0 {
+		p.counters(FamilyOpenAI, "requests", "X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests", resetGoDuration)
+		p.counters(FamilyOpenAI, "tokens", "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens", resetGoDuration)
+	}
+	if present&hasAnthropic != 0 {
+		p.counters(FamilyAnthropic, "requests", "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset", resetRFC3339)
+		p.counters(FamilyAnthropic, "tokens", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset", resetRFC3339)
+		p.counters(FamilyAnthropic, "input-tokens", "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset", resetRFC3339)
+		p.counters(FamilyAnthropic, "output-tokens", "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset", resetRFC3339)
+	}
+	if present&hasShopify != 0 {
+		p.shopify()
+	}
 	return p.s
+}
+
+// Bits for the groups of fields a header holds.
+const (
+	hasRetryAfter           = 1 << iota // Retry-After, Retry-After-Ms
+	hasVerdict                          // X-Should-Retry, Stripe-Should-Retry
+	hasRateLimit                        // Ratelimit*: IETF and legacy IETF
+	hasXRateLimit                       // X-Ratelimit-*, but for OpenAI's
+	hasOpenAI                           // X-Ratelimit-*-Requests, X-Ratelimit-*-Tokens
+	hasXRateLimitHyphenated             // X-Rate-Limit-*
+	hasAnthropic                        // Anthropic-Ratelimit-*
+	hasShopify                          // X-Shopify-Shop-Api-Call-Limit
+)
+
+// families returns the has* bits of the fields in h. Iterating a map costs
+// about as much per entry as a lookup, so a large header is not scanned and
+// every group is looked up instead.
+func families(h http.Header) uint {
+	if len(h) > 24 {
+		return ^uint(0)
+	}
+	var bits uint
+	for k := range h {
+		if k == "" {
+			continue
+		}
+		switch k[0] {
+		case 'R':
+			if strings.HasPrefix(k, "Retry-After") {
+				bits |= hasRetryAfter
+			} else if strings.HasPrefix(k, "Ratelimit") {
+				bits |= hasRateLimit
+			}
+		case 'X':
+			switch {
+			case strings.HasPrefix(k, "X-Ratelimit-"):
+				if strings.HasSuffix(k, "-Requests") || strings.HasSuffix(k, "-Tokens") {
+					bits |= hasOpenAI
+				} else {
+					bits |= hasXRateLimit
+				}
+			case strings.HasPrefix(k, "X-Rate-Limit-"):
+				bits |= hasXRateLimitHyphenated
+			case k == "X-Should-Retry":
+				bits |= hasVerdict
+			case k == "X-Shopify-Shop-Api-Call-Limit":
+				bits |= hasShopify
+			}
+		case 'S':
+			if k == "Stripe-Should-Retry" {
+				bits |= hasVerdict
+			}
+		case 'A':
+			if strings.HasPrefix(k, "Anthropic-Ratelimit-") {
+				bits |= hasAnthropic
+			}
+		}
+	}
+	return bits
 }
 
 // resetFormat selects how a family writes its reset.

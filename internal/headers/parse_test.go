@@ -340,6 +340,17 @@ func TestParse(t *testing.T) {
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("Parse(%v)\n got %s\nwant %s", c.h, dump(got), dump(c.want))
 			}
+			// A large header is not scanned for families: same result.
+			big := c.h.Clone()
+			if big == nil {
+				big = http.Header{}
+			}
+			for i := range 30 {
+				big.Set(fmt.Sprintf("X-Filler-%d", i), "1")
+			}
+			if got := Parse(big, testNow, mp); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Parse(%v with 30 more fields)\n got %s\nwant %s", c.h, dump(got), dump(c.want))
+			}
 		})
 	}
 }
