@@ -19,9 +19,10 @@ import (
 // the largest time.Duration.
 //
 // Retry-After-Ms, when valid, takes precedence over Retry-After. A field
-// that allows one value but comes in several lines (or, for numeric fields,
-// as a comma-separated list, which is how proxies join lines) is used only
-// when all the values are the same, and is malformed otherwise.
+// that allows one value but comes in several lines (or, for fields other
+// than Retry-After and Date, whose dates hold commas, as a comma-separated
+// list, which is how proxies join lines) is used only when all the values
+// are the same, and is malformed otherwise.
 // X-RateLimit-Reset-After takes precedence over X-RateLimit-Reset. A reset
 // sent as a number counts seconds when below 1e9 and is a Unix instant from
 // 1e9 on (see [ParseXRateLimitReset]). The legacy RateLimit-Limit may carry

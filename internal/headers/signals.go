@@ -78,7 +78,9 @@ type Signals struct {
 	// RetryAfter is the wait the server asked for, from Retry-After-Ms or
 	// else Retry-After; valid only when HasRetryAfter. It is never negative
 	// and is capped at Parse's maxPause argument.
-	RetryAfter    time.Duration
+	RetryAfter time.Duration
+	// HasRetryAfter reports that the response carried a valid
+	// Retry-After-Ms or Retry-After.
 	HasRetryAfter bool
 	// Capped reports that RetryAfter or some Quota.Reset exceeded maxPause
 	// and was lowered to it.
