@@ -6,13 +6,21 @@ import (
 	"time"
 )
 
-// cpuTime returns the user plus system CPU time the whole process has used
-// so far, all threads included.
-func cpuTime(tb testing.TB) time.Duration {
+// usage is what getrusage reports for the whole process, all threads
+// included.
+type usage struct {
+	cpu      time.Duration // user plus system CPU time
+	switches int64         // voluntary context switches: a thread went to sleep
+}
+
+func readUsage(tb testing.TB) usage {
 	tb.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		tb.Fatalf("getrusage: %v", err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return usage{
+		cpu:      time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		switches: int64(ru.Nvcsw),
+	}
 }

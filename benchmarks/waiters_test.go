@@ -27,6 +27,9 @@ const (
 //   - cpu-ns/grant: user+system CPU of the whole process (getrusage) from
 //     the start to the b.N-th grant, divided by b.N; target: ours no higher
 //     than x/time/rate's.
+//   - sleeps/grant: voluntary context switches of the process's threads
+//     (getrusage) per grant: how often a thread parked, and so had to be
+//     woken, which is most of the CPU cost of a slow limiter.
 //   - rate_ratio: grants delivered per second over the configured rate;
 //     target: within 1% of 1.
 //
@@ -57,7 +60,7 @@ func runWaiters(b *testing.B, drain func() bool, wait func(context.Context) erro
 	var (
 		grants  atomic.Int64
 		end     time.Time
-		cpuEnd  time.Duration
+		useEnd  usage
 		start   = make(chan struct{})
 		reached = make(chan struct{})
 		wg      sync.WaitGroup
@@ -71,7 +74,7 @@ func runWaiters(b *testing.B, drain func() bool, wait func(context.Context) erro
 					return // cancelled once b.N grants are in
 				}
 				if grants.Add(1) == n {
-					end, cpuEnd = time.Now(), cpuTime(b)
+					end, useEnd = time.Now(), readUsage(b)
 					close(reached)
 				}
 			}
@@ -80,7 +83,7 @@ func runWaiters(b *testing.B, drain func() bool, wait func(context.Context) erro
 	// The clock starts when the limiter is emptied: its next token is due
 	// one interval later.
 	b.ResetTimer()
-	cpuBegin := cpuTime(b)
+	useBegin := readUsage(b)
 	if !drain() {
 		b.Fatal("could not empty the limiter")
 	}
@@ -91,6 +94,7 @@ func runWaiters(b *testing.B, drain func() bool, wait func(context.Context) erro
 	cancel()
 	wg.Wait()
 	elapsed := end.Sub(begin)
-	b.ReportMetric(float64(cpuEnd-cpuBegin)/float64(n), "cpu-ns/grant")
+	b.ReportMetric(float64(useEnd.cpu-useBegin.cpu)/float64(n), "cpu-ns/grant")
+	b.ReportMetric(float64(useEnd.switches-useBegin.switches)/float64(n), "sleeps/grant")
 	b.ReportMetric(float64(n)/elapsed.Seconds()/waitersRate, "rate_ratio")
 }
