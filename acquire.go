@@ -215,25 +215,54 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 	if cost <= 0 {
 		return ErrInvalidCost
 	}
+	bs, costs := [1]*Bucket{b}, [1]int64{cost}
+	if done, err := tryNow(ctx, bs[:], costs[:]); done {
+		return err
+	}
 	w := &waiter{}
 	w.one[0], w.oneCost[0] = b, cost
 	w.bs, w.costs = w.one[:], w.oneCost[:]
 	return acquire(ctx, w)
 }
 
-// acquire takes w.costs from w.bs now if nobody is queued and the levels
-// allow it, or queues w and waits for its turn.
-func acquire(ctx context.Context, w *waiter) error {
+// tryNow settles an acquisition that needs no waiting: it takes the costs
+// if nobody is queued and the levels allow, or fails. It reports done=false
+// when the caller must queue. It keeps no reference to bs or costs, so the
+// callers' slices can live on the stack: a grant at once allocates nothing.
+func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err error) {
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return true, ctx.Err()
 	default:
 	}
-	g := w.bs[0].lock()
-	if err := check(w.bs, w.costs); err != nil {
+	g := bs[0].lock()
+	if err := check(bs, costs); err != nil {
 		g.mu.Unlock()
-		return err
+		return true, err
 	}
+	now := g.now()
+	g.serve(now)
+	if g.head != nil {
+		g.mu.Unlock()
+		return false, nil
+	}
+	for _, b := range bs {
+		b.advance(&b.lvl, now)
+	}
+	if readyAt(bs, costs, now, g.floor, false) > now {
+		g.mu.Unlock()
+		return false, nil
+	}
+	spend(bs, costs, now, false)
+	g.mu.Unlock()
+	observe(bs, costs, EventGranted, 0)
+	return true, nil
+}
+
+// acquire queues w and waits for its turn, unless the queue emptied and the
+// levels allow it since tryNow looked.
+func acquire(ctx context.Context, w *waiter) error {
+	g := w.bs[0].lock()
 	now := g.now()
 	g.serve(now)
 	if g.head == nil {

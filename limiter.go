@@ -139,6 +139,12 @@ func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 // guarantees of Bucket.Acquire: FIFO, fail fast on a deadline that is too
 // short, and a cancelled waiter spends nothing.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) {
+	if done, err := tryNow(ctx, l.bs, costs); done {
+		if err != nil {
+			return nil, err
+		}
+		return &Permit{bs: l.bs, costs: slices.Clone(costs)}, nil
+	}
 	w := &waiter{bs: l.bs, costs: slices.Clone(costs)}
 	if err := acquire(ctx, w); err != nil {
 		return nil, err
