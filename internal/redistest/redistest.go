@@ -3,7 +3,8 @@
 // restart or fail over a server.
 //
 // Backend choice, in order:
-//   - THROTTLE_REDIS_ADDR=host:port: that single server;
+//   - THROTTLE_REDIS_ADDR=host:port: that single server
+//     (THROTTLE_REDIS_ADDR=miniredis forces miniredis);
 //   - otherwise a server answering PING at 127.0.0.1:6379 within 100 ms;
 //   - otherwise an in-process github.com/alicebob/miniredis/v2.
 //
@@ -34,6 +35,10 @@ const (
 	EnvAddr    = "THROTTLE_REDIS_ADDR"
 	EnvCluster = "THROTTLE_REDIS_CLUSTER"
 )
+
+// ForceMiniredis as the value of EnvAddr selects miniredis even when a real
+// server runs at DefaultAddr.
+const ForceMiniredis = "miniredis"
 
 // DefaultAddr is probed when EnvAddr is not set.
 const DefaultAddr = "127.0.0.1:6379"
@@ -68,7 +73,9 @@ var (
 func probe() string {
 	probeOnce.Do(func() {
 		if a := os.Getenv(EnvAddr); a != "" {
-			probeAddr = a
+			if a != ForceMiniredis {
+				probeAddr = a
+			}
 			return
 		}
 		if Ping(DefaultAddr, 100*time.Millisecond) == nil {
@@ -107,6 +114,9 @@ func New(tb testing.TB) *Backend {
 		b.Mini = miniredis.RunT(tb)
 		b.Addr = b.Mini.Addr()
 		b.Name = "miniredis (no Redis at " + DefaultAddr + "; set " + EnvAddr + " to use one)"
+		if os.Getenv(EnvAddr) == ForceMiniredis {
+			b.Name = "miniredis (" + EnvAddr + "=" + ForceMiniredis + ")"
+		}
 	}
 	announce(tb, b.Name)
 	return b

@@ -1,0 +1,509 @@
+package redisbucket
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/throttlekit/throttle"
+)
+
+// engine is what Bucket and Limiter share: one limiter id, its limits, the
+// script calls, the breaker, the failure policy and the local FIFO queue.
+type engine struct {
+	client redis.UniversalClient
+	id     string
+	key    string // <prefix>{<id>}
+	keys   []string
+	limits []shape
+	o      options
+	br     *breaker
+
+	local   *throttle.Limiter // FailLocal; nil for the other policies
+	localBs []*throttle.Bucket
+
+	// line admits one Acquire at a time to call Redis and sleep; the others
+	// wait in its FIFO queue. waiting counts the Acquire callers that were
+	// refused once, so TryAcquire does not jump ahead of them.
+	line    fifo
+	waiting atomic.Int64
+
+	st counters
+}
+
+type counters struct {
+	calls, callErrors, decisions, granted, leaseServed,
+	failureDecisions, failureGranted, breakerOpens atomic.Int64
+}
+
+// Stats counts what a Bucket or Limiter did since it was created.
+type Stats struct {
+	Calls            int64 // script calls sent to Redis, failed ones included
+	CallErrors       int64 // calls that failed or timed out
+	Decisions        int64 // TryAcquire and Acquire outcomes (grants and refusals), however taken
+	Granted          int64 // decisions that granted
+	LeaseServed      int64 // decisions served from leased tokens, without a call
+	FailureDecisions int64 // decisions taken by the failure policy
+	FailureGranted   int64 // of those, how many granted
+	BreakerOpens     int64 // times the circuit breaker opened
+}
+
+func newEngine(client redis.UniversalClient, id string, limits []shape, opts []Option) (*engine, error) {
+	if client == nil {
+		return nil, errors.New("redisbucket: nil client")
+	}
+	if id == "" || strings.Contains(id, "}") {
+		return nil, fmt.Errorf("redisbucket: limiter id %q must be non-empty and contain no }: it is the key's hash tag", id)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{
+		client: client, id: id, key: o.prefix + "{" + id + "}", limits: limits, o: o,
+		br: newBreaker(o.probeMin, o.probeMax),
+	}
+	e.keys = []string{e.key}
+	if !o.policySet {
+		o.policy = FailLocal()
+	}
+	e.o.policy = o.policy
+	if o.policy.mode == ModeFailLocal {
+		e.localBs, err = o.policy.localBuckets(limits, throttle.WithClock(o.clock))
+		if err != nil {
+			return nil, err
+		}
+		if e.local, err = throttle.NewLimiter(e.localBs...); err != nil {
+			return nil, err
+		}
+	} else if len(o.policy.rates) > 0 {
+		return nil, errors.New("redisbucket: failure policy has rates but is not FailLocal")
+	}
+	return e, nil
+}
+
+func (e *engine) stats() Stats {
+	return Stats{
+		Calls: e.st.calls.Load(), CallErrors: e.st.callErrors.Load(), Decisions: e.st.decisions.Load(),
+		Granted: e.st.granted.Load(), LeaseServed: e.st.leaseServed.Load(),
+		FailureDecisions: e.st.failureDecisions.Load(), FailureGranted: e.st.failureGranted.Load(),
+		BreakerOpens: e.st.breakerOpens.Load(),
+	}
+}
+
+// result is a script reply.
+type result struct {
+	status int64 // 1 granted, 0 denied, -1 never, 2 already applied
+	wait   time.Duration
+	amount int64
+	levels []int64 // tok, rem per limit
+}
+
+// call runs the script once, bounded by the call timeout.
+func (e *engine) call(ctx context.Context, mode string, permit string, a, b []int64, share int64, ttl time.Duration) (result, error) {
+	keys := e.keys
+	if permit != "" {
+		keys = []string{e.key, e.key + ":p:" + permit}
+	}
+	now := ""
+	if e.o.serverTime != nil {
+		now = strconv.FormatInt(e.o.serverTime().UnixMicro(), 10)
+	}
+	if mode == "s" {
+		ttl = min(ttl, time.Minute)
+	}
+	args := make([]any, 5, 5+7*len(e.limits))
+	args[0], args[1], args[2], args[3], args[4] = mode, now, len(e.limits), ttl.Milliseconds(), share
+	for i, l := range e.limits {
+		var bi int64
+		if b != nil {
+			bi = b[i]
+		}
+		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], l.args[4], a[i], bi)
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
+	defer cancel()
+	e.st.calls.Add(1)
+	v, err := script.Run(cctx, e.client, keys, args...).Int64Slice()
+	if err == nil && len(v) != 3+2*len(e.limits) {
+		err = fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), 3+2*len(e.limits))
+	}
+	if err != nil {
+		e.st.callErrors.Add(1)
+		return result{}, err
+	}
+	return result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], levels: v[3:]}, nil
+}
+
+// transient are the error replies of a server that is loading, failing
+// over, out of memory or busy: the failure policy decides, as for a timeout.
+var transient = []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "BUSY", "OOM", "NOREPLICAS", "NOTBUSY"}
+
+// unavailable reports whether err means Redis cannot decide now (timeout,
+// connection error, transient error reply) rather than a caller's cancelled
+// context or a real error (a key of the wrong type, a script bug).
+func unavailable(ctx context.Context, err error) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	default:
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := rerr.Error()
+		for _, p := range transient {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// decision is the outcome of one attempt.
+type decision struct {
+	granted bool
+	never   bool          // a limit without refill cannot cover the cost
+	wait    time.Duration // until it could pass, when denied
+	limit   int           // index of the limit that binds the wait
+	mode    Mode
+	cause   error // in failure mode, the error that opened the breaker
+	amount  int64 // lease size
+	levels  []int64
+}
+
+// decide takes one decision: by the script when the breaker lets it call,
+// by the failure policy otherwise or when the call fails.
+func (e *engine) decide(ctx context.Context, costs []int64, permit string) (decision, error) {
+	now := e.o.clock.Now()
+	call, probe, cause := e.br.allow(now)
+	if call {
+		res, err := e.call(ctx, "a", permit, costs, nil, 1, e.o.permitTTL)
+		if err == nil {
+			e.br.success()
+			return e.fromResult(res, costs), nil
+		}
+		if !unavailable(ctx, err) {
+			if cerr := ctxErr(ctx); cerr != nil {
+				return decision{}, cerr
+			}
+			return decision{}, err
+		}
+		if e.br.failure(now, err, probe) {
+			e.st.breakerOpens.Add(1)
+		}
+		cause = err
+	}
+	return e.fallback(costs, cause, now), nil
+}
+
+func (e *engine) fromResult(res result, costs []int64) decision {
+	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount}
+	switch res.status {
+	case 1, 2:
+		d.granted = true
+	case -1:
+		d.never = true
+	default:
+		d.wait = res.wait
+	}
+	if !d.granted {
+		d.limit = e.binding(res.levels, costs)
+	}
+	return d
+}
+
+// binding returns the index of the limit that needs the longest wait.
+func (e *engine) binding(levels []int64, costs []int64) int {
+	best, bestWait := 0, int64(-1)
+	for i, l := range e.limits {
+		tok, rem := levels[2*i], levels[2*i+1]
+		if costs[i] <= 0 || tok >= costs[i] {
+			continue
+		}
+		if l.num == 0 {
+			return i
+		}
+		// Values below 2^52 (shape.go): the product fits an int64.
+		need := (costs[i]-tok)*l.den - rem
+		w := (need + l.num - 1) / l.num * l.unit
+		if w > bestWait {
+			best, bestWait = i, w
+		}
+	}
+	return best
+}
+
+// fallback decides by the failure policy.
+func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
+	d := decision{mode: e.o.policy.mode, cause: cause}
+	untilProbe := max(e.br.openUntil().Sub(now), time.Millisecond)
+	switch d.mode {
+	case ModeFailOpen:
+		d.granted = true
+	case ModeFailClosed:
+		d.wait = untilProbe
+	case ModeFailLocal:
+		ok, err := e.local.TryAcquire(costs...)
+		switch {
+		case ok:
+			d.granted = true
+		case err != nil:
+			// Above a local capacity: refused until Redis is back.
+			d.wait = untilProbe
+		default:
+			w, err := e.local.WaitTime(costs...)
+			if err != nil {
+				w = untilProbe
+			}
+			d.wait = min(max(w, time.Nanosecond), untilProbe)
+		}
+	}
+	return d
+}
+
+// count records a final decision and reports it to the observer.
+func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait time.Duration) {
+	e.st.decisions.Add(1)
+	if kind == throttle.EventGranted {
+		e.st.granted.Add(1)
+	}
+	if d.mode == ModeLease {
+		e.st.leaseServed.Add(1)
+	}
+	if d.mode.Failure() {
+		e.st.failureDecisions.Add(1)
+		if kind == throttle.EventGranted {
+			e.st.failureGranted.Add(1)
+		}
+	}
+	if e.o.obs == nil {
+		return
+	}
+	for i, c := range costs {
+		if c > 0 {
+			e.o.obs.Observe(Event{Event: throttle.Event{Kind: kind, Limit: e.limits[i].name, Cost: c, Wait: wait},
+				Mode: d.mode, Err: d.cause})
+		}
+	}
+}
+
+// check validates costs like the core does.
+func (e *engine) check(costs []int64) error {
+	if len(costs) != len(e.limits) {
+		return fmt.Errorf("%w: %d costs for %d limits", throttle.ErrInvalidCost, len(costs), len(e.limits))
+	}
+	any := false
+	for i, c := range costs {
+		if c < 0 || (len(costs) == 1 && c == 0) {
+			return throttle.ErrInvalidCost
+		}
+		any = any || c > 0
+		if c > e.limits[i].capacity {
+			if e.limits[i].name == "" {
+				return fmt.Errorf("%w: cost %d, capacity %d", throttle.ErrCostExceedsCapacity, c, e.limits[i].capacity)
+			}
+			return fmt.Errorf("limit %q: %w: cost %d, capacity %d", e.limits[i].name, throttle.ErrCostExceedsCapacity, c, e.limits[i].capacity)
+		}
+	}
+	if !any {
+		return throttle.ErrInvalidCost
+	}
+	return nil
+}
+
+// tryAcquire decides once and never waits; it refuses while local Acquire
+// callers are queued, so it does not jump their queue.
+func (e *engine) tryAcquire(ctx context.Context, costs []int64) (bool, error) {
+	if err := e.check(costs); err != nil {
+		return false, err
+	}
+	if e.waiting.Load() > 0 {
+		e.count(decision{}, costs, throttle.EventRejected, 0)
+		return false, nil
+	}
+	d, err := e.decide(ctx, costs, "")
+	if err != nil {
+		return false, err
+	}
+	kind := throttle.EventRejected
+	if d.granted {
+		kind = throttle.EventGranted
+	}
+	e.count(d, costs, kind, d.wait)
+	return d.granted, nil
+}
+
+// acquire waits until the costs are granted: decide, and when refused,
+// sleep on the injected clock for the wait the script returned, outside
+// any lock, then decide again. Only the head of the local FIFO queue sleeps
+// on a timer; the others wait on their own channel in the queue, so each
+// grant wakes one goroutine.
+func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec func(context.Context) (decision, error)) (decision, error) {
+	if err := e.check(costs); err != nil {
+		return decision{}, err
+	}
+	start := e.o.clock.Now()
+	var d decision
+	have := false
+	if e.waiting.Load() == 0 {
+		var err error
+		if d, err = dec(ctx); err != nil {
+			return d, err
+		}
+		if d.granted {
+			e.count(d, costs, throttle.EventGranted, 0)
+			return d, nil
+		}
+		if err := e.hopeless(ctx, d, costs); err != nil {
+			return d, err
+		}
+		have = true
+	}
+	e.waiting.Add(1)
+	defer e.waiting.Add(-1)
+	if !e.line.tryAcquire() {
+		have = false
+		if err := e.line.acquire(ctx); err != nil {
+			e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+			return d, err
+		}
+	}
+	defer e.line.release()
+	for {
+		if !have {
+			var err error
+			if d, err = dec(ctx); err != nil {
+				if ctxErr(ctx) != nil {
+					e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+				}
+				return d, err
+			}
+			if d.granted {
+				e.count(d, costs, throttle.EventGranted, e.o.clock.Since(start))
+				return d, nil
+			}
+			if err := e.hopeless(ctx, d, costs); err != nil {
+				return d, err
+			}
+		}
+		have = false
+		t := e.o.clock.NewTimer(d.wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+			return d, ctx.Err()
+		case <-t.Chan():
+		}
+	}
+}
+
+// hopeless returns the error that ends an Acquire refused with d: a limit
+// that never refills, FailClosed, or a deadline before the wait ends.
+func (e *engine) hopeless(ctx context.Context, d decision, costs []int64) error {
+	var err error
+	switch {
+	case d.never:
+		err = throttle.ErrNoRefill
+		if n := e.limits[d.limit].name; n != "" {
+			err = fmt.Errorf("limit %q: %w", n, err)
+		}
+	case d.mode == ModeFailClosed:
+		err = fmt.Errorf("%w (failure policy FailClosed): %w", ErrUnavailable, d.cause)
+	default:
+		if dl, ok := ctx.Deadline(); ok && dl.Sub(e.o.clock.Now()) < d.wait {
+			err = &throttle.WaitError{Wait: d.wait, Limit: e.limits[d.limit].name}
+		}
+	}
+	if err != nil {
+		e.count(d, costs, throttle.EventRejected, d.wait)
+	}
+	return err
+}
+
+// view is what peek reports: the wait for some costs and every level.
+type view struct {
+	wait   time.Duration
+	never  bool
+	limit  int
+	tokens []float64
+}
+
+// peek reads the levels and the wait for costs without writing. In failure
+// mode it answers from the failure policy's view: FailOpen full, FailClosed
+// empty, FailLocal the local buckets.
+func (e *engine) peek(ctx context.Context, costs []int64) (view, error) {
+	now := e.o.clock.Now()
+	call, probe, _ := e.br.allow(now)
+	v := view{tokens: make([]float64, len(e.limits))}
+	if call {
+		res, err := e.call(ctx, "p", "", costs, nil, 1, e.o.permitTTL)
+		if err == nil {
+			e.br.success()
+			d := e.fromResult(res, costs)
+			v.wait, v.never, v.limit = d.wait, d.never, d.limit
+			for i, l := range e.limits {
+				v.tokens[i] = l.value(res.levels[2*i], res.levels[2*i+1])
+			}
+			return v, nil
+		}
+		if !unavailable(ctx, err) {
+			if cerr := ctxErr(ctx); cerr != nil {
+				return v, cerr
+			}
+			return v, err
+		}
+		if e.br.failure(now, err, probe) {
+			e.st.breakerOpens.Add(1)
+		}
+	}
+	untilProbe := max(e.br.openUntil().Sub(now), time.Millisecond)
+	switch e.o.policy.mode {
+	case ModeFailOpen:
+		for i, l := range e.limits {
+			v.tokens[i] = float64(l.capacity)
+		}
+	case ModeFailClosed:
+		v.wait = untilProbe
+	case ModeFailLocal:
+		if slices.ContainsFunc(costs, func(c int64) bool { return c > 0 }) {
+			w, err := e.local.WaitTime(costs...)
+			if err != nil {
+				w = untilProbe
+			}
+			v.wait = w
+		}
+		for i, b := range e.localBs {
+			v.tokens[i] = b.Tokens()
+		}
+	}
+	return v, nil
+}
+
+// newPermitID returns 128 random bits in hex.
+func newPermitID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ctxErr is ctx.Err() without blocking: a clockwork fake-clock context's
+// Err blocks until the context is done.
+func ctxErr(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+		return nil
+	}
+}

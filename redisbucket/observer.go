@@ -1,0 +1,57 @@
+package redisbucket
+
+import "github.com/throttlekit/throttle"
+
+// Mode says who took a decision.
+type Mode uint8
+
+// The modes of a decision.
+const (
+	ModeRedis      Mode = iota // the script in Redis
+	ModeLease                  // tokens leased earlier from Redis, without a call
+	ModeFailClosed             // the failure policy FailClosed
+	ModeFailOpen               // the failure policy FailOpen
+	ModeFailLocal              // the failure policy FailLocal's local bucket
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeRedis:
+		return "redis"
+	case ModeLease:
+		return "lease"
+	case ModeFailClosed:
+		return "fail-closed"
+	case ModeFailOpen:
+		return "fail-open"
+	case ModeFailLocal:
+		return "fail-local"
+	}
+	return "unknown"
+}
+
+// Failure reports whether the failure policy took the decision.
+func (m Mode) Failure() bool { return m >= ModeFailClosed }
+
+// Event is one decision: the core event (granted, rejected, cancelled,
+// settled, with the limit name, cost and wait) and who took it.
+type Event struct {
+	throttle.Event
+	Mode Mode
+	// Err is, for a decision in failure mode, the error that opened the breaker.
+	Err error
+}
+
+// Observer receives a limiter's decisions. It is called from the goroutine
+// that made the decision, outside any lock, and must not block.
+type Observer interface {
+	Observe(Event)
+}
+
+// CoreObserver adapts a throttle.Observer (the slog and OpenTelemetry
+// adapters of the core package, say) by passing it the core event.
+func CoreObserver(o throttle.Observer) Observer { return coreObserver{o} }
+
+type coreObserver struct{ o throttle.Observer }
+
+func (c coreObserver) Observe(e Event) { c.o.Observe(e.Event) }

@@ -1,0 +1,106 @@
+package redisbucket
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Defaults for the options.
+const (
+	DefaultPrefix      = "throttle:"
+	DefaultCallTimeout = 75 * time.Millisecond
+	DefaultPermitTTL   = 10 * time.Minute
+	DefaultProbeMin    = 100 * time.Millisecond
+	DefaultProbeMax    = 10 * time.Second
+)
+
+// Option configures a Bucket or a Limiter.
+type Option func(*options)
+
+type options struct {
+	prefix      string
+	clock       clockwork.Clock
+	callTimeout time.Duration
+	policy      FailurePolicy
+	policySet   bool
+	obs         Observer
+	permitTTL   time.Duration
+	probeMin    time.Duration
+	probeMax    time.Duration
+	lease       *Lease
+	// serverTime replaces the server's TIME; tests use it to run exact
+	// traces on a real server. Nil in production.
+	serverTime func() time.Time
+}
+
+func buildOptions(opts []Option) (options, error) {
+	o := options{
+		prefix:      DefaultPrefix,
+		callTimeout: DefaultCallTimeout,
+		permitTTL:   DefaultPermitTTL,
+		probeMin:    DefaultProbeMin,
+		probeMax:    DefaultProbeMax,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.clock == nil {
+		o.clock = clockwork.NewRealClock()
+	}
+	if strings.ContainsAny(o.prefix, "{}") {
+		return o, fmt.Errorf("redisbucket: key prefix %q must not contain { or }: the hash tag is the limiter id", o.prefix)
+	}
+	if o.callTimeout <= 0 {
+		return o, fmt.Errorf("redisbucket: call timeout must be positive, got %v", o.callTimeout)
+	}
+	if o.permitTTL < time.Second {
+		return o, fmt.Errorf("redisbucket: permit TTL must be at least 1s, got %v", o.permitTTL)
+	}
+	if o.probeMin <= 0 || o.probeMax < o.probeMin {
+		return o, fmt.Errorf("redisbucket: probe backoff needs 0 < min <= max, got %v, %v", o.probeMin, o.probeMax)
+	}
+	return o, nil
+}
+
+// WithPrefix sets the text before the hash tag in every key; the default is
+// "throttle:". A limiter with id X stores its state at <prefix>{X}. The
+// prefix must not contain { or }.
+func WithPrefix(prefix string) Option { return func(o *options) { o.prefix = prefix } }
+
+// WithClock makes the client side read time and sleep on c: the breaker's
+// probe schedule, the lease hold time, the local fallback bucket and the
+// sleeps of Acquire. Token refill always follows the Redis server's clock.
+func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithCallTimeout bounds each script call; past it the call counts as a
+// failure and the failure policy decides. The default is 75 ms. Configure the
+// client's own timeouts and retries low as well (see the package example):
+// go-redis defaults to seconds and three retries.
+func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
+
+// WithFailurePolicy sets what decides while Redis is unreachable or slow. The
+// default is FailLocal() with one tenth of each limit.
+func WithFailurePolicy(p FailurePolicy) Option {
+	return func(o *options) { o.policy, o.policySet = p, true }
+}
+
+// WithObserver reports every decision to obs, including those the failure
+// policy takes and those served from a lease.
+func WithObserver(obs Observer) Option { return func(o *options) { o.obs = obs } }
+
+// WithPermitTTL sets how long the server remembers a permit id, which makes
+// Settle and Cancel safe to retry; settle within this time. The default is
+// 10 minutes. After a permit is settled its id is kept for one minute more
+// (or the TTL if shorter), long enough for a retry of the same settle.
+func WithPermitTTL(d time.Duration) Option { return func(o *options) { o.permitTTL = d } }
+
+// WithProbeBackoff sets the circuit breaker's schedule: after a failed call
+// the next call to Redis is a single probe after min, then after
+// exponentially longer gaps up to max, until one succeeds. The defaults are
+// 100 ms and 10 s.
+func WithProbeBackoff(min, max time.Duration) Option {
+	return func(o *options) { o.probeMin, o.probeMax = min, max }
+}

@@ -1,0 +1,129 @@
+package redisbucket
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/throttlekit/throttle"
+)
+
+// Permit records costs taken by an acquisition whose real cost is known
+// only afterwards (an LLM call that reserves prompt tokens plus max_tokens).
+// Settle or Cancel it once.
+//
+// A permit taken from Redis carries a random id that the server remembers
+// for the permit TTL: retrying the acquisition or the settlement after a
+// timeout (which may have been applied) never applies it twice. A permit
+// granted by the failure policy settles against the local bucket under
+// FailLocal and has nothing to correct under FailOpen.
+type Permit struct {
+	e     *engine
+	id    string
+	costs []int64
+	mode  Mode
+
+	mu   sync.Mutex
+	done bool
+}
+
+func acquirePermit(ctx context.Context, e *engine, costs []int64) (*Permit, error) {
+	id := newPermitID()
+	d, err := e.acquire(ctx, costs, id, func(ctx context.Context) (decision, error) {
+		return e.decide(ctx, costs, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Permit{e: e, id: id, costs: slices.Clone(costs), mode: d.mode}, nil
+}
+
+// ID returns the permit's id, unique to this acquisition.
+func (p *Permit) ID() string { return p.id }
+
+// Costs returns the costs the permit took, one per limit.
+func (p *Permit) Costs() []int64 { return slices.Clone(p.costs) }
+
+// Mode says who granted the permit: ModeRedis, or a failure policy.
+func (p *Permit) Mode() Mode { return p.mode }
+
+// Settle corrects the costs to the actual use, one value per limit, with
+// context.Background and the call timeout; see SettleContext.
+func (p *Permit) Settle(actual ...int64) error {
+	return p.SettleContext(context.Background(), actual...)
+}
+
+// SettleContext corrects the costs to the actual use, one value per limit.
+// Where actual is below the cost the difference is refunded (never above
+// capacity); where it is above, the extra is charged and the level may go
+// negative, down to minus one capacity (a larger debt is forgiven: it keeps
+// the script's integers exact). Settling twice, or after Cancel, fails with
+// throttle.ErrSettled and changes nothing. When Redis cannot be reached
+// after a retry it fails with an error wrapping ErrUnavailable and the
+// permit stays open, so the caller may try again.
+func (p *Permit) SettleContext(ctx context.Context, actual ...int64) error {
+	if len(actual) != len(p.costs) {
+		return fmt.Errorf("%w: %d actual costs for %d limits", throttle.ErrInvalidCost, len(actual), len(p.costs))
+	}
+	for _, a := range actual {
+		if a < 0 {
+			return throttle.ErrInvalidCost
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return throttle.ErrSettled
+	}
+	switch p.mode {
+	case ModeRedis:
+		b := make([]int64, len(actual))
+		for i, a := range actual {
+			// Debt stops at one capacity: larger charges change nothing.
+			b[i] = min(a, p.costs[i]+2*p.e.limits[i].capacity)
+		}
+		var err error
+		for range 2 {
+			if _, err = p.e.call(ctx, "s", p.id, p.costs, b, 1, p.e.o.permitTTL); err == nil || !unavailable(ctx, err) {
+				break
+			}
+		}
+		if err != nil {
+			if cerr := ctxErr(ctx); cerr != nil {
+				return cerr
+			}
+			if unavailable(ctx, err) {
+				return fmt.Errorf("%w: settle permit %s: %w", ErrUnavailable, p.id, err)
+			}
+			return err
+		}
+	case ModeFailLocal:
+		for i, b := range p.e.localBs {
+			var err error
+			if d := actual[i] - p.costs[i]; d < 0 {
+				err = b.Refund(-d)
+			} else if d > 0 {
+				err = b.Charge(d)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	p.done = true
+	if o := p.e.o.obs; o != nil {
+		for i, a := range actual {
+			o.Observe(Event{Event: throttle.Event{Kind: throttle.EventSettled, Limit: p.e.limits[i].name, Cost: a}, Mode: p.mode})
+		}
+	}
+	return nil
+}
+
+// Cancel returns every cost: the call was never made. See CancelContext.
+func (p *Permit) Cancel() error { return p.CancelContext(context.Background()) }
+
+// CancelContext returns every cost; it is SettleContext with zero actual use.
+func (p *Permit) CancelContext(ctx context.Context) error {
+	return p.SettleContext(ctx, make([]int64, len(p.costs))...)
+}

@@ -1,0 +1,86 @@
+package redisbucket
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/throttlekit/throttle"
+)
+
+// ErrUnavailable is wrapped by the errors of Acquire and of Permit methods
+// when Redis cannot be reached and the failure policy cannot decide for it
+// (FailClosed, or a permit taken from Redis that cannot be settled now).
+var ErrUnavailable = errors.New("redisbucket: redis unavailable")
+
+// FailurePolicy decides while Redis is unreachable, slow or failing over,
+// that is after a call timed out or failed and until a probe succeeds.
+type FailurePolicy struct {
+	mode  Mode
+	rates []throttle.Rate
+}
+
+// FailClosed refuses every request while Redis is unavailable: TryAcquire
+// returns false and Acquire fails at once with an error wrapping
+// ErrUnavailable. Nothing can exceed the shared limit; nothing gets through.
+var FailClosed = FailurePolicy{mode: ModeFailClosed}
+
+// FailOpen grants every request while Redis is unavailable. This is what
+// Envoy's rate limit filter does by default: the limit is lost, the service
+// keeps working.
+var FailOpen = FailurePolicy{mode: ModeFailOpen}
+
+// FailLocal limits each process on its own while Redis is unavailable, with
+// a local throttle.Bucket per limit that is meant to hold this process's safe
+// share of the shared limit. rates gives the local rate of each limit, in the
+// limiter's order; a limit without one gets one tenth of its shared rate. A
+// local bucket's capacity is the shared capacity scaled by the same ratio as
+// its rate, rounded up, and at least 1. A request whose cost exceeds a local
+// capacity is refused while the policy is in force.
+//
+// Choose rates so that the sum over all processes stays within the shared
+// limit: with N processes, about 1/N of each. FailLocal() (one tenth) is the
+// default policy.
+func FailLocal(rates ...throttle.Rate) FailurePolicy {
+	return FailurePolicy{mode: ModeFailLocal, rates: rates}
+}
+
+// localBuckets builds the FailLocal buckets for the limits.
+func (p FailurePolicy) localBuckets(limits []shape, opts ...throttle.Option) ([]*throttle.Bucket, error) {
+	if len(p.rates) > len(limits) {
+		return nil, fmt.Errorf("redisbucket: FailLocal has %d rates for %d limits", len(p.rates), len(limits))
+	}
+	bs := make([]*throttle.Bucket, len(limits))
+	for i, l := range limits {
+		r := throttle.Per(l.rate.Tokens(), 10*l.rate.Period())
+		if l.rate.Period() > (1<<63-1)/10 {
+			r = throttle.Per(l.rate.Tokens()/10, l.rate.Period())
+		}
+		if i < len(p.rates) {
+			r = p.rates[i]
+		}
+		c := scaleCapacity(l, r)
+		b, err := throttle.New(c, r, append(opts, throttle.WithName(l.name))...)
+		if err != nil {
+			return nil, fmt.Errorf("redisbucket: FailLocal limit %q: %w", l.name, err)
+		}
+		bs[i] = b
+	}
+	return bs, nil
+}
+
+// scaleCapacity returns ceil(capacity * local rate / shared rate), at least 1
+// and at most the shared capacity.
+func scaleCapacity(l shape, local throttle.Rate) int64 {
+	if l.rate.Tokens() == 0 || local.Period() <= 0 {
+		return l.capacity
+	}
+	// capacity * (lt/lp) / (st/sp) = capacity * lt * sp / (lp * st), in float:
+	// this sizes a fallback, it decides nothing exactly.
+	f := float64(l.capacity) * float64(local.Tokens()) * float64(l.rate.Period()) /
+		(float64(local.Period()) * float64(l.rate.Tokens()))
+	c := int64(f)
+	if float64(c) < f {
+		c++
+	}
+	return max(1, min(c, l.capacity))
+}
