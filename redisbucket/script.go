@@ -9,20 +9,22 @@ import "github.com/redis/go-redis/v9"
 // passed to redis.call as numbers, never through tostring (which keeps only
 // 14 digits).
 //
-// KEYS[1]  the limiter's state hash: field t (last update, µs on the server
-//          clock), and per limit v:<name> (whole tokens) and r:<name> (the
-//          fraction, in 1/den units). A missing key or field is a full limit.
-// KEYS[2]  the permit key (modes a with a permit, l and s).
-// ARGV[1]  mode: a acquire all-or-nothing, l lease (one limit: at least a,
-//          at most b tokens), p peek (no write), s settle.
-// ARGV[2]  the time in µs to use instead of TIME, or "" (tests only).
-// ARGV[3]  number of limits n.
-// ARGV[4]  permit record lifetime in ms (modes a, l, s).
-// ARGV[5]  lease share: a lease takes at most floor(level/share) beyond its minimum.
-// ARGV[6+7(i-1) ...] per limit i: name, capacity, num, den, unit (µs), a, b.
-//          The limit refills num tokens every den units. Mode a and p: a is
-//          the cost (0 leaves the limit out). Mode l: a is the minimum and b
-//          the most to take. Mode s: a is the estimate taken, b the actual.
+// Keys and arguments:
+//   - KEYS[1]: the limiter's state hash: field t (last update, µs on the
+//     server clock), and per limit v:<name> (whole tokens) and r:<name> (the
+//     fraction, in 1/den units). A missing key or field is a full limit.
+//   - KEYS[2]: the permit key (mode a with a permit, modes l and s).
+//   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
+//     a, at most b tokens), p peek (no write), s settle.
+//   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only).
+//   - ARGV[3]: the number of limits n.
+//   - ARGV[4]: the permit record lifetime in ms (modes a, l, s).
+//   - ARGV[5]: lease share: a lease takes at most floor(level/share) beyond
+//     its minimum.
+//   - ARGV[6+7(i-1)...]: per limit i: name, capacity, num, den, unit (µs),
+//     a, b. The limit refills num tokens every den units. Modes a and p: a
+//     is the cost (0 leaves the limit out). Mode l: a is the minimum and b
+//     the most to take. Mode s: a is the estimate taken, b the actual.
 //
 // Reply: {status, wait_us, amount, tok_1, rem_1, ..., tok_n, rem_n} where
 // status is 1 granted (or settled), 0 denied (wait_us until it could pass),
