@@ -45,6 +45,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"replay", "print whether each request of a list passes a token bucket", runReplay},
+		{"simulate", "replay a CSV trace against one or several limits and summarise", runSimulate},
 	}
 }
 

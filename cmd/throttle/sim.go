@@ -1,0 +1,281 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/trace"
+)
+
+// simConfig is what simulate runs.
+type simConfig struct {
+	limits   []limitSpec
+	reject   bool // non-blocking: a request that does not fit is rejected
+	chart    bool // collect the chart's series
+	sweepMin int  // keys held before idle ones are first swept out
+}
+
+// simulator replays requests one by one. It needs no goroutine: requests
+// of a key are served in arrival order, so in wait mode request i is granted
+// at the first instant at or after max(its arrival, the grant of the key's
+// previous request) at which every limit covers it, which WaitTime gives
+// exactly. Each key has its own limits on its own fake clock, because grant
+// instants of different keys do not come in order.
+type simulator struct {
+	cfg   simConfig
+	keys  map[string]*keyState
+	sweep int // sweep idle keys once this many are held
+	costs []int64
+	stats simStats
+
+	before, after []float64 // levels around a decision, in % of capacity
+
+	// decided, when set, sees every decision: for tests.
+	decided     func(arrival, at time.Duration, ok bool)
+	lastArrival time.Duration
+	series      *series
+}
+
+// keyState is one key's limits and where its clock stands.
+type keyState struct {
+	clock      *clockwork.FakeClock
+	lim        *throttle.Limiter
+	bs         []*throttle.Bucket
+	now        time.Duration   // the clock, as an offset from the epoch
+	free       time.Duration   // wait mode: grant of the key's previous request
+	lastTake   time.Duration   // instant of the key's latest grant
+	emptyUntil []time.Duration // per limit: when it next holds a whole token
+}
+
+// simStats is what the summary reports.
+type simStats struct {
+	requests, accepted, rejected, waited uint64
+	waits                                hist
+	started                              bool
+	first, end                           time.Duration // first arrival, last decision
+	spent                                []u128        // tokens taken, per limit
+	empty                                []u128        // ns below one token, per limit, summed over keys
+	multiKey                             bool          // more than one distinct key
+	firstKey                             string
+}
+
+// epoch is time 0 of a trace on every key's fake clock.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// never stands for an instant that does not come, such as the next token of
+// a limit that never refills.
+const never = time.Duration(math.MaxInt64)
+
+func newSimulator(cfg simConfig) *simulator {
+	if cfg.sweepMin <= 0 {
+		cfg.sweepMin = 4096
+	}
+	s := &simulator{
+		cfg:   cfg,
+		keys:  make(map[string]*keyState),
+		sweep: cfg.sweepMin,
+		costs: make([]int64, len(cfg.limits)),
+	}
+	s.stats.spent = make([]u128, len(cfg.limits))
+	s.stats.empty = make([]u128, len(cfg.limits))
+	if cfg.chart {
+		s.series = newSeries(len(cfg.limits), chartBins)
+		s.before = make([]float64, len(cfg.limits))
+		s.after = make([]float64, len(cfg.limits))
+	}
+	return s
+}
+
+func (s *simulator) newKey() (*keyState, error) {
+	k := &keyState{
+		clock:      clockwork.NewFakeClockAt(epoch),
+		bs:         make([]*throttle.Bucket, len(s.cfg.limits)),
+		emptyUntil: make([]time.Duration, len(s.cfg.limits)),
+	}
+	for i, l := range s.cfg.limits {
+		b, err := throttle.New(l.capacity, l.rate, throttle.WithClock(k.clock), throttle.WithName(l.name))
+		if err != nil {
+			return nil, err
+		}
+		k.bs[i] = b
+	}
+	lim, err := throttle.NewLimiter(k.bs...)
+	if err != nil {
+		return nil, err
+	}
+	k.lim = lim
+	return k, nil
+}
+
+// advance moves the key's clock forward to t.
+func (k *keyState) advance(t time.Duration) {
+	if t > k.now {
+		k.clock.Advance(t - k.now)
+		k.now = t
+	}
+}
+
+// add decides one request of a trace; line names it in errors.
+func (s *simulator) add(req trace.Request, line int) error {
+	for i, l := range s.cfg.limits {
+		s.costs[i] = req.Cost
+		if l.perRequest {
+			s.costs[i] = 1
+		}
+		if s.costs[i] > l.capacity {
+			return usagef("trace line %d: cost %d exceeds the burst %d of limit %q", line, s.costs[i], l.capacity, l.name)
+		}
+	}
+	st := &s.stats
+	if !st.started {
+		st.started, st.first = true, req.Time
+		if s.series != nil {
+			s.series.origin = req.Time
+		}
+	}
+	st.requests++
+	s.lastArrival = req.Time
+	k := s.keys[req.Key]
+	if k == nil {
+		var err error
+		if k, err = s.newKey(); err != nil {
+			return err
+		}
+		s.keys[req.Key] = k
+	}
+	if st.requests == 1 {
+		st.firstKey = req.Key
+	} else if req.Key != st.firstKey {
+		st.multiKey = true
+	}
+
+	var ok bool
+	var err error
+	if s.cfg.reject {
+		k.advance(req.Time)
+		if ok, err = k.lim.TryAcquire(s.costs...); err != nil {
+			return fmt.Errorf("trace line %d: %w", line, err)
+		}
+	} else {
+		k.advance(max(req.Time, k.free))
+		// Nothing is ever queued, so TryAcquire succeeds exactly when
+		// WaitTime would say 0; trying first saves a call.
+		if ok, err = k.lim.TryAcquire(s.costs...); err != nil {
+			return fmt.Errorf("trace line %d: %w", line, err)
+		}
+		if !ok {
+			w, err := k.lim.WaitTime(s.costs...)
+			if errors.Is(err, throttle.ErrNoRefill) {
+				return usagef("trace line %d: the request would wait forever: %v", line, err)
+			}
+			if err != nil {
+				return fmt.Errorf("trace line %d: %w", line, err)
+			}
+			if w > never-k.now {
+				return usagef("trace line %d: the request would wait past the year 2292", line)
+			}
+			k.advance(k.now + w)
+			if ok, err = k.lim.TryAcquire(s.costs...); err != nil || !ok {
+				return fmt.Errorf("trace line %d: internal error: not granted after waiting %v as WaitTime said (%v)", line, w, err)
+			}
+		}
+		k.free = k.now
+		wait := k.now - req.Time
+		st.waits.record(wait)
+		if wait > 0 {
+			st.waited++
+		}
+	}
+	t := k.now
+	st.end = max(st.end, t)
+	if ok {
+		st.accepted++
+		for i, b := range k.bs {
+			st.spent[i].add(uint64(s.costs[i]))
+			st.empty[i].add(uint64(min(k.emptyUntil[i], t) - k.lastTake))
+			w, err := b.WaitTime(1)
+			if err != nil || w > never-t {
+				k.emptyUntil[i] = never
+			} else {
+				k.emptyUntil[i] = t + w
+			}
+		}
+		k.lastTake = t
+	} else {
+		st.rejected++
+	}
+	if s.series != nil {
+		s.record(k, t, ok)
+	}
+	if s.decided != nil {
+		s.decided(req.Time, t, ok)
+	}
+	if len(s.keys) >= s.sweep {
+		s.sweepIdle(req.Time)
+	}
+	return nil
+}
+
+// record adds a decision to the chart's series.
+func (s *simulator) record(k *keyState, t time.Duration, ok bool) {
+	// The level is sampled right before and right after the decision: the
+	// top and the bottom of the saw tooth.
+	for i, b := range k.bs {
+		after := b.Tokens()
+		c := float64(s.cfg.limits[i].capacity)
+		s.after[i] = after / c * 100
+		s.before[i] = s.after[i]
+		if ok {
+			s.before[i] = (after + float64(s.costs[i])) / c * 100
+		}
+	}
+	s.series.add(t, ok, s.before, s.after, s.costs)
+}
+
+// sweepIdle drops every key whose limits are all full at instant now with
+// no request of its own still ahead of now. Such a key is exactly a fresh
+// one, so dropping it changes no decision; it is what keeps memory bounded
+// by the keys active recently rather than by the trace. A sweep runs when
+// the number of keys has doubled since the last one, which makes its cost
+// amortised O(1) per request.
+func (s *simulator) sweepIdle(now time.Duration) {
+	for key, k := range s.keys {
+		if k.now > now {
+			continue
+		}
+		k.advance(now)
+		full := true
+		for _, b := range k.bs {
+			if w, err := b.WaitTime(b.Capacity()); err != nil || w > 0 {
+				full = false
+				break
+			}
+		}
+		if full {
+			s.retire(k, now)
+			delete(s.keys, key)
+		}
+	}
+	s.sweep = max(s.cfg.sweepMin, 2*len(s.keys))
+}
+
+// retire adds the key's last stretch below one token, up to end.
+func (s *simulator) retire(k *keyState, end time.Duration) {
+	for i := range k.bs {
+		if e := min(k.emptyUntil[i], end); e > k.lastTake {
+			s.stats.empty[i].add(uint64(e - k.lastTake))
+		}
+	}
+}
+
+// finish closes the accounts of the keys still held.
+func (s *simulator) finish() {
+	for key, k := range s.keys {
+		s.retire(k, s.stats.end)
+		delete(s.keys, key)
+	}
+}
