@@ -1,0 +1,201 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"math/bits"
+	"net/http"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/headers"
+)
+
+// LimitHandler returns a handler that enforces a quota in front of next, for Go
+// servers that limit their own clients.
+//
+// For each request it takes the request's cost (LimitCost; 1 on every
+// bucket by default) from the Limiter that pick chooses, without waiting:
+// a request the limiter covers now goes to next, with a Permit that the
+// handler may settle (see RequestPermit); any other is answered 429 Too
+// Many Requests with a Retry-After of the exact wait for its cost
+// (Limiter.WaitTime), rounded up to whole seconds so that a client that
+// honours it is admitted. A cost larger than a bucket's capacity can never
+// be admitted and is answered 413 Content Too Large; an error of pick is
+// answered 500, one of the cost function 400. A nil Limiter lets the
+// request through.
+//
+// Every answer from the limiter's side, admitted or not, carries the
+// limiter's state in headers, the IETF RateLimit-Policy and RateLimit
+// fields by default (see WriteIETF and LimitHeaders), so that
+// well-behaved clients can pace themselves.
+func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
+	h := &limitHandler{next: next, pick: pick, cost: defaultCost, headers: WriteIETF, rejected: rejectTooMany}
+	for _, opt := range opts {
+		opt(h)
+	}
+	return h
+}
+
+// LimitOption configures LimitHandler.
+type LimitOption func(*limitHandler)
+
+// LimitCost sets what each request costs; the default is 1 on every
+// bucket. A server-side CostFunc that reads the body must put back what it
+// read (LLM.Cost does).
+func LimitCost(f CostFunc) LimitOption {
+	return func(h *limitHandler) { h.cost = f }
+}
+
+// LimitHeaders replaces WriteIETF as the writer of the rate-limit headers,
+// to speak another dialect; write is called with the header of every
+// response the middleware answers or admits, before next runs.
+func LimitHeaders(write func(h http.Header, status []LimitStatus)) LimitOption {
+	return func(h *limitHandler) { h.headers = write }
+}
+
+// LimitRejected replaces the writer of refused requests. When it is called,
+// the rate-limit headers and Retry-After are set; it must write the
+// response, normally with status 429. wait is how long until the request
+// would be admitted, or -1 if never.
+func LimitRejected(write func(w http.ResponseWriter, r *http.Request, wait time.Duration)) LimitOption {
+	return func(h *limitHandler) { h.rejected = write }
+}
+
+// LimitStatus is the state of one bucket of a Limiter after the middleware
+// took, or refused, a request's cost.
+type LimitStatus struct {
+	Name      string        // the bucket's name
+	Capacity  int64         // the most tokens it holds
+	Rate      Rate          // its refill rate
+	Remaining int64         // whole tokens left, never negative
+	Reset     time.Duration // until it is full again, or -1 if never
+}
+
+// RequestPermit returns the Permit LimitHandler took for r, so that
+// the handler can settle it against the request's actual cost (the tokens
+// an LLM call really used, say), or nil outside the middleware.
+func RequestPermit(r *http.Request) *Permit {
+	p, _ := r.Context().Value(permitKey{}).(*Permit)
+	return p
+}
+
+type permitKey struct{}
+
+type limitHandler struct {
+	next     http.Handler
+	pick     LimiterFunc
+	cost     CostFunc
+	headers  func(http.Header, []LimitStatus)
+	rejected func(http.ResponseWriter, *http.Request, time.Duration)
+}
+
+func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l, err := h.pick(r)
+	if err != nil {
+		http.Error(w, "choosing the rate limiter: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if l == nil {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	costs, err := h.cost(r, l)
+	if err != nil {
+		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if free(costs) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	ok, err := l.TryAcquire(costs...)
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, ErrCostExceedsCapacity) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	h.headers(w.Header(), limitStatus(l))
+	if !ok {
+		wait, err := l.WaitTime(costs...)
+		if err != nil {
+			wait = -1
+			headers.SetShouldRetry(w.Header(), false)
+		} else {
+			headers.SetRetryAfter(w.Header(), wait)
+		}
+		h.rejected(w, r, wait)
+		return
+	}
+	p := &Permit{bs: l.bs, costs: costs}
+	h.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), permitKey{}, p)))
+}
+
+func rejectTooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
+	http.Error(w, "429 too many requests", http.StatusTooManyRequests)
+}
+
+// limitStatus reads the state of every bucket of l.
+func limitStatus(l *Limiter) []LimitStatus {
+	st := make([]LimitStatus, len(l.bs))
+	for i, b := range l.bs {
+		capacity := b.Capacity()
+		reset, err := b.WaitTime(capacity)
+		if err != nil {
+			reset = -1
+		}
+		st[i] = LimitStatus{
+			Name:      b.name,
+			Capacity:  capacity,
+			Rate:      b.Rate(),
+			Remaining: max(int64(b.Tokens()), 0),
+			Reset:     reset,
+		}
+	}
+	return st
+}
+
+// WriteIETF writes status as the RateLimit-Policy and RateLimit fields of
+// draft-ietf-httpapi-ratelimit-headers-10, one policy per bucket, named
+// after the bucket ("default" for a bucket without a name): q and w are the
+// bucket's rate over a whole number of seconds (Per(500, time.Minute) is
+// q=500;w=60, Every(100*time.Millisecond) is q=10;w=1), r the whole tokens
+// remaining and t the seconds until the bucket is full again, rounded up. It
+// replaces any such fields already in h.
+func WriteIETF(h http.Header, status []LimitStatus) {
+	h.Del("Ratelimit-Policy")
+	h.Del("Ratelimit")
+	for _, s := range status {
+		name := s.Name
+		if name == "" {
+			name = "default"
+		}
+		q, window := policyWindow(s.Rate)
+		reset := s.Reset
+		if reset < 0 {
+			reset = time.Duration(1<<63 - 1)
+		}
+		headers.AddIETF(h, name, q, window, s.Remaining, reset)
+	}
+}
+
+// policyWindow expresses r as a quota over a whole number of seconds: the
+// rate's own period if it is one, else the period rounded up to the second
+// with the quota scaled down to match, so that it never overstates the rate.
+func policyWindow(r Rate) (quota int64, window time.Duration) {
+	if r.period <= 0 {
+		return 0, 0
+	}
+	if r.period%time.Second == 0 || r.period > time.Duration(1<<63-1)-time.Second {
+		return r.tokens, r.period
+	}
+	window = (r.period/time.Second + 1) * time.Second
+	hi, lo := bits.Mul64(uint64(max(r.tokens, 0)), uint64(window))
+	if hi >= uint64(r.period) {
+		return 1<<63 - 1, window
+	}
+	q, _ := bits.Div64(hi, lo, uint64(r.period))
+	return int64(min(q, 1<<63-1)), window
+}

@@ -1,0 +1,94 @@
+package throttle
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/throttlekit/throttle/internal/headers"
+)
+
+// StatusOverloaded is Anthropic's 529: the service is overloaded.
+const StatusOverloaded = 529
+
+// heed applies what a response said to l: reported remaining counts lower
+// the matching buckets, and a response that says the client went over the
+// quota pauses the whole limiter and empties its buckets, so that every
+// goroutine waits and the waiters are released at the configured rate once
+// the pause ends.
+func (t *Transport) heed(l *Limiter, status int, sig *headers.Signals, now time.Time) {
+	if n := len(sig.Malformed); n > 0 {
+		t.malformed.Add(int64(n))
+	}
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if q.Remaining < 0 {
+			continue
+		}
+		if b := quotaBucket(l, q); b != nil {
+			b.Drain(q.Remaining)
+		}
+	}
+	if !throttledBy(status, sig) {
+		return
+	}
+	t.throttled.Add(1)
+	d, ok := serverWait(status, sig)
+	if !ok {
+		d = t.initial
+	}
+	l.PauseUntil(now.Add(d))
+	for _, b := range l.bs {
+		b.Drain(0)
+	}
+}
+
+// throttledBy reports whether a response says the client went over a
+// quota: a 429, a 403 with a remaining count of 0 (GitHub's primary rate
+// limit), or a 503 or 529 with Retry-After.
+func throttledBy(status int, sig *headers.Signals) bool {
+	switch status {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusForbidden:
+		for _, q := range sig.Quotas {
+			if q.Remaining == 0 {
+				return true
+			}
+		}
+	case http.StatusServiceUnavailable, StatusOverloaded:
+		return sig.HasRetryAfter
+	}
+	return false
+}
+
+// serverWait is how long the server asked the client to hold off: its
+// Retry-After, or for a 429 or 403 without one, the longest reset of the
+// quotas it reports exhausted.
+func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
+	if status == http.StatusTooManyRequests || status == http.StatusForbidden {
+		return sig.Pause()
+	}
+	return sig.RetryAfter, sig.HasRetryAfter
+}
+
+// quotaBucket returns the bucket of l that a reported quota describes: the
+// bucket of the same name; else, for a quota without a name, an IETF
+// policy, or a "requests" quota, the bucket named "requests" or the only
+// bucket of l. It returns nil when none matches.
+func quotaBucket(l *Limiter, q *headers.Quota) *Bucket {
+	if q.Name != "" {
+		if b := l.Bucket(q.Name); b != nil {
+			return b
+		}
+		if q.Family != headers.FamilyIETF && q.Name != "requests" {
+			return nil
+		}
+	}
+	if b := l.Bucket("requests"); b != nil {
+		return b
+	}
+	if len(l.bs) == 1 {
+		return l.bs[0]
+	}
+	return nil
+}

@@ -1,0 +1,431 @@
+package throttle
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/throttlekit/throttle/internal/headers"
+)
+
+// DefaultMaxPause is the longest a Transport waits on what a server says,
+// unless WithMaxPause sets another limit.
+const DefaultMaxPause = 60 * time.Second
+
+// DefaultRetries is how many times a Transport retries a request, unless
+// WithRetries says otherwise.
+const DefaultRetries = 3
+
+// Transport is an http.RoundTripper that keeps the requests of an
+// http.Client under a server's quota, and reacts when the server says the
+// client went over it.
+//
+// Before sending a request, RoundTrip takes a permit from the request's
+// Limiter (see LimiterFunc) with the request's context, which waits out any
+// pause and queues in FIFO order; a context that ends first, or whose
+// deadline is too near for the permit, fails the request before it is sent
+// and spends nothing (a *WaitError matches context.DeadlineExceeded). With
+// WithInFlight it then waits for one of a fixed number of in-flight slots,
+// released when the response body is closed.
+//
+// On every response RoundTrip reads the rate-limit headers the server sent
+// (Retry-After, Retry-After-Ms, the IETF RateLimit fields and their older
+// form, X-RateLimit-*, OpenAI's and Anthropic's): a reported remaining count
+// lowers the matching bucket's level, never raises it (see Signals below for
+// the matching). Malformed values are ignored and counted in Stats. A 429,
+// a 403 reporting a remaining count of 0 (GitHub's primary limit), and a 503
+// or 529 with Retry-After pause the whole Limiter until the instant the
+// server named (or, with no hint, the initial back-off), capped at the
+// MaxPause, and empty its buckets, so that every goroutine waits, not only
+// the one that was refused, and waiters are released at the configured rate
+// when the pause ends, not in a burst.
+//
+// A refused request is retried, with exponential back-off and jitter
+// (github.com/cenkalti/backoff/v4) and the server's Retry-After as the
+// least wait, when all of these hold: retries remain (WithRetries); the
+// wait fits the MaxPause and the context's deadline, and the server did not
+// ask for more than the MaxPause; the request can be replayed (no body, or
+// GetBody set); the server did not send x-should-retry: false or
+// Stripe-Should-Retry: false; and the response is a 429 (or a 403 as
+// above), a 503 or 529 with Retry-After, a 503 or 529 without it to an
+// idempotent method or a request with an Idempotency-Key, or a status of
+// 400 or more with x-should-retry: true. Each retry takes a new permit.
+// Otherwise RoundTrip returns the last response itself, body intact, with a
+// nil error, as the RoundTripper contract asks. A response that is retried
+// is read (up to 16 KiB, so it can still be returned if the next permit
+// cannot be had before the deadline) and closed.
+//
+// RoundTrip never modifies the caller's request: a retry sends a clone with
+// a fresh body from GetBody. Errors of the base transport are returned as
+// they are, without retry.
+//
+// Signals: a quota the server reports is matched to a bucket by name
+// (OpenAI's and Anthropic's "requests", "tokens", "input-tokens",
+// "output-tokens", or an IETF policy name); a quota without a name, or an
+// IETF policy or "requests" quota that matches no bucket, goes to the bucket
+// named "requests", or to the only bucket of a one-bucket Limiter. Other
+// quotas are ignored.
+//
+// Time (pauses, back-off, deadlines) is read on the clock of the request's
+// Limiter, so a Limiter built on a clockwork.FakeClock drives the Transport
+// in tests.
+type Transport struct {
+	base     http.RoundTripper
+	limiter  LimiterFunc
+	cost     CostFunc
+	settle   func(resp *http.Response, p *Permit)
+	inflight *semaphore.Weighted
+	maxPause time.Duration
+	retries  int
+	initial  time.Duration
+	maxWait  time.Duration
+
+	requests, sent, retried, throttled, malformed, failed atomic.Int64
+	waited                                                atomic.Int64
+}
+
+// TransportOption configures a Transport.
+type TransportOption func(*Transport)
+
+// WithCost sets what each request costs; the default is 1 on every bucket.
+func WithCost(f CostFunc) TransportOption {
+	return func(t *Transport) { t.cost = f }
+}
+
+// WithInFlight caps the requests in flight at n: a request holds one slot
+// from the moment it is sent until its response body is closed (or the
+// base transport fails). Slots are handed out in FIFO order, after the
+// permit. Vendors cap concurrent requests as well as their rate.
+func WithInFlight(n int64) TransportOption {
+	return func(t *Transport) {
+		if n > 0 {
+			t.inflight = semaphore.NewWeighted(n)
+		}
+	}
+}
+
+// WithMaxPause caps every wait a server can impose (Retry-After, quota
+// resets): a longer one pauses the Limiter for d only and is not retried.
+// The default is DefaultMaxPause; d <= 0 keeps it.
+func WithMaxPause(d time.Duration) TransportOption {
+	return func(t *Transport) {
+		if d > 0 {
+			t.maxPause = d
+		}
+	}
+}
+
+// WithRetries sets how many times a refused request is retried; 0 never
+// retries. The default is DefaultRetries.
+func WithRetries(n int) TransportOption {
+	return func(t *Transport) { t.retries = max(n, 0) }
+}
+
+// WithBackOff sets the exponential back-off between retries: the first
+// interval (default 500ms), growing 1.5 times per retry with ±50% jitter up
+// to max (default 30s). A server's Retry-After is always the least wait.
+func WithBackOff(initial, max time.Duration) TransportOption {
+	return func(t *Transport) {
+		if initial > 0 {
+			t.initial = initial
+		}
+		if max > 0 {
+			t.maxWait = max
+		}
+	}
+}
+
+// NewTransport returns a Transport that sends requests through base
+// (http.DefaultTransport if nil) under the Limiter that limiter chooses for
+// each request.
+func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...TransportOption) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	t := &Transport{
+		base:     base,
+		limiter:  limiter,
+		cost:     defaultCost,
+		maxPause: DefaultMaxPause,
+		retries:  DefaultRetries,
+		initial:  500 * time.Millisecond,
+		maxWait:  30 * time.Second,
+	}
+	for _, opt := range opts {
+		opt(t)
+	}
+	return t
+}
+
+// TransportStats counts what a Transport did since it was made.
+type TransportStats struct {
+	Requests  int64         // calls of RoundTrip
+	Sent      int64         // attempts handed to the base transport
+	Retried   int64         // attempts that were retried
+	Throttled int64         // responses that said the client went over the quota
+	Malformed int64         // malformed rate-limit header fields ignored
+	Failed    int64         // RoundTrip calls that returned an error
+	Waited    time.Duration // total time requests waited before being sent
+}
+
+// Stats returns the counters of t.
+func (t *Transport) Stats() TransportStats {
+	return TransportStats{
+		Requests:  t.requests.Load(),
+		Sent:      t.sent.Load(),
+		Retried:   t.retried.Load(),
+		Throttled: t.throttled.Load(),
+		Malformed: t.malformed.Load(),
+		Failed:    t.failed.Load(),
+		Waited:    time.Duration(t.waited.Load()),
+	}
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// if it can.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// RoundTrip sends req under its Limiter; see Transport.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.requests.Add(1)
+	resp, err := t.roundTrip(req)
+	if err != nil {
+		t.failed.Add(1)
+	}
+	return resp, err
+}
+
+func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+	l, err := t.limiter(req)
+	if err != nil {
+		closeBody(req)
+		return nil, fmt.Errorf("throttle: choosing the limiter: %w", err)
+	}
+	if l == nil {
+		t.sent.Add(1)
+		return t.base.RoundTrip(req)
+	}
+	costs, err := t.cost(req, l)
+	if err != nil {
+		closeBody(req)
+		return nil, fmt.Errorf("throttle: request cost: %w", err)
+	}
+	x := &exchange{t: t, req: req, ctx: req.Context(), l: l, costs: costs, clock: l.clock()}
+	resp, sig, err := x.send()
+	if err != nil {
+		if x.n == 0 {
+			closeBody(req)
+		}
+		return nil, err
+	}
+	if !x.retryable(resp, &sig) {
+		return resp, nil
+	}
+	return x.retry(resp)
+}
+
+// exchange is one call of RoundTrip: the request and its attempts.
+type exchange struct {
+	t     *Transport
+	req   *http.Request
+	ctx   context.Context
+	l     *Limiter
+	costs []int64
+	clock clockwork.Clock
+	n     int // attempts sent
+
+	// Between attempts: the response to return if no retry follows, and
+	// what the server said about the wait.
+	last   *http.Response
+	floor  time.Duration // least wait, from Retry-After or a quota reset
+	capped bool          // the server asked for more than maxPause
+	final  *http.Response
+}
+
+// send makes one attempt: permit, in-flight slot, request, and the reading
+// of the response's signals.
+func (x *exchange) send() (*http.Response, headers.Signals, error) {
+	t := x.t
+	start := x.clock.Now()
+	var p *Permit
+	if !free(x.costs) {
+		var err error
+		if p, err = x.l.Acquire(x.ctx, x.costs...); err != nil {
+			return nil, headers.Signals{}, err
+		}
+	}
+	var release func()
+	if t.inflight != nil {
+		if !t.inflight.TryAcquire(1) {
+			if err := t.inflight.Acquire(x.ctx, 1); err != nil {
+				cancel(p)
+				return nil, headers.Signals{}, err
+			}
+			// The slot may have come after a pause began: wait it out.
+			if err := x.waitPause(); err != nil {
+				t.inflight.Release(1)
+				cancel(p)
+				return nil, headers.Signals{}, err
+			}
+		}
+		release = sync.OnceFunc(func() { t.inflight.Release(1) })
+	}
+	req := x.req
+	if x.n > 0 {
+		req = x.req.Clone(x.ctx)
+		if x.req.Body != nil && x.req.Body != http.NoBody {
+			var err error
+			if req.Body, err = x.req.GetBody(); err != nil {
+				if release != nil {
+					release()
+				}
+				cancel(p)
+				return nil, headers.Signals{}, fmt.Errorf("throttle: replaying the request body: %w", err)
+			}
+		}
+	}
+	x.dropLast()
+	now := x.clock.Now()
+	t.waited.Add(int64(now.Sub(start)))
+	x.n++
+	t.sent.Add(1)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		// The permit stays spent: the request may have reached the server.
+		if release != nil {
+			release()
+		}
+		return nil, headers.Signals{}, err
+	}
+	if release != nil {
+		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	}
+	now = x.clock.Now()
+	sig := headers.Parse(resp.Header, now, t.maxPause)
+	if t.settle != nil && p != nil {
+		// Before heed: a refund must not undo the emptying after a 429.
+		t.settle(resp, p)
+	}
+	t.heed(x.l, resp.StatusCode, &sig, now)
+	return resp, sig, nil
+}
+
+// free reports whether a request costs nothing on every bucket.
+func free(costs []int64) bool {
+	for _, c := range costs {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// cancel returns the costs of a permit whose request was not sent.
+func cancel(p *Permit) {
+	if p != nil {
+		p.Cancel()
+	}
+}
+
+// waitPause waits until no bucket of the Limiter is paused.
+func (x *exchange) waitPause() error {
+	for {
+		var until time.Time
+		for _, b := range x.l.bs {
+			if u, ok := b.PausedUntil(); ok && u.After(until) {
+				until = u
+			}
+		}
+		d := x.clock.Until(until)
+		if until.IsZero() || d <= 0 {
+			return nil
+		}
+		timer := x.clock.NewTimer(d)
+		select {
+		case <-timer.Chan():
+		case <-x.ctx.Done():
+			timer.Stop()
+			return x.ctx.Err()
+		}
+	}
+}
+
+// dropLast discards the response kept from the previous attempt.
+func (x *exchange) dropLast() {
+	if x.last != nil {
+		discard(x.last)
+		x.last = nil
+	}
+}
+
+// keepBytes is the most of a retried response's body that is kept, so that
+// the response can still be returned if the retry cannot take place.
+const keepBytes = 16 << 10
+
+// drainBytes is the most of a discarded body that is read, so that its
+// connection can be reused.
+const drainBytes = 4 << 10
+
+// keepLast reads the body of the response kept for a retry into memory and
+// closes it, releasing its connection and in-flight slot while the retry
+// waits. A body too long to keep is discarded with its response.
+func (x *exchange) keepLast() {
+	r := x.last
+	if r == nil {
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, keepBytes+1))
+	r.Body.Close()
+	if err != nil || len(b) > keepBytes {
+		x.last = nil
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+}
+
+// discard drains a little of a response body, for connection reuse, and
+// closes it.
+func discard(r *http.Response) {
+	io.CopyN(io.Discard, r.Body, drainBytes)
+	r.Body.Close()
+}
+
+// closeBody closes the body of a request that will not be sent: the
+// RoundTripper contract makes that the transport's job.
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// releaseBody frees an in-flight slot when the response body is closed.
+type releaseBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releaseBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+// clock returns the clock the limiter's buckets sleep on. A group's clock is
+// fixed when it is made and published through the atomic group pointer, so
+// it can be read without the lock.
+func (l *Limiter) clock() clockwork.Clock {
+	return l.bs[0].g.Load().timers
+}
