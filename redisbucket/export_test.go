@@ -1,6 +1,9 @@
 package redisbucket
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // WithServerTime makes the script use f instead of the server's TIME, so
 // exact traces can run against a real server.
@@ -14,3 +17,17 @@ func Queued(b *Bucket) int64 { return int64(b.e.line.queued()) }
 
 // LimiterQueued is Queued for a Limiter.
 func LimiterQueued(l *Limiter) int64 { return int64(l.e.line.queued()) }
+
+// SettleRaw runs the settle script for p's id once more, as a retry of a
+// settle that timed out after it was applied would, and returns the status.
+func SettleRaw(p *Permit, actual ...int64) (int64, error) {
+	res, err := p.e.call(context.Background(), "s", p.id, p.costs, actual, 1, p.e.o.permitTTL)
+	return res.status, err
+}
+
+// AcquireRaw runs the acquire script with a given permit id, as a retry of
+// an acquisition that timed out after it was applied would.
+func AcquireRaw(l *Limiter, id string, costs ...int64) (int64, error) {
+	res, err := l.e.call(context.Background(), "a", id, costs, nil, 1, l.e.o.permitTTL)
+	return res.status, err
+}

@@ -1,17 +1,27 @@
 package redisbucket_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/redistest"
 	"github.com/throttlekit/throttle/redisbucket"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the tests that kill servers cause many.
+	redis.SetLogger(quietLogger{})
+	goleak.VerifyTestMain(m)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // rig drives a test's time: a fake clock for the client side and, for the
 // server side, miniredis's TIME (SetTime, so the script's real TIME path
