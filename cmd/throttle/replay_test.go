@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math/big"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -126,4 +128,125 @@ func seq(lo, hi int) string {
 		parts = append(parts, strconv.Itoa(i))
 	}
 	return strings.Join(parts, " ")
+}
+
+// decimalString renders n / 10^places as a decimal.
+func decimalString(n int64, places int) string {
+	s := strconv.FormatInt(n, 10)
+	if places == 0 {
+		return s
+	}
+	for len(s) <= places {
+		s = "0" + s
+	}
+	return s[:len(s)-places] + "." + s[len(s)-places:]
+}
+
+// TestReplayMatchesRationalModel checks replay on random decimal inputs
+// against the token bucket computed with exact rationals.
+func TestReplayMatchesRationalModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for trial := range 500 {
+		capN, capP := 1+r.Int64N(50), r.IntN(3)
+		rateN, rateP := r.Int64N(40), r.IntN(4)
+		var costN int64 = 1
+		costP := 0
+		useCost := r.IntN(2) == 0
+		if useCost {
+			costP = r.IntN(3)
+			costN = 1 + r.Int64N(capN*pow10i(costP)/pow10i(capP)+1)
+		}
+		capacity := big.NewRat(capN, pow10i(capP))
+		rate := big.NewRat(rateN, pow10i(rateP))
+		cost := big.NewRat(costN, pow10i(costP))
+		if useCost && cost.Cmp(capacity) > 0 {
+			continue // an error, tested elsewhere
+		}
+		args := []string{"replay", "--capacity", decimalString(capN, capP), "--rate", decimalString(rateN, rateP)}
+		if useCost {
+			args = append(args, "--cost", decimalString(costN, costP))
+		}
+		// Times in ms with up to 3 decimals, gaps clustered around the
+		// time one cost takes to refill.
+		level := new(big.Rat).Set(capacity)
+		var prevMS int64
+		var want []string
+		for range r.IntN(40) {
+			prevMS += r.Int64N(3000)
+			at := decimalString(prevMS, 3)
+			args = append(args, at)
+			want = append(want, "")
+		}
+		// The model, over the same times.
+		var last *big.Rat
+		times := args[len(args)-len(want):]
+		for i, ts := range times {
+			at, _ := new(big.Rat).SetString(ts)
+			if last != nil {
+				level.Add(level, new(big.Rat).Mul(rate, new(big.Rat).Sub(at, last)))
+				if level.Cmp(capacity) > 0 {
+					level.Set(capacity)
+				}
+			}
+			last = at
+			ok := level.Cmp(cost) >= 0
+			if ok {
+				level.Sub(level, cost)
+			}
+			want[i] = strconv.FormatBool(ok)
+		}
+		stdout, stderr, code := runCmd(t, "", args...)
+		if code != 0 {
+			t.Fatalf("trial %d: %v: exit %d: %s", trial, args, code, stderr)
+		}
+		if got := strings.TrimSuffix(stdout, "\n"); got != strings.Join(want, " ") {
+			t.Fatalf("trial %d: %v\n got %s\nwant %s", trial, args, got, strings.Join(want, " "))
+		}
+	}
+}
+
+func pow10i(k int) int64 {
+	p := int64(1)
+	for range k {
+		p *= 10
+	}
+	return p
+}
+
+func FuzzReplay(f *testing.F) {
+	f.Add("2", "1", "", "0 0 0 1 3")
+	f.Add("0.5", "0.1", "", "0 1 10")
+	f.Add("2", "90000/1m", "0.5", "0:1 0.5:2 1e-9")
+	f.Add("1", "5/0s", "", "1")
+	f.Add("3", "1", "4", "-1 x 2 1")
+	f.Fuzz(func(t *testing.T, capacity, rate, cost, times string) {
+		args := []string{"replay", "--capacity", capacity, "--rate", rate}
+		if cost != "" {
+			args = append(args, "--cost", cost)
+		}
+		fields := strings.Fields(times)
+		if len(fields) > 200 {
+			return
+		}
+		for _, f := range fields {
+			if f == "-" || strings.HasPrefix(f, "--") {
+				return // stdin, or flags of the fuzzer's making
+			}
+		}
+		args = append(args, "--")
+		args = append(args, fields...)
+		stdout, stderr, code := runCmd(t, "", args...)
+		switch code {
+		case 0:
+			if stderr != "" || len(strings.Fields(stdout)) != len(fields) || !strings.HasSuffix(stdout, "\n") {
+				t.Fatalf("%q: stdout %q, stderr %q", args, stdout, stderr)
+			}
+		case 2:
+			if stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "throttle replay: ") {
+				t.Fatalf("%q: exit 2 with stdout %q, stderr %q", args, stdout, stderr)
+			}
+		default:
+			t.Fatalf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+	})
 }

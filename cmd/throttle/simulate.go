@@ -28,8 +28,8 @@ func runSimulate(e *env, args []string) error {
 	var limits limitsFlag
 	var mode, chartPath stringFlag
 	mode.value = "wait"
-	fs.Var(&limits, "limit", "a limit `NAME=RATE[,burst=N][,per=request|cost]`, such as tokens=200000/1m; repeat for several")
-	fs.Var(&mode, "mode", "`wait`: requests wait their turn, as Acquire does; reject: those that do not fit at once are rejected, as with TryAcquire")
+	fs.Var(&limits, "limit", "add the limit `NAME=RATE[,burst=N][,per=request|cost]`, such as tokens=200000/1m; repeat for several")
+	fs.Var(&mode, "mode", "`MODE` wait (requests wait their turn, as Acquire does) or reject (those that do not fit at once are rejected, as with TryAcquire)")
 	fs.Var(&chartPath, "chart", "write an SVG chart of the levels and throughput to `FILE`")
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {

@@ -23,7 +23,7 @@ func writeSummary(w io.Writer, name string, sim *simulator) error {
 		fmt.Fprintf(tw, "trace\t%s: no requests\n", name)
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "trace\t%s: %d requests, %s, arrivals from %ss to %ss\n", name, st.requests, keys, seconds(st.first), seconds(lastArrival(sim)))
+	fmt.Fprintf(tw, "trace\t%s: %d requests, %s, arrivals from %ss to %ss\n", name, st.requests, keys, seconds(st.first), seconds(sim.lastArrival))
 	if sim.cfg.reject {
 		fmt.Fprintf(tw, "mode\treject: a request that does not fit at once is turned away (TryAcquire)\n")
 		fmt.Fprintf(tw, "accepted\t%d (%s)\n", st.accepted, pct(float64(st.accepted), float64(st.requests)))
@@ -81,10 +81,6 @@ func writeSummary(w io.Writer, name string, sim *simulator) error {
 	}
 	return tw.Flush()
 }
-
-// lastArrival is the arrival of the last request: the trace reader keeps
-// it as the time order check's reference.
-func lastArrival(sim *simulator) time.Duration { return sim.lastArrival }
 
 func pct(a, b float64) string {
 	if b == 0 {
