@@ -31,3 +31,13 @@ func AcquireRaw(l *Limiter, id string, costs ...int64) (int64, error) {
 	res, err := l.e.call(context.Background(), "a", id, costs, nil, 1, l.e.o.permitTTL)
 	return res.status, err
 }
+
+// LeaseReturned returns a channel that receives after each lease expiry
+// callback of b has finished returning tokens.
+func LeaseReturned(b *Bucket) <-chan struct{} {
+	ch := make(chan struct{}, 100)
+	b.lease.mu.Lock()
+	b.lease.returned = func() { ch <- struct{}{} }
+	b.lease.mu.Unlock()
+	return ch
+}

@@ -52,8 +52,10 @@ type leaser struct {
 	timer     clockwork.Timer
 	timerAt   time.Time
 	closed    bool
-	returning sync.WaitGroup
-	fetch     sync.Mutex // one lease request at a time per process
+	returning sync.WaitGroup // expiry callbacks running
+	fetch     sync.Mutex     // one lease request at a time per process
+
+	returned func() // test hook: an expiry callback finished
 }
 
 type batch struct {
@@ -202,16 +204,12 @@ func (l *leaser) addLocked(now time.Time, b *batch) {
 }
 
 func (l *leaser) armLocked(now, at time.Time) {
-	if l.timer != nil && l.timer.Stop() {
-		l.returning.Done() // its callback will not run
+	if l.timer != nil {
+		l.timer.Stop()
 	}
 	l.timerAt = at
-	l.returning.Add(1)
 	var t clockwork.Timer
-	t = l.e.o.clock.AfterFunc(at.Sub(now), func() {
-		defer l.returning.Done()
-		l.expire(t)
-	})
+	t = l.e.o.clock.AfterFunc(max(at.Sub(now), time.Nanosecond), func() { l.expire(t) })
 	l.timer = t
 }
 
@@ -223,6 +221,11 @@ func (l *leaser) expire(t clockwork.Timer) {
 	if l.timer != t || l.closed {
 		l.mu.Unlock()
 		return
+	}
+	l.returning.Add(1)
+	defer l.returning.Done()
+	if l.returned != nil {
+		defer l.returned()
 	}
 	l.timer = nil
 	var done []*batch
@@ -269,8 +272,8 @@ func (l *leaser) close() error {
 		return nil
 	}
 	l.closed = true
-	if l.timer != nil && l.timer.Stop() {
-		l.returning.Done() // its callback will not run
+	if l.timer != nil {
+		l.timer.Stop()
 	}
 	l.timer = nil
 	bs := l.batches
