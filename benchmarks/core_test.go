@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -70,6 +71,42 @@ func newXRate(b *testing.B, state string) *rate.Limiter {
 
 var states = []string{"full", "refilling"}
 
+// serialLoop runs op b.N times on one goroutine, reporting allocations and,
+// besides the wall-clock ns/op, the CPU time of the goroutine's OS thread
+// per op: "cpu-ns/op" leaves out the time the thread was descheduled, so it
+// stays meaningful on a machine that other work keeps busy.
+func serialLoop(b *testing.B, op func()) {
+	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	begin, ok := threadCPU()
+	n := 0
+	for b.Loop() {
+		op()
+		n++
+	}
+	if end, ok2 := threadCPU(); ok && ok2 && n > 0 {
+		b.ReportMetric(float64(end-begin)/float64(n), "cpu-ns/op")
+	}
+}
+
+// parallelLoop runs op from GOMAXPROCS goroutines with b.RunParallel until
+// b.N calls are done or op returns false, reporting allocations and the
+// process's CPU time per op, all goroutines together ("cpu-ns/op"; ns/op is
+// wall time over all ops, as usual for RunParallel).
+func parallelLoop(b *testing.B, op func() bool) {
+	b.ReportAllocs()
+	begin := readUsage(b)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !op() {
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(readUsage(b).cpu-begin.cpu)/float64(b.N), "cpu-ns/op")
+}
+
 // BenchmarkTryAcquire compares throttle's TryAcquire(1) with x/time/rate's
 // Allow on a limiter with tokens to spare, from one goroutine. Target: ours
 // at most half of x/time/rate's ns/op, 0 allocs/op.
@@ -77,21 +114,19 @@ func BenchmarkTryAcquire(b *testing.B) {
 	for _, state := range states {
 		b.Run("state="+state+"/lib=throttle", func(b *testing.B) {
 			bk := newThrottle(b, state)
-			b.ReportAllocs()
-			for b.Loop() {
+			serialLoop(b, func() {
 				if ok, err := bk.TryAcquire(1); !ok || err != nil {
 					b.Fatalf("TryAcquire = %v, %v", ok, err)
 				}
-			}
+			})
 		})
 		b.Run("state="+state+"/lib=xrate", func(b *testing.B) {
 			l := newXRate(b, state)
-			b.ReportAllocs()
-			for b.Loop() {
+			serialLoop(b, func() {
 				if !l.Allow() {
 					b.Fatal("Allow = false")
 				}
-			}
+			})
 		})
 	}
 }
@@ -102,26 +137,22 @@ func BenchmarkTryAcquireParallel(b *testing.B) {
 	for _, state := range states {
 		b.Run("state="+state+"/lib=throttle", func(b *testing.B) {
 			bk := newThrottle(b, state)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if ok, err := bk.TryAcquire(1); !ok || err != nil {
-						b.Errorf("TryAcquire = %v, %v", ok, err)
-						return
-					}
+			parallelLoop(b, func() bool {
+				ok, err := bk.TryAcquire(1)
+				if !ok || err != nil {
+					b.Errorf("TryAcquire = %v, %v", ok, err)
 				}
+				return ok
 			})
 		})
 		b.Run("state="+state+"/lib=xrate", func(b *testing.B) {
 			l := newXRate(b, state)
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if !l.Allow() {
-						b.Error("Allow = false")
-						return
-					}
+			parallelLoop(b, func() bool {
+				ok := l.Allow()
+				if !ok {
+					b.Error("Allow = false")
 				}
+				return ok
 			})
 		})
 	}
@@ -134,21 +165,19 @@ func BenchmarkAcquireFree(b *testing.B) {
 	ctx := b.Context()
 	b.Run("lib=throttle", func(b *testing.B) {
 		bk := newThrottle(b, "full")
-		b.ReportAllocs()
-		for b.Loop() {
+		serialLoop(b, func() {
 			if err := bk.Acquire(ctx, 1); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 	b.Run("lib=xrate", func(b *testing.B) {
 		l := newXRate(b, "full")
-		b.ReportAllocs()
-		for b.Loop() {
+		serialLoop(b, func() {
 			if err := l.Wait(ctx); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 }
 
@@ -160,31 +189,27 @@ func BenchmarkFloor(b *testing.B) {
 	var sink time.Duration
 	b.Run("op=time.Now", func(b *testing.B) {
 		var t time.Time
-		for b.Loop() {
-			t = time.Now()
-		}
+		serialLoop(b, func() { t = time.Now() })
 		sink += time.Duration(t.Nanosecond())
 	})
 	b.Run("op=time.Since", func(b *testing.B) {
-		for b.Loop() {
-			sink += time.Since(epoch)
-		}
+		serialLoop(b, func() { sink += time.Since(epoch) })
 	})
 	b.Run("op=mutex", func(b *testing.B) {
 		var mu sync.Mutex
-		for b.Loop() {
+		serialLoop(b, func() {
 			mu.Lock()
 			mu.Unlock() //nolint:staticcheck // an empty critical section is the point
-		}
+		})
 	})
 	b.Run("op=time.Since+mutex", func(b *testing.B) {
 		var mu sync.Mutex
 		var last time.Duration
-		for b.Loop() {
+		serialLoop(b, func() {
 			mu.Lock()
 			last = time.Since(epoch)
 			mu.Unlock()
-		}
+		})
 		sink += last
 	})
 	if sink == 42 {

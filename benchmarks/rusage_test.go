@@ -24,3 +24,17 @@ func readUsage(tb testing.TB) usage {
 		switches: int64(ru.Nvcsw),
 	}
 }
+
+// rusageThread is Linux's RUSAGE_THREAD, which package syscall does not
+// name.
+const rusageThread = 1
+
+// threadCPU returns the user plus system CPU time of the calling OS thread;
+// ok is false where the system does not report it.
+func threadCPU() (cpu time.Duration, ok bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0, false
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+}
