@@ -1,0 +1,386 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// ErrInvalidLimit is returned, joined with the error New gives for it, by
+// every call on a key whose config returns no limits or an invalid one.
+var ErrInvalidLimit = errors.New("throttle: invalid limit in keyed config")
+
+// Limit configures one limit of a keyed limiter: a bucket named Name that
+// holds at most Capacity tokens and refills at Rate, as New would make it.
+type Limit struct {
+	Name     string
+	Capacity int64
+	Rate     Rate
+}
+
+// numShards splits a Keyed so that calls on different keys rarely contend
+// for one lock. A power of two, so the shard is a mask of the hash.
+const numShards = 64
+
+// Keyed is a set of limiters, one per key (an API key, a host, a model, a
+// tenant), each made on the key's first use from the limits its config
+// returns. The limits of one key form one Limiter: costs are given per limit
+// in config order and taken from all of them or from none.
+//
+// A Keyed holds only the keys in use. A key whose buckets have refilled to
+// capacity, with nobody waiting, no pause in force and no Permit or Limiter
+// of the key still reachable, is in exactly the state a fresh key is in, so
+// it can be dropped and made again from config on its next use with no
+// change in any decision. Keys are dropped lazily: each call moves a sweep
+// of its shard on by an entry or two, with no goroutine, and the sweep
+// drops a key that is in that state and has gone unused for as long as its
+// limits take to refill from empty (the longest Capacity/Rate), so that a
+// key in steady use is not made again between uses. Sweep drops every such
+// key at once, used lately or not. This is why config must return the same
+// limits for a key every time it is called: a key may be made many times.
+// Any change made through the key's Limiter (SetRate, SetCapacity) lasts
+// only as long as the key is held; once dropped, the key starts again from
+// config.
+//
+// A key that is merely spending tokens takes a few dozen bytes. A key gets a
+// full Limiter (a few hundred bytes) while it needs one: while someone waits
+// in Acquire or holds a Permit from it, and after Limiter was called for it,
+// until it is dropped. Permits and Limiters handed out are tracked with weak
+// pointers, so a key whose Permit or Limiter was dropped by its user becomes
+// droppable after the next garbage collection.
+//
+// A Keyed is safe for concurrent use. Its map is split into shards, each
+// with its own lock, so calls on different keys rarely wait for each other.
+type Keyed[K comparable] struct {
+	config func(K) []Limit
+	clock  clockwork.Clock // nil: the real clock, read like a group's
+	obs    Observer
+	epoch  time.Time // instant 0 of every key's time line
+	seed   maphash.Seed
+	shards [numShards]shard[K]
+}
+
+// NewKeyed returns an empty keyed limiter whose key K gets the limits
+// config(K) returns. WithClock and WithObserver apply to every key; the
+// limits are named by their Limit.Name, so WithName is ignored.
+//
+// config is called without any lock held, on a key's first use and again
+// whenever the key is made afresh after being dropped, so it must be
+// deterministic and should be cheap. When it returns no limits or an invalid
+// one, every call on that key fails with an error that matches
+// ErrInvalidLimit and wraps the error New returns for that limit, and the
+// key takes no memory.
+func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed()}
+	if o.clock == nil {
+		k.epoch = time.Now()
+	} else {
+		k.epoch = o.clock.Now()
+	}
+	return k
+}
+
+// now reads the clock exactly as a group does, on the keyed time line.
+func (k *Keyed[K]) now() int64 {
+	if k.clock == nil {
+		return int64(time.Since(k.epoch))
+	}
+	return int64(k.clock.Since(k.epoch))
+}
+
+func (k *Keyed[K]) shard(key K) *shard[K] {
+	return &k.shards[maphash.Comparable(k.seed, key)&(numShards-1)]
+}
+
+// TryAcquire takes costs[i] from limit i of key's limiter if every limit
+// covers its cost now and nobody is queued for the key; otherwise it takes
+// nothing. It never blocks. A zero cost leaves that limit out; at least one
+// cost must be positive. It is Limiter.TryAcquire on the key's limiter.
+func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
+	s := k.shard(key)
+	s.mu.Lock()
+	e, now, steps, err := s.find(k, key, costs, findMake)
+	if err != nil {
+		s.mu.Unlock()
+		return false, err
+	}
+	if h := e.held(); h != nil {
+		h.inflight.Add(1)
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		defer h.inflight.Add(-1)
+		return h.lim.TryAcquire(costs...)
+	}
+	p := e.p
+	if err := p.check(costs); err != nil {
+		s.mu.Unlock()
+		return false, err
+	}
+	ok := e.try(costs, now)
+	s.sweep(now, steps)
+	s.mu.Unlock()
+	if k.obs != nil {
+		kind := EventRejected
+		if ok {
+			kind = EventGranted
+		}
+		p.observe(k.obs, costs, kind)
+	}
+	return ok, nil
+}
+
+// WaitTime reports how long until TryAcquire(key, costs...) would succeed,
+// given the waiters already queued for the key and no other change: 0 if it
+// would succeed now. It is Limiter.WaitTime on the key's limiter; asking
+// about a key that is not held does not make it.
+func (k *Keyed[K]) WaitTime(key K, costs ...int64) (time.Duration, error) {
+	s := k.shard(key)
+	s.mu.Lock()
+	e, now, steps, err := s.find(k, key, costs, findPeek)
+	if err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	if e == nil {
+		// A fresh key is full, and the costs were valid: no wait.
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		return 0, nil
+	}
+	if h := e.held(); h != nil {
+		h.inflight.Add(1)
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		defer h.inflight.Add(-1)
+		return h.lim.WaitTime(costs...)
+	}
+	p := e.p
+	if err := p.checkWait(costs); err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	t := e.readyAt(costs, now)
+	s.sweep(now, steps)
+	s.mu.Unlock()
+	if t == never {
+		if err := p.noRefill(costs); err != nil {
+			return 0, err
+		}
+	}
+	return time.Duration(t - now), nil
+}
+
+// Acquire waits until every limit of key's limiter covers its cost at the
+// same instant, then takes the costs and returns a Permit to settle them
+// against the actual use. It is Limiter.Acquire on the key's limiter, with
+// its guarantees: waiters for one key are served in FIFO order, a deadline
+// too short fails at once, and a cancelled waiter spends nothing. The key is
+// held, with a full Limiter, while the Permit is reachable.
+func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	default:
+	}
+	s := k.shard(key)
+	s.mu.Lock()
+	e, now, steps, err := s.find(k, key, costs, findMake)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if e.held() == nil {
+		// A call that can only fail must not make a Limiter.
+		if err := e.p.check(costs); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	// l shares the bucket array that the key's held record watches, and so
+	// does the waiter and the Permit that l.Acquire makes: the key cannot be
+	// dropped while any of them is reachable.
+	l := k.materialise(e).limiter()
+	s.sweep(now, steps)
+	s.mu.Unlock()
+	return l.Acquire(ctx, costs...)
+}
+
+// Limiter returns key's limiter, for PauseUntil, Drain, SetRate and the
+// like; it returns nil when config gives the key no valid limits. The same
+// *Limiter is returned for as long as it is reachable, and the key is held,
+// with every change made through it, at least that long. Keep the Limiter,
+// not only Buckets taken from it: a key whose Limiter (and Permits) are
+// unreachable may be dropped once it is idle and full, and a Bucket kept
+// alone is then no longer the key's.
+func (k *Keyed[K]) Limiter(key K) *Limiter {
+	s := k.shard(key)
+	s.mu.Lock()
+	e, now, steps, err := s.find(k, key, nil, findForce)
+	if err != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	l := k.materialise(e).limiter()
+	s.sweep(now, steps)
+	s.mu.Unlock()
+	return l
+}
+
+// Len returns the number of keys held now: those used recently and not yet
+// dropped.
+func (k *Keyed[K]) Len() int {
+	n := 0
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.Lock()
+		n += len(s.ents)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Sweep drops at once every key that could be dropped now, whatever was
+// used recently, and shrinks the shards' storage to fit; it returns the
+// number of keys dropped. Calls drop keys lazily in any case; Sweep is for a
+// program that wants its memory back during a quiet spell, say from a
+// ticker of its own. It takes time in proportion to the keys held.
+func (k *Keyed[K]) Sweep() int {
+	n := 0
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.Lock()
+		now := k.now()
+		for j := 0; j < len(s.ents); {
+			if s.ents[j].idle(now, true) {
+				s.drop(j)
+				n++
+			} else {
+				j++
+			}
+		}
+		s.shrink()
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// profile is the validated config of a set of keys: equal configs share one
+// profile per shard, so a key costs a pointer, not a copy of its limits.
+type profile struct {
+	limits []Limit
+	shapes []shape
+	sig    string // key in the shard's intern map
+	refs   int    // entries using it; guarded by the shard's lock
+	// horizon is the longest time any limit takes to refill from empty,
+	// in nanoseconds: how long a key must go unused to be dropped lazily.
+	horizon int64
+}
+
+func newProfile(limits []Limit, sig string) (*profile, error) {
+	if len(limits) == 0 {
+		return nil, fmt.Errorf("%w: config returned no limits", ErrInvalidLimit)
+	}
+	p := &profile{limits: append([]Limit(nil), limits...), shapes: make([]shape, len(limits)), sig: sig}
+	for i, l := range limits {
+		s, err := l.Rate.shape(l.Capacity)
+		if err != nil {
+			return nil, fmt.Errorf("%w: limit %q: %w", ErrInvalidLimit, l.Name, err)
+		}
+		p.shapes[i] = s
+		p.horizon = max(p.horizon, s.refillTime())
+	}
+	return p, nil
+}
+
+// refillTime is how long s takes to refill from empty, rounded up and
+// saturated at never; 0 if it never refills, since no use of such a limit
+// is made cheaper by keeping it.
+func (s *shape) refillTime() int64 {
+	if s.num == 0 {
+		return 0
+	}
+	var l level
+	return s.readyAt(&l, s.capacity)
+}
+
+// bucket is a stand-in for limit i, for the error helpers shared with
+// Bucket, so that a key's errors read the same held or not.
+func (p *profile) bucket(i int) *Bucket {
+	return &Bucket{name: p.limits[i].Name, shape: p.shapes[i]}
+}
+
+// check is the check of Limiter.TryAcquire, against the configured limits.
+func (p *profile) check(costs []int64) error {
+	if len(costs) != len(p.shapes) {
+		return ErrInvalidCost
+	}
+	any := false
+	for i, c := range costs {
+		if c < 0 {
+			return limitErr(p.bucket(i), ErrInvalidCost, c)
+		}
+		if c > p.shapes[i].capacity {
+			return limitErr(p.bucket(i), ErrCostExceedsCapacity, c)
+		}
+		any = any || c > 0
+	}
+	if !any {
+		return ErrInvalidCost
+	}
+	return nil
+}
+
+// checkWait is the check of Limiter.WaitTime, which turns away a single
+// cost that is not positive before naming any limit.
+func (p *profile) checkWait(costs []int64) error {
+	if len(costs) == 1 && costs[0] <= 0 {
+		return ErrInvalidCost
+	}
+	return p.check(costs)
+}
+
+// noRefill is noRefill of acquire.go for a key that is not held.
+func (p *profile) noRefill(costs []int64) error {
+	for i, s := range p.shapes {
+		if costs[i] > 0 && s.num == 0 {
+			return limitErr(p.bucket(i), ErrNoRefill, costs[i])
+		}
+	}
+	return nil
+}
+
+func (p *profile) observe(o Observer, costs []int64, k EventKind) {
+	for i, c := range costs {
+		if c != 0 {
+			o.Observe(Event{Kind: k, Limit: p.limits[i].Name, Cost: c})
+		}
+	}
+}
+
+// extra is what a key needs beyond one compact level: the levels of its
+// other limits, or, once it has one, its Limiter.
+type extra struct {
+	more []level
+	h    *held
+}
+
+// held is a key that has a real Limiter. The Limiter's buckets are then the
+// key's state, until the key is dropped.
+type held struct {
+	lim *Limiter // the key's buckets, with a bucket array of its own
+	// arr watches the bucket array shared by the Limiters handed out for
+	// the key, their waiters and their Permits: while it is reachable
+	// someone may still act on the buckets.
+	arr      weakBuckets
+	handle   weakLimiter
+	inflight atomic.Int32 // TryAcquire/WaitTime calls on lim, begun under the shard lock
+}

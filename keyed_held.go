@@ -1,0 +1,90 @@
+package throttle
+
+import (
+	"slices"
+	"unsafe"
+	"weak"
+)
+
+type (
+	weakBuckets = weak.Pointer[*Bucket]
+	weakLimiter = weak.Pointer[Limiter]
+)
+
+// materialise gives key e a real Limiter, made from its compact levels, if
+// it has none yet. From then on the Limiter's buckets are the key's state.
+// The buckets share the Keyed's epoch, so levels carry over unchanged.
+func (k *Keyed[K]) materialise(e *entry[K]) *held {
+	if h := e.held(); h != nil {
+		return h
+	}
+	p := e.p
+	bs := make([]*Bucket, len(p.limits))
+	for i, l := range p.limits {
+		b, err := New(l.Capacity, l.Rate, WithClock(k.clock), WithName(l.Name), WithObserver(k.obs))
+		if err != nil {
+			panic("throttle: a validated limit failed: " + err.Error())
+		}
+		b.g.Load().epoch = k.epoch // nobody else has seen the bucket yet
+		b.lvl = *e.level(i)
+		bs[i] = b
+	}
+	lim, err := NewLimiter(bs...)
+	if err != nil {
+		panic("throttle: joining a key's fresh buckets failed: " + err.Error())
+	}
+	if e.x == nil {
+		e.x = &extra{}
+	}
+	e.x.more = nil
+	e.x.h = &held{lim: lim}
+	return e.x.h
+}
+
+// limiter returns the Limiter handed out for the key, the same one while it
+// is reachable. All those handed out share one bucket array, distinct from
+// h.lim's, which h.arr watches: Limiter.Acquire puts that array in its
+// waiter and its Permit, so the array stays reachable while any Limiter,
+// waiter or Permit of the key does. Called with the shard locked.
+func (h *held) limiter() *Limiter {
+	if l := h.handle.Value(); l != nil {
+		return l
+	}
+	var bs []*Bucket
+	if p := h.arr.Value(); p != nil {
+		bs = unsafe.Slice(p, len(h.lim.bs))
+	} else {
+		bs = slices.Clone(h.lim.bs)
+		h.arr = weak.Make(&bs[0])
+	}
+	l := &Limiter{bs: bs}
+	h.handle = weak.Make(l)
+	return l
+}
+
+// idle reports whether the key's Limiter is exactly as a fresh one from its
+// config would be: nobody can reach its buckets but h, nobody is queued, no
+// pause is in force and every bucket is full; and, unless all is set, that
+// it was last used at least horizon ago. Called with the shard locked,
+// which keeps inflight from rising and the shared array from being handed
+// out again; once the array has been collected it cannot come back.
+func (h *held) idle(all bool, horizon int64) bool {
+	if h.inflight.Load() != 0 || h.arr.Value() != nil {
+		return false
+	}
+	g := h.lim.bs[0].lock()
+	defer g.mu.Unlock()
+	if g.head != nil {
+		return false
+	}
+	now := g.now()
+	if !all && now-h.lim.bs[0].lvl.last < horizon {
+		return false
+	}
+	for _, b := range h.lim.bs {
+		if b.paused > now || b.readyAt(&b.lvl, b.capacity) > now {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,282 @@
+package throttle
+
+import (
+	"encoding/binary"
+	"slices"
+	"sync"
+)
+
+// Sweep steps per call. Every call moves its shard's sweep on by one entry
+// and a call that adds a key by two, so the sweep passes over a shard at
+// least twice as fast as keys are added and a shard holds at most about
+// twice the keys that are in use (see entry.idle).
+const (
+	stepsHit    = 1
+	stepsInsert = 2
+)
+
+// minRebuild is the smallest peak of a shard worth rebuilding for.
+const minRebuild = 8
+
+// shard is one lock's worth of keys. Entries live in a dense slice, which
+// the sweep walks with a cursor and compacts by moving the last entry into a
+// hole; the map only gives a key's position, so one hash finds the entry.
+type shard[K comparable] struct {
+	mu       sync.Mutex
+	index    map[K]int32
+	ents     []entry[K]
+	cursor   int // next entry the sweep looks at
+	peak     int // most entries since the storage was last rebuilt
+	profiles map[string]*profile
+	last     *profile // the profile used last, tried before the map
+	_        [56]byte // pad to 128 bytes: shards side by side do not share cache lines
+}
+
+// entry is one key. While the key has no Limiter, its state is its levels
+// alone, on the Keyed's time line: lvl for the first limit and x.more for
+// the others. A key that never paused, never queued and owes no permit
+// needs nothing else.
+type entry[K comparable] struct {
+	key K
+	p   *profile
+	x   *extra // nil: one limit, no Limiter
+	lvl level
+}
+
+func (e *entry[K]) held() *held {
+	if e.x == nil {
+		return nil
+	}
+	return e.x.h
+}
+
+// level returns the compact level of limit i.
+func (e *entry[K]) level(i int) *level {
+	if i == 0 {
+		return &e.lvl
+	}
+	return &e.x.more[i-1]
+}
+
+// readyAt is readyAt of acquire.go for a compact key: it has never paused
+// and its queue has always been empty, so neither the pause nor the floor of
+// served waiters can be later than now. It advances the levels to now.
+func (e *entry[K]) readyAt(costs []int64, now int64) int64 {
+	t := now
+	for i := range e.p.shapes {
+		s, l := &e.p.shapes[i], e.level(i)
+		s.advance(l, now)
+		if c := costs[i]; c != 0 {
+			t = max(t, s.readyAt(l, c))
+		}
+	}
+	return t
+}
+
+// try is Limiter.TryAcquire on a compact key whose costs were checked.
+func (e *entry[K]) try(costs []int64, now int64) bool {
+	if e.readyAt(costs, now) > now {
+		return false
+	}
+	for i, c := range costs {
+		if c != 0 {
+			e.level(i).take(c)
+		}
+	}
+	return true
+}
+
+// idle reports whether the key is exactly as a fresh one would be from now
+// on, so that it can be dropped. Unless all is set, it also asks that the
+// key was last used at least p.horizon ago: a key in steady use, though
+// full at each look, is not dropped and made again between uses.
+func (e *entry[K]) idle(now int64, all bool) bool {
+	if h := e.held(); h != nil {
+		return h.idle(all, e.p.horizon)
+	}
+	// Every call on the key advances all its levels, so lvl.last is the
+	// instant of the last call.
+	if !all && now-e.lvl.last < e.p.horizon {
+		return false
+	}
+	for i := range e.p.shapes {
+		s := &e.p.shapes[i]
+		if s.readyAt(e.level(i), s.capacity) > now {
+			return false
+		}
+	}
+	return true
+}
+
+// How find treats a key that is not held.
+const (
+	findMake  = iota // make it, after checking costs
+	findPeek         // check costs as WaitTime does, but do not make it: a fresh key is full
+	findForce        // make it, with no costs to check
+)
+
+// find returns key's entry and the time, read under the lock s.mu, which is
+// held on entry and on return but released while config runs. For a key not
+// held it does as mode says; a nil entry with a nil error means findPeek
+// found the costs valid for a fresh key. steps is the sweep's due.
+func (s *shard[K]) find(k *Keyed[K], key K, costs []int64, mode int) (e *entry[K], now int64, steps int, err error) {
+	now = k.now()
+	if i, ok := s.index[key]; ok {
+		return &s.ents[i], now, stepsHit, nil
+	}
+	s.mu.Unlock()
+	limits := k.config(key)
+	s.mu.Lock()
+	now = k.now()
+	if i, ok := s.index[key]; ok { // made by another call meanwhile
+		return &s.ents[i], now, stepsHit, nil
+	}
+	p, err := s.intern(limits, mode != findPeek)
+	if err != nil {
+		return nil, now, 0, err
+	}
+	switch mode {
+	case findMake:
+		if err := p.check(costs); err != nil {
+			s.forget(p)
+			return nil, now, 0, err
+		}
+	case findPeek:
+		return nil, now, stepsHit, p.checkWait(costs)
+	}
+	return s.insert(key, p, now), now, stepsInsert, nil
+}
+
+// intern returns the shard's profile for limits, making it if needed; it
+// keeps a profile it made only when keep is set.
+func (s *shard[K]) intern(limits []Limit, keep bool) (*profile, error) {
+	if s.last != nil && slices.Equal(s.last.limits, limits) {
+		return s.last, nil
+	}
+	var buf [96]byte
+	sig := signature(buf[:0], limits)
+	if p, ok := s.profiles[string(sig)]; ok {
+		s.last = p
+		return p, nil
+	}
+	p, err := newProfile(limits, string(sig))
+	if err != nil || !keep {
+		return p, err
+	}
+	if s.profiles == nil {
+		s.profiles = make(map[string]*profile)
+	}
+	s.profiles[p.sig] = p
+	s.last = p
+	return p, nil
+}
+
+// forget removes p from the intern map if no entry uses it.
+func (s *shard[K]) forget(p *profile) {
+	if p.refs > 0 {
+		return
+	}
+	delete(s.profiles, p.sig)
+	if len(s.profiles) == 0 {
+		s.profiles = nil
+	}
+	if s.last == p {
+		s.last = nil
+	}
+}
+
+// signature encodes limits unambiguously, as an intern map key.
+func signature(buf []byte, limits []Limit) []byte {
+	for _, l := range limits {
+		buf = binary.AppendUvarint(buf, uint64(len(l.Name)))
+		buf = append(buf, l.Name...)
+		buf = binary.AppendVarint(buf, l.Capacity)
+		buf = binary.AppendVarint(buf, l.Rate.tokens)
+		buf = binary.AppendVarint(buf, int64(l.Rate.period))
+	}
+	return buf
+}
+
+// insert adds a full key and returns its entry.
+func (s *shard[K]) insert(key K, p *profile, now int64) *entry[K] {
+	if s.index == nil {
+		s.index = make(map[K]int32)
+	}
+	p.refs++
+	s.ents = append(s.ents, entry[K]{key: key, p: p, lvl: level{tokens: p.shapes[0].capacity, last: now}})
+	i := len(s.ents) - 1
+	e := &s.ents[i]
+	if n := len(p.shapes); n > 1 {
+		more := make([]level, n-1)
+		for j := range more {
+			more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
+		}
+		e.x = &extra{more: more}
+	}
+	s.index[key] = int32(i)
+	s.peak = max(s.peak, len(s.ents))
+	return e
+}
+
+// sweep looks at up to steps entries from the cursor on and drops the idle
+// ones. It must run after the caller is done with any *entry, since
+// dropping moves entries.
+func (s *shard[K]) sweep(now int64, steps int) {
+	dropped := false
+	for ; steps > 0 && len(s.ents) > 0; steps-- {
+		if s.cursor >= len(s.ents) {
+			s.cursor = 0
+		}
+		if s.ents[s.cursor].idle(now, false) {
+			s.drop(s.cursor) // the entry moved here is looked at next
+			dropped = true
+		} else {
+			s.cursor++
+		}
+	}
+	if dropped {
+		s.shrink()
+	}
+}
+
+// drop removes entry i, moving the last entry into its place.
+func (s *shard[K]) drop(i int) {
+	e := &s.ents[i]
+	delete(s.index, e.key)
+	e.p.refs--
+	s.forget(e.p)
+	last := len(s.ents) - 1
+	if i != last {
+		s.ents[i] = s.ents[last]
+		s.index[s.ents[i].key] = int32(i)
+	}
+	s.ents[last] = entry[K]{} // let go of the key and the profile
+	s.ents = s.ents[:last]
+}
+
+// shrink gives memory back after mass eviction. Go maps never shrink, so
+// the map and the slice are rebuilt at their current size once it falls
+// below a quarter of the peak since the last rebuild: the copy costs at most
+// a third of the drops that led to it, O(1) amortised per call. An empty
+// shard lets go of everything.
+func (s *shard[K]) shrink() {
+	n := len(s.ents)
+	if n == 0 {
+		s.index, s.ents, s.profiles, s.last = nil, nil, nil, nil
+		s.peak, s.cursor = 0, 0
+		return
+	}
+	if s.peak < minRebuild || n >= s.peak/4 {
+		return
+	}
+	ents := make([]entry[K], n)
+	copy(ents, s.ents)
+	index := make(map[K]int32, n)
+	for i := range ents {
+		index[ents[i].key] = int32(i)
+	}
+	s.ents, s.index, s.peak = ents, index, n
+	if s.cursor > n {
+		s.cursor = 0
+	}
+}
