@@ -36,22 +36,25 @@ const numShards = 64
 // capacity, with nobody waiting, no pause in force and no Permit or Limiter
 // of the key still reachable, is in exactly the state a fresh key is in, so
 // it can be dropped and made again from config on its next use with no
-// change in any decision. Keys are dropped lazily: each call moves a sweep
-// of its shard on by an entry or two, with no goroutine, and the sweep
-// drops a key that is in that state and has gone unused for as long as its
-// limits take to refill from empty (the longest Capacity/Rate), so that a
-// key in steady use is not made again between uses. Sweep drops every such
-// key at once, used lately or not. This is why config must return the same
-// limits for a key every time it is called: a key may be made many times.
-// Any change made through the key's Limiter (SetRate, SetCapacity) lasts
-// only as long as the key is held; once dropped, the key starts again from
-// config.
+// change in any decision (given a clock that never runs backwards, as the
+// real one does not). Keys are dropped lazily, with no goroutine: every
+// call on a shard pays for a quarter of a step of a sweep over the shard's
+// keys, and a call that adds a key for two steps, so the sweep outpaces
+// growth. The sweep drops a key that is in that state and has gone unused
+// for as long as its limits take to refill from empty (the longest
+// Capacity/Rate), so that a key in steady use is not made again between
+// uses; Sweep drops every such key at once, used lately or not. This is why
+// config must return the same limits for a key every time it is called: a
+// key may be made many times. Any change made through the key's Limiter
+// (SetRate, SetCapacity) lasts only as long as the key is held; once
+// dropped, the key starts again from config.
 //
-// A key that is merely spending tokens takes a few dozen bytes. A key gets a
-// full Limiter (a few hundred bytes) while it needs one: while someone waits
-// in Acquire or holds a Permit from it, and after Limiter was called for it,
+// A key that is merely spending tokens is a compact record of its levels:
+// about 80 bytes for one limit, index included. A key gets a full Limiter
+// (several hundred bytes) while it needs one: while someone waits in
+// Acquire or holds a Permit from it, and after Limiter was called for it,
 // until it is dropped. Permits and Limiters handed out are tracked with weak
-// pointers, so a key whose Permit or Limiter was dropped by its user becomes
+// pointers, so a key whose Permit or Limiter its user let go of becomes
 // droppable after the next garbage collection.
 //
 // A Keyed is safe for concurrent use. Its map is split into shards, each
@@ -81,6 +84,9 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 		opt(&o)
 	}
 	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed()}
+	for i := range k.shards {
+		k.shards[i].seed = k.seed
+	}
 	if o.clock == nil {
 		k.epoch = time.Now()
 	} else {
@@ -97,8 +103,11 @@ func (k *Keyed[K]) now() int64 {
 	return int64(k.clock.Since(k.epoch))
 }
 
-func (k *Keyed[K]) shard(key K) *shard[K] {
-	return &k.shards[maphash.Comparable(k.seed, key)&(numShards-1)]
+// shard returns key's shard, and the bits of the key's hash that its table
+// keeps.
+func (k *Keyed[K]) shard(key K) (*shard[K], uint32) {
+	h := maphash.Comparable(k.seed, key)
+	return &k.shards[h&(numShards-1)], uint32(h >> 32)
 }
 
 // TryAcquire takes costs[i] from limit i of key's limiter if every limit
@@ -106,9 +115,9 @@ func (k *Keyed[K]) shard(key K) *shard[K] {
 // nothing. It never blocks. A zero cost leaves that limit out; at least one
 // cost must be positive. It is Limiter.TryAcquire on the key's limiter.
 func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
-	s := k.shard(key)
+	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, now, steps, err := s.find(k, key, costs, findMake)
+	e, now, steps, err := s.find(k, key, tag, costs, findMake)
 	if err != nil {
 		s.mu.Unlock()
 		return false, err
@@ -143,9 +152,9 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 // would succeed now. It is Limiter.WaitTime on the key's limiter; asking
 // about a key that is not held does not make it.
 func (k *Keyed[K]) WaitTime(key K, costs ...int64) (time.Duration, error) {
-	s := k.shard(key)
+	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, now, steps, err := s.find(k, key, costs, findPeek)
+	e, now, steps, err := s.find(k, key, tag, costs, findPeek)
 	if err != nil {
 		s.mu.Unlock()
 		return 0, err
@@ -191,9 +200,9 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 		return nil, ctx.Err()
 	default:
 	}
-	s := k.shard(key)
+	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, now, steps, err := s.find(k, key, costs, findMake)
+	e, now, steps, err := s.find(k, key, tag, costs, findMake)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -222,9 +231,9 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 // unreachable may be dropped once it is idle and full, and a Bucket kept
 // alone is then no longer the key's.
 func (k *Keyed[K]) Limiter(key K) *Limiter {
-	s := k.shard(key)
+	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, now, steps, err := s.find(k, key, nil, findForce)
+	e, now, steps, err := s.find(k, key, tag, nil, findForce)
 	if err != nil {
 		s.mu.Unlock()
 		return nil

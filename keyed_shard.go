@@ -2,17 +2,19 @@ package throttle
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"slices"
 	"sync"
 )
 
-// Sweep steps per call. Every call moves its shard's sweep on by one entry
-// and a call that adds a key by two, so the sweep passes over a shard at
-// least twice as fast as keys are added and a shard holds at most about
-// twice the keys that are in use (see entry.idle).
+// The sweep's pace. Every fourth call on a shard that does not add a key
+// moves the shard's sweep on by one entry, and a call that adds a key moves
+// it on by two, so the sweep passes over a shard at least twice as fast as
+// keys are added and a shard holds at most about twice the keys in use (see
+// entry.idle), while a call on a held key pays a quarter of a step.
 const (
-	stepsHit    = 1
-	stepsInsert = 2
+	callsPerStep = 4
+	stepsInsert  = 2
 )
 
 // minRebuild is the smallest peak of a shard worth rebuilding for.
@@ -20,16 +22,18 @@ const minRebuild = 8
 
 // shard is one lock's worth of keys. Entries live in a dense slice, which
 // the sweep walks with a cursor and compacts by moving the last entry into a
-// hole; the map only gives a key's position, so one hash finds the entry.
+// hole. The table finds a key's entry (see keyed_table.go).
 type shard[K comparable] struct {
 	mu       sync.Mutex
-	index    map[K]int32
+	table    []uint64 // open addressing: hash bits and entry position
 	ents     []entry[K]
 	cursor   int // next entry the sweep looks at
 	peak     int // most entries since the storage was last rebuilt
+	calls    uint
+	seed     maphash.Seed // the Keyed's
 	profiles map[string]*profile
 	last     *profile // the profile used last, tried before the map
-	_        [56]byte // pad to 128 bytes: shards side by side do not share cache lines
+	_        [24]byte // pad to 128 bytes: shards side by side do not share cache lines
 }
 
 // entry is one key. While the key has no Limiter, its state is its levels
@@ -116,20 +120,21 @@ const (
 )
 
 // find returns key's entry and the time, read under the lock s.mu, which is
-// held on entry and on return but released while config runs. For a key not
-// held it does as mode says; a nil entry with a nil error means findPeek
-// found the costs valid for a fresh key. steps is the sweep's due.
-func (s *shard[K]) find(k *Keyed[K], key K, costs []int64, mode int) (e *entry[K], now int64, steps int, err error) {
+// held on entry and on return but released while config runs. tag is the
+// key's hash bits for the table. For a key not held it does as mode says;
+// a nil entry with a nil error means findPeek found the costs valid for a
+// fresh key. steps is the sweep's due.
+func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int) (e *entry[K], now int64, steps int, err error) {
 	now = k.now()
-	if i, ok := s.index[key]; ok {
-		return &s.ents[i], now, stepsHit, nil
+	if i := s.locate(key, tag); i >= 0 {
+		return &s.ents[i], now, s.due(), nil
 	}
 	s.mu.Unlock()
 	limits := k.config(key)
 	s.mu.Lock()
 	now = k.now()
-	if i, ok := s.index[key]; ok { // made by another call meanwhile
-		return &s.ents[i], now, stepsHit, nil
+	if i := s.locate(key, tag); i >= 0 { // made by another call meanwhile
+		return &s.ents[i], now, s.due(), nil
 	}
 	p, err := s.intern(limits, mode != findPeek)
 	if err != nil {
@@ -142,9 +147,18 @@ func (s *shard[K]) find(k *Keyed[K], key K, costs []int64, mode int) (e *entry[K
 			return nil, now, 0, err
 		}
 	case findPeek:
-		return nil, now, stepsHit, p.checkWait(costs)
+		return nil, now, s.due(), p.checkWait(costs)
 	}
-	return s.insert(key, p, now), now, stepsInsert, nil
+	return s.insert(key, tag, p, now), now, stepsInsert, nil
+}
+
+// due returns the sweep steps owed by a call that adds no key.
+func (s *shard[K]) due() int {
+	s.calls++
+	if s.calls%callsPerStep == 0 {
+		return 1
+	}
+	return 0
 }
 
 // intern returns the shard's profile for limits, making it if needed; it
@@ -198,10 +212,7 @@ func signature(buf []byte, limits []Limit) []byte {
 }
 
 // insert adds a full key and returns its entry.
-func (s *shard[K]) insert(key K, p *profile, now int64) *entry[K] {
-	if s.index == nil {
-		s.index = make(map[K]int32)
-	}
+func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 	p.refs++
 	s.ents = append(s.ents, entry[K]{key: key, p: p, lvl: level{tokens: p.shapes[0].capacity, last: now}})
 	i := len(s.ents) - 1
@@ -213,7 +224,7 @@ func (s *shard[K]) insert(key K, p *profile, now int64) *entry[K] {
 		}
 		e.x = &extra{more: more}
 	}
-	s.index[key] = int32(i)
+	s.place(tag, i)
 	s.peak = max(s.peak, len(s.ents))
 	return e
 }
@@ -242,40 +253,42 @@ func (s *shard[K]) sweep(now int64, steps int) {
 // drop removes entry i, moving the last entry into its place.
 func (s *shard[K]) drop(i int) {
 	e := &s.ents[i]
-	delete(s.index, e.key)
+	s.unplace(s.tag(e.key), i)
 	e.p.refs--
 	s.forget(e.p)
 	last := len(s.ents) - 1
 	if i != last {
 		s.ents[i] = s.ents[last]
-		s.index[s.ents[i].key] = int32(i)
+		s.repoint(s.tag(s.ents[i].key), last, i)
 	}
 	s.ents[last] = entry[K]{} // let go of the key and the profile
 	s.ents = s.ents[:last]
 }
 
-// shrink gives memory back after mass eviction. Go maps never shrink, so
-// the map and the slice are rebuilt at their current size once it falls
-// below a quarter of the peak since the last rebuild: the copy costs at most
-// a third of the drops that led to it, O(1) amortised per call. An empty
-// shard lets go of everything.
+// tag returns the hash bits of key that the table keeps; the low bits of
+// the same hash chose the shard.
+func (s *shard[K]) tag(key K) uint32 {
+	return uint32(maphash.Comparable(s.seed, key) >> 32)
+}
+
+// shrink gives memory back after mass eviction: the slice and the table are
+// rebuilt at their current size once it falls below a quarter of the peak
+// since the last rebuild, so the copy costs at most a third of the drops
+// that led to it, O(1) amortised per call. An empty shard lets go of
+// everything.
 func (s *shard[K]) shrink() {
 	n := len(s.ents)
 	if n == 0 {
-		s.index, s.ents, s.profiles, s.last = nil, nil, nil, nil
+		s.table, s.ents, s.profiles, s.last = nil, nil, nil, nil
 		s.peak, s.cursor = 0, 0
 		return
 	}
 	if s.peak < minRebuild || n >= s.peak/4 {
 		return
 	}
-	ents := make([]entry[K], n)
-	copy(ents, s.ents)
-	index := make(map[K]int32, n)
-	for i := range ents {
-		index[ents[i].key] = int32(i)
-	}
-	s.ents, s.index, s.peak = ents, index, n
+	s.ents = slices.Clone(s.ents)
+	s.resize(tableSize(n))
+	s.peak = n
 	if s.cursor > n {
 		s.cursor = 0
 	}

@@ -46,7 +46,7 @@ func perShard[K comparable](k *Keyed[K], key func(int) K) []K {
 	var keys []K
 	seen := map[*shard[K]]bool{}
 	for i := 0; len(keys) < numShards; i++ {
-		if s := k.shard(key(i)); !seen[s] {
+		if s, _ := k.shard(key(i)); !seen[s] {
 			seen[s] = true
 			keys = append(keys, key(i))
 		}
@@ -172,11 +172,11 @@ func TestKeyedDropsIdleFullKeys(t *testing.T) {
 	clk.Advance(900 * time.Millisecond)
 	calls := drive(t, k, other, 10, 100_000)
 	t.Logf("%d calls on other keys dropped 990 idle keys", calls)
-	if calls > 3000 {
+	if calls > 4*callsPerStep*1000 {
 		t.Fatalf("took %d calls: the sweep is slower than promised", calls)
 	}
 	for key := range 10 {
-		if _, ok := k.shard(key).index[key]; !ok {
+		if s, tag := k.shard(key); s.locate(key, tag) < 0 {
 			t.Fatalf("key %d, used at 100ms, was dropped at 1s", key)
 		}
 	}
@@ -655,6 +655,50 @@ func TestKeyedConcurrent(t *testing.T) {
 		if n > capacity {
 			t.Fatalf("key %d granted %d > %d", key, n, capacity)
 		}
+	}
+}
+
+// TestKeyedTable drives one shard's table through random adds and drops in
+// tables small enough for long probe runs, against a Go map.
+func TestKeyedTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := &shard[int]{seed: NewKeyed(oneLimit).seed}
+	p := &profile{limits: oneLimit(0), shapes: []shape{{capacity: 1, num: 1, den: 1}}}
+	want := map[int]bool{}
+	for op := range 200_000 {
+		key := rng.IntN(300)
+		if want[key] != (s.locate(key, s.tag(key)) >= 0) {
+			t.Fatalf("op %d: key %d held = %v in the map, not in the table", op, key, want[key])
+		}
+		if want[key] {
+			if rng.IntN(2) == 0 {
+				s.drop(s.locate(key, s.tag(key)))
+				delete(want, key)
+			}
+		} else if len(want) < 40+op/1000 {
+			s.insert(key, s.tag(key), p, 0)
+			want[key] = true
+		}
+		if op%1000 == 0 {
+			s.shrink()
+		}
+		if len(s.ents) != len(want) {
+			t.Fatalf("op %d: %d entries, want %d", op, len(s.ents), len(want))
+		}
+		for i := range s.ents {
+			if s.locate(s.ents[i].key, s.tag(s.ents[i].key)) != i {
+				t.Fatalf("op %d: entry %d not found at its place", op, i)
+			}
+		}
+	}
+	n := 0
+	for _, sl := range s.table {
+		if sl != 0 {
+			n++
+		}
+	}
+	if n != len(want) {
+		t.Fatalf("%d slots in use for %d keys", n, len(want))
 	}
 }
 
