@@ -215,21 +215,22 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 		}
 	}
 	// l shares the bucket array that the key's held record watches, and so
-	// does the waiter and the Permit that l.Acquire makes: the key cannot be
+	// do the waiter and the Permit that l.Acquire makes: the key cannot be
 	// dropped while any of them is reachable.
-	l := k.materialise(e).limiter()
+	l := Limiter{bs: k.materialise(e).shared()}
 	s.sweep(now, steps)
 	s.mu.Unlock()
 	return l.Acquire(ctx, costs...)
 }
 
-// Limiter returns key's limiter, for PauseUntil, Drain, SetRate and the
-// like; it returns nil when config gives the key no valid limits. The same
-// *Limiter is returned for as long as it is reachable, and the key is held,
-// with every change made through it, at least that long. Keep the Limiter,
-// not only Buckets taken from it: a key whose Limiter (and Permits) are
-// unreachable may be dropped once it is idle and full, and a Bucket kept
-// alone is then no longer the key's.
+// Limiter returns a Limiter over key's buckets, for PauseUntil, Drain,
+// SetRate and the like; it returns nil when config gives the key no valid
+// limits. The key is held, with every change made through the Limiter, at
+// least as long as the Limiter is reachable; every Limiter returned for the
+// key meanwhile has the same buckets. Keep the Limiter, not only Buckets
+// taken from it: a key whose Limiters and Permits are all unreachable may be
+// dropped once it is idle and full, and a Bucket kept alone is then no
+// longer the key's.
 func (k *Keyed[K]) Limiter(key K) *Limiter {
 	s, tag := k.shard(key)
 	s.mu.Lock()
@@ -238,7 +239,7 @@ func (k *Keyed[K]) Limiter(key K) *Limiter {
 		s.mu.Unlock()
 		return nil
 	}
-	l := k.materialise(e).limiter()
+	l := &Limiter{bs: k.materialise(e).shared()}
 	s.sweep(now, steps)
 	s.mu.Unlock()
 	return l
@@ -390,6 +391,5 @@ type held struct {
 	// the key, their waiters and their Permits: while it is reachable
 	// someone may still act on the buckets.
 	arr      weakBuckets
-	handle   weakLimiter
 	inflight atomic.Int32 // TryAcquire/WaitTime calls on lim, begun under the shard lock
 }

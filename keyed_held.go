@@ -6,10 +6,7 @@ import (
 	"weak"
 )
 
-type (
-	weakBuckets = weak.Pointer[*Bucket]
-	weakLimiter = weak.Pointer[Limiter]
-)
+type weakBuckets = weak.Pointer[*Bucket]
 
 // materialise gives key e a real Limiter, made from its compact levels, if
 // it has none yet. From then on the Limiter's buckets are the key's state.
@@ -41,25 +38,19 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 	return e.x.h
 }
 
-// limiter returns the Limiter handed out for the key, the same one while it
-// is reachable. All those handed out share one bucket array, distinct from
-// h.lim's, which h.arr watches: Limiter.Acquire puts that array in its
-// waiter and its Permit, so the array stays reachable while any Limiter,
-// waiter or Permit of the key does. Called with the shard locked.
-func (h *held) limiter() *Limiter {
-	if l := h.handle.Value(); l != nil {
-		return l
-	}
-	var bs []*Bucket
+// shared returns the bucket array that the Limiters handed out for the key
+// use, distinct from h.lim's, which h.arr watches: Limiter.Acquire puts
+// that array in its waiter and in its Permit, so the array stays reachable
+// while any Limiter, waiter or Permit of the key does. Once it has been
+// collected, a new one is made (a weak.Make, about a microsecond, at most
+// once per key per garbage collection). Called with the shard locked.
+func (h *held) shared() []*Bucket {
 	if p := h.arr.Value(); p != nil {
-		bs = unsafe.Slice(p, len(h.lim.bs))
-	} else {
-		bs = slices.Clone(h.lim.bs)
-		h.arr = weak.Make(&bs[0])
+		return unsafe.Slice(p, len(h.lim.bs))
 	}
-	l := &Limiter{bs: bs}
-	h.handle = weak.Make(l)
-	return l
+	bs := slices.Clone(h.lim.bs)
+	h.arr = weak.Make(&bs[0])
+	return bs
 }
 
 // idle reports whether the key's Limiter is exactly as a fresh one from its
