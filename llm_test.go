@@ -1,0 +1,207 @@
+package throttle_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/throttletest"
+)
+
+func TestLLMEstimate(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		in, out int64
+		ok      bool
+	}{
+		{"openai chat", `{"model":"gpt-4o","messages":[{"role":"user","content":"12345678"}],"max_tokens":100}`, 2, 100, true},
+		{"openai parts", `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"123456789"}]}],"max_completion_tokens":7}`, 3, 7, true},
+		{"anthropic", `{"model":"claude","system":"abcd","messages":[{"role":"user","content":"efgh"}],"max_tokens":1024}`, 2, 1024, true},
+		{"responses", `{"model":"gpt-4o","input":"abcdefgh","instructions":"ij","max_output_tokens":5}`, 3, 5, true},
+		{"runes not bytes", `{"messages":[{"content":"éééé"}],"max_tokens":1}`, 1, 1, true},
+		{"no max", `{"messages":[{"content":"abcd"}]}`, 1, 4096, true},
+		{"empty prompt", `{"model":"m","max_tokens":3}`, 0, 3, true},
+		{"negative max ignored", `{"max_tokens":-3}`, 0, 4096, true},
+		{"not an object", `[1,2]`, 0, 0, false},
+		{"null", `null`, 0, 0, false},
+		{"not JSON", `hello`, 0, 0, false},
+	}
+	for _, tt := range tests {
+		in, out, ok := throttle.LLM{}.Estimate([]byte(tt.body))
+		if in != tt.in || out != tt.out || ok != tt.ok {
+			t.Errorf("%s: Estimate = %d, %d, %v; want %d, %d, %v", tt.name, in, out, ok, tt.in, tt.out, tt.ok)
+		}
+	}
+	c := throttle.LLM{CharsPerToken: 2, DefaultMaxTokens: 9}
+	if in, out, _ := c.Estimate([]byte(`{"prompt":"abcde"}`)); in != 3 || out != 9 {
+		t.Errorf("custom LLM: Estimate = %d, %d; want 3, 9", in, out)
+	}
+}
+
+func TestParseUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want throttle.Usage
+		ok   bool
+	}{
+		{"openai chat", `{"id":"x","usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`, throttle.Usage{Input: 12, Output: 5}, true},
+		{"openai responses", `{"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}`, throttle.Usage{Input: 3, Output: 4}, true},
+		{"anthropic", `{"usage":{"input_tokens":10,"cache_creation_input_tokens":6,"cache_read_input_tokens":100,"output_tokens":2}}`, throttle.Usage{Input: 16, Output: 2}, true},
+		{"no usage", `{"id":"x"}`, throttle.Usage{}, false},
+		{"empty usage", `{"usage":{}}`, throttle.Usage{}, false},
+		{"null usage", `{"usage":null}`, throttle.Usage{}, false},
+		{"negative", `{"usage":{"prompt_tokens":-1,"completion_tokens":5}}`, throttle.Usage{}, false},
+		{"wrong type", `{"usage":{"prompt_tokens":"12"}}`, throttle.Usage{}, false},
+		{"not JSON", `data: {}`, throttle.Usage{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := throttle.ParseUsage([]byte(tt.body))
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: ParseUsage = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestLLMCost(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	mk := func(name string, capacity int64) *throttle.Bucket {
+		b, err := throttle.New(capacity, throttle.Per(capacity, time.Minute), throttle.WithClock(fc), throttle.WithName(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	l, err := throttle.NewLimiter(mk("requests", 10), mk("tokens", 1000), mk("input-tokens", 500), mk("output-tokens", 50), mk("daily", 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const body = `{"model":"m","messages":[{"role":"user","content":"12345678"}],"max_tokens":100}`
+
+	t.Run("client request", func(t *testing.T) {
+		req := httptest.NewRequest(http.MethodPost, "http://vendor/v1/chat/completions", strings.NewReader(body))
+		req.RequestURI = "" // a client request
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+		orig := req.Body
+		costs, err := throttle.LLM{}.Cost(req, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Output capped at the capacity of output-tokens.
+		if want := []int64{1, 102, 2, 50, 1}; !equal(costs, want) {
+			t.Errorf("costs %v, want %v", costs, want)
+		}
+		if req.Body != orig {
+			t.Error("the client request's body was replaced")
+		}
+		if b, _ := io.ReadAll(req.Body); string(b) != body {
+			t.Errorf("the body now reads %q", b)
+		}
+	})
+
+	t.Run("client request without GetBody", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, "http://vendor/v1/chat/completions", io.NopCloser(strings.NewReader(body)))
+		req.ContentLength = int64(len(body))
+		costs, err := throttle.LLM{}.Cost(req, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Estimated from the length: 80 bytes are 20 tokens, plus 4096.
+		if want := []int64{1, 1000, 20, 50, 1}; !equal(costs, want) {
+			t.Errorf("costs %v, want %v", costs, want)
+		}
+	})
+
+	t.Run("server request", func(t *testing.T) {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+		costs, err := throttle.LLM{TokenLimits: []string{"tokens", "daily"}}.Cost(req, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []int64{1, 102, 2, 50, 10}; !equal(costs, want) {
+			t.Errorf("costs %v, want %v", costs, want)
+		}
+		if b, _ := io.ReadAll(req.Body); string(b) != body {
+			t.Errorf("the server request's body now reads %q, want it put back", b)
+		}
+	})
+
+	t.Run("no body", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, "http://vendor/v1/models", nil)
+		costs, _ := throttle.LLM{}.Cost(req, l)
+		if want := []int64{1, 0, 0, 0, 1}; !equal(costs, want) {
+			t.Errorf("costs %v, want %v", costs, want)
+		}
+	})
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTransportSettlesLLM: a call reserves its estimate and is settled to the
+// usage the vendor reports, with the caller still reading the whole body.
+func TestTransportSettlesLLM(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	vendor := throttletest.NewServer(throttletest.Config{
+		Requests: throttle.Per(100, time.Minute), Tokens: throttle.Per(10000, time.Minute),
+		Clock: fc, ReplyTokens: 7, Dialect: throttletest.OpenAI,
+	})
+	defer vendor.Close()
+	l := twoBuckets(t, fc)
+	tr := throttle.NewTransport(newBase(t), throttle.Shared(l), throttle.WithLLM(throttle.LLM{DefaultMaxTokens: 10}))
+	body := `{"model":"m","messages":[{"role":"user","content":"12345678"}],"max_tokens":100}`
+	req, _ := http.NewRequest(http.MethodPost, vendor.URL+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status %d, error %v", resp.StatusCode, err)
+	}
+	u, ok := throttle.ParseUsage(got)
+	if !ok || u != (throttle.Usage{Input: 2, Output: 7}) {
+		t.Fatalf("the caller read usage %+v (%v) from %q, want 2 in and 7 out", u, ok, got)
+	}
+	// Reserved 102, settled to 9: 1000-9 left, unless the vendor's
+	// remaining count (10000 capacity) was lower, which it is not.
+	if lvl := l.Buckets()[1].Tokens(); lvl != 991 {
+		t.Errorf("tokens level %v, want 991", lvl)
+	}
+	if st := vendor.Stats(); st.Tokens != 9 {
+		t.Errorf("the vendor counted %d tokens, want 9", st.Tokens)
+	}
+
+	// A refused call costs no tokens, but the request stays spent.
+	bad, _ := http.NewRequest(http.MethodPost, vendor.URL+"/v1/chat/completions", bytes.NewReader([]byte(`[]`)))
+	resp, err = tr.RoundTrip(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("status %d, want 400", resp.StatusCode)
+	}
+	if r, tok := l.Buckets()[0].Tokens(), l.Buckets()[1].Tokens(); r != 8 || tok != 991 {
+		t.Errorf("levels %v requests, %v tokens; want 8 and 991", r, tok)
+	}
+}
