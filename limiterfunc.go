@@ -24,12 +24,19 @@ type CostFunc func(r *http.Request, l *Limiter) ([]int64, error)
 
 // defaultCost is one request on every bucket.
 func defaultCost(_ *http.Request, l *Limiter) ([]int64, error) {
+	if len(l.bs) <= len(ones) {
+		// Shared and never written: Acquire and TryAcquire only read
+		// costs, and a Permit keeps a copy.
+		return ones[:len(l.bs)], nil
+	}
 	costs := make([]int64, len(l.bs))
 	for i := range costs {
 		costs[i] = 1
 	}
 	return costs, nil
 }
+
+var ones = [...]int64{1, 1, 1, 1, 1, 1, 1, 1}
 
 // HostKey returns the request's host (with port, if any), to key limiters by
 // host with PerKey.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/bits"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/throttlekit/throttle/internal/headers"
@@ -129,7 +130,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.rejected(w, r, wait)
 		return
 	}
-	p := &Permit{bs: l.bs, costs: costs}
+	p := &Permit{bs: l.bs, costs: slices.Clone(costs)}
 	h.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), permitKey{}, p)))
 }
 

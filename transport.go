@@ -222,7 +222,9 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, fmt.Errorf("throttle: request cost: %w", err)
 	}
-	x := &exchange{t: t, req: req, ctx: req.Context(), l: l, costs: costs, clock: l.clock()}
+	// x stays on the stack unless a retry follows: the retry's closures
+	// take a copy to the heap.
+	x := exchange{t: t, req: req, ctx: req.Context(), l: l, costs: costs, clock: l.clock()}
 	resp, sig, err := x.send()
 	if err != nil {
 		if x.n == 0 {
@@ -233,7 +235,8 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if !x.retryable(resp, &sig) {
 		return resp, nil
 	}
-	return x.retry(resp)
+	rx := x
+	return rx.retry(resp)
 }
 
 // exchange is one call of RoundTrip: the request and its attempts.
@@ -258,7 +261,10 @@ type exchange struct {
 // of the response's signals.
 func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	t := x.t
-	start := x.clock.Now()
+	// The wait is measured on the group's monotonic time line, which costs
+	// half a wall-clock read on the real clock.
+	g := x.l.bs[0].g.Load()
+	start := g.now()
 	var p *Permit
 	if !free(x.costs) {
 		var err error
@@ -297,8 +303,7 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 		}
 	}
 	x.dropLast()
-	now := x.clock.Now()
-	t.waited.Add(int64(now.Sub(start)))
+	t.waited.Add(g.now() - start)
 	x.n++
 	t.sent.Add(1)
 	resp, err := t.base.RoundTrip(req)
@@ -312,7 +317,7 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	if release != nil {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
-	now = x.clock.Now()
+	now := x.clock.Now()
 	sig := headers.Parse(resp.Header, now, t.maxPause)
 	if t.settle != nil && p != nil {
 		// Before heed: a refund must not undo the emptying after a 429.
