@@ -3,29 +3,45 @@ package throttle
 import (
 	"context"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
-// waiter is one Acquire call in a group's queue. Only the head of the queue
-// sleeps on a timer; the others sleep on their own channels until a grant
-// or a change of head wakes them, so a grant wakes one goroutine, not all.
+// waiter is one Acquire call in a group's queue. Each waiter owns a timer,
+// but only the head's is ever armed, and it is armed by whoever changes the
+// head or its instant, under the group's lock: a waiter wakes when its
+// instant comes or when it is granted, never just to learn that it moved
+// up. A grant thus wakes one goroutine, not the queue.
 type waiter struct {
 	bs         []*Bucket
 	costs      []int64
 	since      int64 // instant the waiter queued; it is never served earlier
 	prev, next *waiter
 	done       chan struct{} // closed once granted or failed
-	wake       chan struct{} // became head, or the head's instant changed
+	timer      clockwork.Timer
 	granted    bool
 	err        error
 	one        [1]*Bucket
 	oneCost    [1]int64
 }
 
-func (w *waiter) notify() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
+// arm sets the head's timer for its instant, which serve has left in the
+// future, or stops it when the instant will never come.
+func (g *group) arm(now int64) {
+	w := g.head
+	if t := readyAt(w.bs, w.costs, w.since, g.floor, false); t != never {
+		w.timer.Reset(time.Duration(t - now))
+	} else {
+		w.timer.Stop()
 	}
+}
+
+// finish ends w's wait, granted or failed. The caller holds the lock.
+func (w *waiter) finish(err error) {
+	w.timer.Stop()
+	w.granted = err == nil
+	w.err = err
+	close(w.done)
 }
 
 func (g *group) push(w *waiter) {
@@ -100,13 +116,12 @@ func (g *group) serve(now int64) {
 		spend(w.bs, w.costs, t, false)
 		g.floor = t
 		g.remove(w)
-		w.granted = true
-		close(w.done)
+		w.finish(nil)
 	}
 	if g.head == nil {
 		g.tailOK = false
 	} else if g.head != first {
-		g.head.notify()
+		g.arm(now)
 	}
 }
 
@@ -117,7 +132,7 @@ func (g *group) changed(now int64) {
 	first := g.head
 	g.serve(now)
 	if g.head != nil && g.head == first {
-		g.head.notify()
+		g.arm(now)
 	}
 }
 
@@ -294,7 +309,13 @@ func acquire(ctx context.Context, w *waiter) error {
 	g.tailAt = t
 	w.since = now
 	w.done = make(chan struct{})
-	w.wake = make(chan struct{}, 1)
+	if g.head == nil {
+		w.timer = g.timers.NewTimer(wait)
+	} else {
+		// Stopped at once: only the head's timer runs.
+		w.timer = g.timers.NewTimer(time.Hour)
+		w.timer.Stop()
+	}
 	g.push(w)
 	g.mu.Unlock()
 	err := w.sleep(ctx)
@@ -319,51 +340,21 @@ func binding(w *waiter) string {
 }
 
 // sleep waits, outside the lock, until w is granted, fails, or ctx is done.
-// While w is the head it sleeps on a timer set for its instant.
 func (w *waiter) sleep(ctx context.Context) error {
-	var timer interface {
-		Chan() <-chan time.Time
-		Reset(time.Duration) bool
-		Stop() bool
-	}
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	for {
-		g := w.bs[0].lock()
-		now := g.now()
-		g.serve(now)
-		if w.granted || w.err != nil {
-			g.mu.Unlock()
-			return w.err
-		}
-		// serve left the head waiting, so its instant is after now.
-		d := time.Duration(-1)
-		if g.head == w {
-			if t := readyAt(w.bs, w.costs, w.since, g.floor, false); t != never {
-				d = time.Duration(t - now)
-			}
-		}
-		g.mu.Unlock()
-		var tick <-chan time.Time
-		if d >= 0 {
-			if timer == nil {
-				timer = g.timers.NewTimer(d)
-			} else {
-				timer.Stop()
-				timer.Reset(d)
-			}
-			tick = timer.Chan()
-		} else if timer != nil {
-			timer.Stop()
-		}
 		select {
 		case <-w.done:
 			return w.err
-		case <-w.wake:
-		case <-tick:
+		case <-w.timer.Chan():
+			// w is the head and its instant has come. If a stale tick woke it
+			// instead, serve grants nothing and w sleeps again.
+			g := w.bs[0].lock()
+			now := g.now()
+			g.serve(now)
+			if !w.granted && w.err == nil && g.head == w {
+				g.arm(now)
+			}
+			g.mu.Unlock()
 		case <-ctx.Done():
 			return w.cancel(ctx)
 		}
@@ -387,6 +378,7 @@ func (w *waiter) cancel(ctx context.Context) error {
 		}
 		g.changed(now)
 	default:
+		w.timer.Stop()
 		wasHead := g.head == w
 		g.remove(w)
 		g.tailOK = false

@@ -76,10 +76,13 @@ func (g *group) join(o *group) {
 		next := w.next
 		w.since += delta
 		w.prev, w.next = nil, nil
+		w.timer.Stop()
 		g.push(w)
-		w.notify()
 		w = next
 	}
 	o.head, o.last, o.members = nil, nil, nil
 	g.tailOK = false
+	if g.head != nil {
+		g.arm(g.now())
+	}
 }

@@ -52,8 +52,7 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 		for i, wb := range w.bs {
 			if wb == b && w.costs[i] > capacity {
 				g.remove(w)
-				w.err = limitErr(b, ErrCostExceedsCapacity, w.costs[i])
-				close(w.done)
+				w.finish(limitErr(b, ErrCostExceedsCapacity, w.costs[i]))
 				break
 			}
 		}
