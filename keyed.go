@@ -130,12 +130,23 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		return h.lim.TryAcquire(costs...)
 	}
 	p := e.p
-	if err := p.check(costs); err != nil {
-		s.mu.Unlock()
-		return false, err
+	var ok bool
+	if c := costs; e.x == nil && len(c) == 1 && c[0] > 0 && c[0] <= p.shapes[0].capacity {
+		// One limit, compact, a valid cost: e.try, unrolled.
+		p.shapes[0].advance(&e.lvl, now)
+		if ok = e.lvl.tokens >= c[0] && e.lvl.last <= now; ok {
+			e.lvl.take(c[0])
+		}
+	} else {
+		if err := p.check(costs); err != nil {
+			s.mu.Unlock()
+			return false, err
+		}
+		ok = e.try(costs, now)
 	}
-	ok := e.try(costs, now)
-	s.sweep(now, steps)
+	if steps > 0 {
+		s.sweep(now, steps)
+	}
 	s.mu.Unlock()
 	if k.obs != nil {
 		kind := EventRejected
