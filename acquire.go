@@ -255,12 +255,14 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err er
 		g.mu.Unlock()
 		return true, err
 	}
-	now := g.now()
-	g.serve(now)
+	// With waiters queued the caller queues too: serving them here would
+	// wake the head from this goroutine, where its own armed timer wakes it
+	// more cheaply, and changes no instant.
 	if g.head != nil {
 		g.mu.Unlock()
 		return false, nil
 	}
+	now := g.now()
 	for _, b := range bs {
 		b.advance(&b.lvl, now)
 	}
@@ -279,7 +281,6 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err er
 func acquire(ctx context.Context, w *waiter) error {
 	g := w.bs[0].lock()
 	now := g.now()
-	g.serve(now)
 	if g.head == nil {
 		for _, b := range w.bs {
 			b.advance(&b.lvl, now)
