@@ -247,6 +247,7 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err error) {
 	select {
 	case <-ctx.Done():
+		observe(bs, costs, EventCancelled, 0)
 		return true, ctx.Err()
 	default:
 	}
@@ -388,6 +389,6 @@ func (w *waiter) cancel(ctx context.Context) error {
 		}
 	}
 	g.mu.Unlock()
-	observe(w.bs, w.costs, EventCancelled, 0)
+	observe(w.bs, w.costs, EventCancelled, time.Duration(now-w.since))
 	return ctx.Err()
 }

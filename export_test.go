@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // queued returns the number of waiters in b's queue.
@@ -30,3 +32,5 @@ func waitQueued(t testing.TB, b *Bucket, n int) {
 		runtime.Gosched()
 	}
 }
+
+func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }

@@ -38,6 +38,12 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 	if capacity <= 0 {
 		return fmt.Errorf("throttle: capacity must be positive, got %d", capacity)
 	}
+	var failed []*waiter
+	defer func() {
+		for _, w := range failed {
+			observe(w.bs, w.costs, EventRejected, 0)
+		}
+	}()
 	g := b.lock()
 	defer g.mu.Unlock()
 	now := g.now()
@@ -53,6 +59,7 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 			if wb == b && w.costs[i] > capacity {
 				g.remove(w)
 				w.finish(limitErr(b, ErrCostExceedsCapacity, w.costs[i]))
+				failed = append(failed, w)
 				break
 			}
 		}

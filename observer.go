@@ -15,12 +15,20 @@ const (
 )
 
 // Event describes one decision of a bucket.
+//
+// Wait is, for EventGranted, the time from the call to the grant (timer
+// lateness included); for EventRejected, the wait that would have been
+// needed (zero when TryAcquire was refused only because others were queued
+// or a pause was in force and no wait is known); for EventCancelled, the
+// time spent queued. For an acquisition over several limits, every limit
+// reports the wait of the whole acquisition.
 type Event struct {
-	Kind  EventKind
-	Limit string        // the bucket's name
-	Cost  int64         // tokens asked for, or for EventSettled the actual cost
-	Wait  time.Duration // time spent waiting (granted) or that would have been needed (rejected)
-	Until time.Time     // for EventPaused, the end of the pause
+	Kind     EventKind
+	Limit    string        // the bucket's name
+	Cost     int64         // tokens asked for, or for EventSettled the actual cost
+	Estimate int64         // for EventSettled, the cost the permit had taken
+	Wait     time.Duration // see above
+	Until    time.Time     // for EventPaused, the end of the pause
 }
 
 // Observer receives a bucket's events. It is called outside the bucket's
@@ -39,6 +47,16 @@ func observe(bs []*Bucket, costs []int64, k EventKind, wait time.Duration) {
 	for i, b := range bs {
 		if b.obs != nil && costs[i] != 0 {
 			b.obs.Observe(Event{Kind: k, Limit: b.name, Cost: costs[i], Wait: wait})
+		}
+	}
+}
+
+// observeSettled reports a settlement to every bucket the permit took from,
+// including those it took nothing from but was charged by Settle.
+func observeSettled(bs []*Bucket, estimate, actual []int64) {
+	for i, b := range bs {
+		if b.obs != nil && (estimate[i] != 0 || actual[i] != 0) {
+			b.obs.Observe(Event{Kind: EventSettled, Limit: b.name, Cost: actual[i], Estimate: estimate[i]})
 		}
 	}
 }

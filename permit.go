@@ -58,7 +58,7 @@ func (p *Permit) Settle(actual ...int64) error {
 	}
 	g.changed(now)
 	g.mu.Unlock()
-	observe(p.bs, actual, EventSettled, 0)
+	observeSettled(p.bs, p.costs, actual)
 	return nil
 }
 

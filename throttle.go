@@ -107,11 +107,16 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 		g.serve(now)
 	}
 	ok := g.head == nil && now >= b.paused
+	var wait time.Duration
 	if ok {
 		b.advance(&b.lvl, now)
 		ok = b.lvl.tokens >= cost
 		if ok {
 			b.lvl.take(cost)
+		} else if b.obs != nil {
+			if t := b.readyAt(&b.lvl, cost); t != never {
+				wait = time.Duration(t - now)
+			}
 		}
 	}
 	g.mu.Unlock()
@@ -119,7 +124,7 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 		if ok {
 			b.obs.Observe(Event{Kind: EventGranted, Limit: b.name, Cost: cost})
 		} else {
-			b.obs.Observe(Event{Kind: EventRejected, Limit: b.name, Cost: cost})
+			b.obs.Observe(Event{Kind: EventRejected, Limit: b.name, Cost: cost, Wait: wait})
 		}
 	}
 	return ok, nil

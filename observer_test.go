@@ -1,0 +1,76 @@
+package throttle
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) Observe(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) take() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.events
+	r.events = nil
+	return e
+}
+
+func TestObserverEvents(t *testing.T) {
+	rec := &recorder{}
+	clk := newClock()
+	b, _ := New(10, Per(10, time.Second), WithClock(clk), WithName("tokens"), WithObserver(rec))
+
+	b.TryAcquire(8)
+	b.TryAcquire(5) // 2 left: 3 more take 300ms
+	p, _ := b.AcquirePermit(t.Context(), 2)
+	p.Settle(1)
+	p2, _ := b.AcquirePermit(t.Context(), 1)
+	p2.Cancel()
+	want := []Event{
+		{Kind: EventGranted, Limit: "tokens", Cost: 8},
+		{Kind: EventRejected, Limit: "tokens", Cost: 5, Wait: 300 * time.Millisecond},
+		{Kind: EventGranted, Limit: "tokens", Cost: 2},
+		{Kind: EventSettled, Limit: "tokens", Cost: 1, Estimate: 2},
+		{Kind: EventGranted, Limit: "tokens", Cost: 1},
+		{Kind: EventSettled, Limit: "tokens", Cost: 0, Estimate: 1},
+	}
+	got := rec.take()
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+
+	// A waiter cancelled after queueing 250ms reports that time.
+	b.TryAcquire(1)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.Acquire(ctx, 10) }()
+	clk.BlockUntilContext(t.Context(), 1)
+	clk.Advance(250 * time.Millisecond)
+	cancel()
+	<-done
+	ev := rec.take()
+	if last := ev[len(ev)-1]; last.Kind != EventCancelled || last.Wait != 250*time.Millisecond {
+		t.Fatalf("got %+v, want a cancellation after 250ms", last)
+	}
+	// A context that is already done reports a cancellation too.
+	b.Acquire(ctx, 1)
+	if ev := rec.take(); len(ev) != 1 || ev[0].Kind != EventCancelled {
+		t.Fatalf("got %+v", ev)
+	}
+}
