@@ -44,6 +44,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"demo", "run a plain and a throttled HTTP client against a local fake vendor", runDemo},
 		{"replay", "print whether each request of a list passes a token bucket", runReplay},
 		{"simulate", "replay a CSV trace against one or several limits and summarise", runSimulate},
 	}

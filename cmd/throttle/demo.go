@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/throttletest"
+)
+
+const demoSynopsis = `demo [--requests N] [--quota RATE] [--burst N] [--chart FILE.svg]
+
+Starts a fake API vendor on a loopback port with a request quota per API
+key, sends the same requests through a plain http.Client and through one
+whose transport is throttled to the quota, all at once from one goroutine
+each, and prints the two side by side. No network, nothing to install.
+The throttled client keeps one token of the burst in reserve, against the
+jitter of the network between its clock and the vendor's.`
+
+// demoResult is what one client saw.
+type demoResult struct {
+	requests, ok, tooMany, failed int64
+	retries, throttled            int64 // seen by the throttled transport
+	total, maxLatency             time.Duration
+}
+
+func runDemo(e *env, args []string) error {
+	fs := newFlagSet("demo", demoSynopsis)
+	n := fs.Int("requests", 300, "how many requests each client sends")
+	quota := stringFlag{value: "20/1s"}
+	fs.Var(&quota, "quota", "the vendor's request quota per API key, as a `RATE` such as 20/1s")
+	burst := fs.Int64("burst", 10, "the vendor's burst: requests it admits at once")
+	var chartPath stringFlag
+	fs.Var(&chartPath, "chart", "write an SVG chart of the throttled client's run to `FILE`")
+	pos, err := parseArgs(fs, args, e.stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if *n < 1 || *n > 100_000 {
+		return usagef("--requests %d: want 1 to 100000", *n)
+	}
+	if *burst < 1 {
+		return usagef("--burst %d: must be positive", *burst)
+	}
+	vendor, err := parseLimit(fmt.Sprintf("requests=%s,burst=%d", quota.value, *burst))
+	if err != nil {
+		return usagef("--quota %q: %v", quota.value, err)
+	}
+	if vendor.rate.Tokens() == 0 {
+		return usagef("--quota %q: a quota that never refills would leave the demo waiting forever", quota.value)
+	}
+	client := vendor
+	client.capacity = max(1, vendor.capacity-1)
+	client.rateText = vendor.rateText
+	var chart *os.File
+	if chartPath.set {
+		if chart, err = os.Create(chartPath.value); err != nil {
+			return usagef("--chart: %v", err)
+		}
+		defer chart.Close()
+	}
+
+	srv := throttletest.NewServer(throttletest.Config{Requests: vendor.rate, RequestBurst: vendor.capacity})
+	defer srv.Close()
+	fmt.Fprintf(e.stdout, "fake vendor at %s: %s requests per API key, burst %d\n", srv.URL, vendor.rateText, vendor.capacity)
+	fmt.Fprintf(e.stdout, "sending %d requests at once through each client...\n\n", *n)
+
+	plainBase := demoTransport()
+	defer plainBase.CloseIdleConnections()
+	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, nil)
+	if err != nil {
+		return err
+	}
+
+	b, err := throttle.New(client.capacity, client.rate, throttle.WithName("requests"))
+	if err != nil {
+		return err
+	}
+	lim, err := throttle.NewLimiter(b)
+	if err != nil {
+		return err
+	}
+	base := demoTransport()
+	defer base.CloseIdleConnections()
+	tr := throttle.NewTransport(base, throttle.Shared(lim))
+	var rec *demoRecorder
+	if chart != nil {
+		rec = &demoRecorder{s: newSeries(1, chartBins), b: b, capacity: float64(client.capacity)}
+	}
+	throttled, err := fire(e.ctx, &http.Client{Transport: tr}, srv.URL, "throttled-client", *n, rec)
+	if err != nil {
+		return err
+	}
+	st := tr.Stats()
+	throttled.retries, throttled.throttled = st.Retried, st.Throttled
+
+	writeDemoTable(e.stdout, plain, throttled, client)
+	if chart != nil {
+		title := fmt.Sprintf("Throttled client (%s, burst %d) against the fake vendor", client.rateText, client.capacity)
+		if err := writeChart(chart, rec.s, []limitSpec{client}, title); err != nil {
+			return fmt.Errorf("--chart: %w", err)
+		}
+		if err := chart.Close(); err != nil {
+			return fmt.Errorf("--chart: %w", err)
+		}
+	}
+	return nil
+}
+
+// demoTransport is a loopback transport that keeps a connection per
+// concurrent request, so connection setup does not pace the run.
+func demoTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		MaxIdleConnsPerHost: 1000,
+		IdleConnTimeout:     10 * time.Second,
+	}
+}
+
+// demoRecorder adds each response of the throttled run to the chart's
+// series: the client limiter's level when it came back, and whether it was
+// a success or a 429.
+type demoRecorder struct {
+	mu       sync.Mutex
+	s        *series
+	b        *throttle.Bucket
+	capacity float64
+	start    time.Time
+}
+
+func (r *demoRecorder) record(ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lv := []float64{r.b.Tokens() / r.capacity * 100}
+	r.s.add(time.Since(r.start), ok, lv, lv, []int64{1})
+}
+
+// fire sends n GET requests at once, one goroutine each, with apiKey as the
+// bearer token, and waits for them all.
+func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *demoRecorder) (demoResult, error) {
+	var (
+		mu  sync.Mutex
+		res = demoResult{requests: int64(n)}
+		wg  sync.WaitGroup
+		err error
+	)
+	start := time.Now()
+	if rec != nil {
+		rec.start = start
+	}
+	for i := range n {
+		wg.Go(func() {
+			req, e := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/items/%d", url, i), nil)
+			if e != nil {
+				panic(e) // the URL is ours
+			}
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+			t0 := time.Now()
+			resp, e := c.Do(req)
+			if e == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			lat := time.Since(t0)
+			if rec != nil && e == nil {
+				rec.record(resp.StatusCode/100 == 2)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.maxLatency = max(res.maxLatency, lat)
+			switch {
+			case e != nil:
+				res.failed++
+				if err == nil && ctx.Err() != nil {
+					err = ctx.Err()
+				}
+			case resp.StatusCode/100 == 2:
+				res.ok++
+			case resp.StatusCode == http.StatusTooManyRequests:
+				res.tooMany++
+			default:
+				res.failed++
+			}
+		})
+	}
+	wg.Wait()
+	res.total = time.Since(start)
+	return res, err
+}
+
+func writeDemoTable(w io.Writer, plain, thr demoResult, client limitSpec) {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintf(tw, "\tplain http.Client\tthrottled (%s, burst %d)\n", client.rateText, client.capacity)
+	fmt.Fprintf(tw, "requests\t%d\t%d\n", plain.requests, thr.requests)
+	fmt.Fprintf(tw, "succeeded\t%d\t%d\n", plain.ok, thr.ok)
+	fmt.Fprintf(tw, "429s received\t%d\t%d\n", plain.tooMany, thr.throttled)
+	fmt.Fprintf(tw, "429s returned to the caller\t%d\t%d\n", plain.tooMany, thr.tooMany)
+	fmt.Fprintf(tw, "other failures\t%d\t%d\n", plain.failed, thr.failed)
+	fmt.Fprintf(tw, "retries\t%d\t%d\n", 0, thr.retries)
+	fmt.Fprintf(tw, "total time\t%s\t%s\n", fmtDur(plain.total), fmtDur(thr.total))
+	fmt.Fprintf(tw, "max wait (call to response)\t%s\t%s\n", fmtDur(plain.maxLatency), fmtDur(thr.maxLatency))
+	tw.Flush()
+}

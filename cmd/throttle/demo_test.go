@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo runs a small demo in real time (about half a second): the plain
+// client gets 429s for most of its requests, the throttled one succeeds
+// with every request, in no less than the time the quota needs.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs in real time")
+	}
+	svg := filepath.Join(t.TempDir(), "demo.svg")
+	start := time.Now()
+	stdout, stderr, code := runCmd(t, "", "demo", "--requests", "30", "--quota", "50/1s", "--burst", "5", "--chart", svg)
+	elapsed := time.Since(start)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	row := func(name string) (plain, thr string) {
+		m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s+(\S+)\s+(\S+)$`).FindStringSubmatch(stdout)
+		if m == nil {
+			t.Fatalf("no row %q in:\n%s", name, stdout)
+		}
+		return m[1], m[2]
+	}
+	num := func(s string) int {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("%q is not a number", s)
+		}
+		return n
+	}
+	if p, th := row("requests"); p != "30" || th != "30" {
+		t.Errorf("requests %s, %s", p, th)
+	}
+	p, th := row("succeeded")
+	if num(th) != 30 {
+		t.Errorf("throttled client: %s of 30 succeeded\n%s", th, stdout)
+	}
+	// The vendor admits its burst of 5 and what refills while the 30
+	// requests arrive: far fewer than 30.
+	if num(p) < 5 || num(p) > 15 {
+		t.Errorf("plain client: %s of 30 succeeded\n%s", p, stdout)
+	}
+	plainOK := num(p)
+	if p, th := row("429s returned to the caller"); num(p) != 30-plainOK || th != "0" {
+		t.Errorf("429s returned: %s, %s\n%s", p, th, stdout)
+	}
+	// The throttled client may send at most its burst (4) at once, then
+	// one every 20 ms: 26 × 20 ms.
+	_, total := row("total time")
+	d, err := time.ParseDuration(total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d < 520*time.Millisecond || d > elapsed {
+		t.Errorf("throttled total time %v, want at least 520ms and at most the %v the run took", d, elapsed)
+	}
+	if !strings.Contains(stdout, "throttled (50/1s, burst 4)") {
+		t.Errorf("header does not show the client's limit:\n%s", stdout)
+	}
+	f, err := os.Open(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	texts, _ := svgShape(t, f)
+	if !contains(texts, "Throttled client (50/1s, burst 4) against the fake vendor") || !contains(texts, "configured rate") {
+		t.Errorf("chart texts %q", texts)
+	}
+}
+
+func TestDemoErrors(t *testing.T) {
+	for _, tt := range []struct{ args, want string }{
+		{"--requests 0", "--requests 0: want 1 to 100000"},
+		{"--burst 0", "--burst 0: must be positive"},
+		{"--quota 5/0s", `--quota "5/0s": rate "5/0s": period must be a positive duration such as 1s, 1m or 1h`},
+		{"--quota 0/1s", `--quota "0/1s": a quota that never refills would leave the demo waiting forever`},
+		{"extra", `unexpected argument "extra"`},
+	} {
+		stdout, stderr, code := runCmd(t, "", append([]string{"demo"}, strings.Fields(tt.args)...)...)
+		if code != 2 || stdout != "" || stderr != "throttle demo: "+tt.want+"\n" {
+			t.Errorf("demo %s: exit %d, stdout %q, stderr %q", tt.args, code, stdout, stderr)
+		}
+	}
+}
