@@ -205,3 +205,44 @@ func TestTransportSettlesLLM(t *testing.T) {
 		t.Errorf("levels %v requests, %v tokens; want 8 and 991", r, tok)
 	}
 }
+
+func FuzzLLMEstimate(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}],"max_tokens":100}`,
+		`{"system":[{"type":"text","text":"be brief"}],"messages":[],"max_tokens":1e300}`,
+		`{"input":["a","b"],"max_output_tokens":-1}`,
+		`{"max_completion_tokens":9007199254740993}`,
+		`[]`, `null`, `{`, ``, `{"a":{"b":{"c":["\u00e9\ud800"]}}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		in, out, ok := throttle.LLM{}.Estimate([]byte(body))
+		if in < 0 || out < 0 {
+			t.Errorf("Estimate(%q) = %d, %d", body, in, out)
+		}
+		if !ok && (in != 0 || out != 0) {
+			t.Errorf("Estimate(%q) = %d, %d with ok false", body, in, out)
+		}
+	})
+}
+
+func FuzzParseUsage(f *testing.F) {
+	for _, s := range []string{
+		`{"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`,
+		`{"usage":{"input_tokens":10,"cache_creation_input_tokens":6,"output_tokens":2}}`,
+		`{"usage":{"input_tokens":9223372036854775807,"cache_creation_input_tokens":9223372036854775807}}`,
+		`{"usage":{"prompt_tokens":-1}}`, `{"usage":[]}`, `{"usage":null}`, `{}`, `x`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		u, ok := throttle.ParseUsage([]byte(body))
+		if ok && (u.Input < 0 || u.Output < 0) {
+			t.Errorf("ParseUsage(%q) = %+v", body, u)
+		}
+		if !ok && u != (throttle.Usage{}) {
+			t.Errorf("ParseUsage(%q) = %+v with ok false", body, u)
+		}
+	})
+}
