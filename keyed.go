@@ -206,24 +206,46 @@ func (k *Keyed[K]) WaitTime(key K, costs ...int64) (time.Duration, error) {
 // too short fails at once, and a cancelled waiter spends nothing. The key is
 // held, with a full Limiter, while the Permit is reachable.
 func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	default:
-	}
 	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, now, steps, err := s.find(k, key, tag, costs, findMake)
+	e, p, now, err := s.lookup(k, key, tag, true)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	if e.held() == nil {
-		// A call that can only fail must not make a Limiter.
-		if err := e.p.check(costs); err != nil {
+	if e == nil || e.held() == nil {
+		if e != nil {
+			p = e.p
+		}
+		// A call that can only fail must neither make the key nor give it
+		// a Limiter. It fails as Limiter.Acquire would: a done ctx first,
+		// then invalid costs.
+		fail := func(err error) (*Permit, error) {
+			steps := s.due()
+			if e == nil {
+				s.forget(p)
+			}
+			s.sweep(now, steps)
 			s.mu.Unlock()
 			return nil, err
 		}
+		select {
+		case <-ctx.Done():
+			if k.obs != nil && len(costs) == len(p.shapes) {
+				defer p.observe(k.obs, costs, EventCancelled)
+			}
+			return fail(ctx.Err())
+		default:
+		}
+		if err := p.check(costs); err != nil {
+			return fail(err)
+		}
+	}
+	steps := stepsInsert
+	if e == nil {
+		e = s.insert(key, tag, p, now)
+	} else {
+		steps = s.due()
 	}
 	// l shares the bucket array that the key's held record watches, and so
 	// do the waiter and the Permit that l.Acquire makes: the key cannot be

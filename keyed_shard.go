@@ -125,20 +125,12 @@ const (
 // a nil entry with a nil error means findPeek found the costs valid for a
 // fresh key. steps is the sweep's due.
 func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int) (e *entry[K], now int64, steps int, err error) {
-	now = k.now()
-	if i := s.locate(key, tag); i >= 0 {
-		return &s.ents[i], now, s.due(), nil
-	}
-	s.mu.Unlock()
-	limits := k.config(key)
-	s.mu.Lock()
-	now = k.now()
-	if i := s.locate(key, tag); i >= 0 { // made by another call meanwhile
-		return &s.ents[i], now, s.due(), nil
-	}
-	p, err := s.intern(limits, mode != findPeek)
-	if err != nil {
+	e, p, now, err := s.lookup(k, key, tag, mode != findPeek)
+	switch {
+	case err != nil:
 		return nil, now, 0, err
+	case e != nil:
+		return e, now, s.due(), nil
 	}
 	switch mode {
 	case findMake:
@@ -150,6 +142,26 @@ func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int)
 		return nil, now, s.due(), p.checkWait(costs)
 	}
 	return s.insert(key, tag, p, now), now, stepsInsert, nil
+}
+
+// lookup returns key's entry, or, for a key not held, a nil entry and the
+// profile its config gives, interned if keep is set; the caller then
+// inserts the key or forgets the profile. The lock s.mu is held on entry
+// and on return but released while config runs, and now is read under it.
+func (s *shard[K]) lookup(k *Keyed[K], key K, tag uint32, keep bool) (e *entry[K], p *profile, now int64, err error) {
+	now = k.now()
+	if i := s.locate(key, tag); i >= 0 {
+		return &s.ents[i], nil, now, nil
+	}
+	s.mu.Unlock()
+	limits := k.config(key)
+	s.mu.Lock()
+	now = k.now()
+	if i := s.locate(key, tag); i >= 0 { // made by another call meanwhile
+		return &s.ents[i], nil, now, nil
+	}
+	p, err = s.intern(limits, keep)
+	return nil, p, now, err
 }
 
 // due returns the sweep steps owed by a call that adds no key.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -245,7 +246,8 @@ type permitPair struct {
 func keyedProperty(t *testing.T, seed uint64, ops int) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	clk := clockwork.NewFakeClockAt(t0)
-	k := NewKeyed(propConfig, WithClock(clk))
+	var got, want eventLog
+	k := NewKeyed(propConfig, WithClock(clk), WithObserver(&got))
 	ref := map[int]*Limiter{}
 	refFor := func(key int) (*Limiter, error) {
 		if l, ok := ref[key]; ok {
@@ -253,7 +255,7 @@ func keyedProperty(t *testing.T, seed uint64, ops int) {
 		}
 		var bs []*Bucket
 		for _, lim := range propConfig(key) {
-			b, err := New(lim.Capacity, lim.Rate, WithClock(clk), WithName(lim.Name))
+			b, err := New(lim.Capacity, lim.Rate, WithClock(clk), WithName(lim.Name), WithObserver(&want))
 			if err != nil {
 				return nil, err
 			}
@@ -411,12 +413,21 @@ func keyedProperty(t *testing.T, seed uint64, ops int) {
 			heldDrops++
 		}
 		lastHeld = h
+		if !slices.Equal(got.events, want.events) {
+			t.Fatalf("op %d: key %d: events %+v, want %+v", op, key, got.events, want.events)
+		}
+		got.events, want.events = got.events[:0], want.events[:0]
 	}
 	t.Logf("keys %d, most held %d, %d drops, %d of keys with a Limiter, %d permits open", keys, maxLen, drops, heldDrops, len(permits))
 	if drops < ops/40 || heldDrops == 0 {
 		t.Fatalf("too few drops to test anything: %d, %d of them with a Limiter", drops, heldDrops)
 	}
 }
+
+// eventLog keeps the events it is given, on the test's goroutine.
+type eventLog struct{ events []Event }
+
+func (r *eventLog) Observe(e Event) { r.events = append(r.events, e) }
 
 // kstart runs Acquire(ctx, key, cost) in a goroutine and waits until it is
 // queued behind the key's earlier waiters, or returned.
