@@ -1,0 +1,108 @@
+// Command llm gates calls to an OpenAI-style API on both of its quotas,
+// requests per second and tokens per second, with the official OpenAI Go
+// SDK over throttle.Transport, against a fake vendor on loopback
+// (throttletest).
+//
+// Each call reserves its estimate before it is sent (prompt characters / 4
+// plus max_tokens: about 210) and, with WithLLM, is settled to the usage the
+// response reports (about 50 tokens). The program runs the same 40 calls
+// twice: reserving only, where the token quota binds, and reserving then
+// settling, where the unused tokens come back and only the request quota
+// binds.
+//
+//	go run ./examples/llm
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/throttletest"
+)
+
+const calls = 40
+
+func main() {
+	vendor := throttletest.NewServer(throttletest.Config{
+		Requests: throttle.Per(20, time.Second), RequestBurst: 10,
+		Tokens: throttle.Per(2000, time.Second), TokenBurst: 2000,
+		ReplyTokens: 40, Dialect: throttletest.OpenAI,
+	})
+	defer vendor.Close()
+	fmt.Printf("fake vendor at %s: per API key 20 requests/s (bursts of 10) and 2000 tokens/s, OpenAI-style headers\n\n", vendor.URL)
+
+	llm := throttle.LLM{}
+	for _, run := range []struct {
+		name string
+		opt  throttle.TransportOption
+	}{
+		{"reserve only", throttle.WithCost(llm.Cost)},
+		{"reserve and settle", throttle.WithLLM(llm)},
+	} {
+		limiter := newLimiter()
+		tr := throttle.NewTransport(nil, throttle.Shared(limiter), run.opt)
+		before := vendor.Stats()
+		failed, took := callAll(vendor.URL, "sk-"+run.name, tr)
+		after := vendor.Stats()
+		st := tr.Stats()
+		fmt.Printf("%-19s %d calls, %d failed, in %v\n", run.name+":", calls, failed, took.Round(time.Millisecond))
+		fmt.Printf("%-19s vendor: %d refused with 429, %d tokens used (%d a call); transport: %d retried, waited %v in all\n",
+			"", after.Throttled-before.Throttled, after.Tokens-before.Tokens, (after.Tokens-before.Tokens)/calls,
+			st.Retried, st.Waited.Round(time.Millisecond))
+	}
+}
+
+// newLimiter returns a gate matching the vendor's quotas: limits named
+// "requests" and "tokens", which throttle.LLM counts in requests and in
+// tokens, and which the vendor's x-ratelimit-remaining-* headers lower.
+func newLimiter() *throttle.Limiter {
+	requests, err := throttle.New(10, throttle.Per(20, time.Second), throttle.WithName("requests"))
+	if err != nil {
+		panic(err)
+	}
+	tokens, err := throttle.New(2000, throttle.Per(2000, time.Second), throttle.WithName("tokens"))
+	if err != nil {
+		panic(err)
+	}
+	l, err := throttle.NewLimiter(requests, tokens)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// callAll makes the calls concurrently through the SDK and returns how many
+// failed and how long they took.
+func callAll(url, key string, tr http.RoundTripper) (failed int64, took time.Duration) {
+	client := openai.NewClient(
+		option.WithBaseURL(url+"/v1/"),
+		option.WithAPIKey(key),
+		option.WithHTTPClient(&http.Client{Transport: tr}),
+	)
+	var fails atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range calls {
+		wg.Go(func() {
+			_, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+				Model:     openai.ChatModelGPT4oMini,
+				Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage(fmt.Sprintf("Give one fact about the number %d.", i))},
+				MaxTokens: openai.Int(200),
+			})
+			if err != nil {
+				fails.Add(1)
+				fmt.Println("error:", err)
+			}
+		})
+	}
+	wg.Wait()
+	return fails.Load(), time.Since(start)
+}
