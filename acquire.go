@@ -245,16 +245,17 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 // when the caller must queue. It keeps no reference to bs or costs, so the
 // callers' slices can live on the stack: a grant at once allocates nothing.
 func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err error) {
-	select {
-	case <-ctx.Done():
-		observe(bs, costs, EventCancelled, 0)
-		return true, ctx.Err()
-	default:
-	}
 	g := bs[0].lock()
 	if err := check(bs, costs); err != nil {
 		g.mu.Unlock()
 		return true, err
+	}
+	select {
+	case <-ctx.Done():
+		g.mu.Unlock()
+		observe(bs, costs, EventCancelled, 0)
+		return true, ctx.Err()
+	default:
 	}
 	// With waiters queued the caller queues too: serving them here would
 	// wake the head from this goroutine, where its own armed timer wakes it

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -72,5 +73,17 @@ func TestObserverEvents(t *testing.T) {
 	b.Acquire(ctx, 1)
 	if ev := rec.take(); len(ev) != 1 || ev[0].Kind != EventCancelled {
 		t.Fatalf("got %+v", ev)
+	}
+}
+
+func TestObserverBadCostsOnDoneContext(t *testing.T) {
+	rec := &recorder{}
+	a, _ := New(1, Every(time.Second), WithObserver(rec))
+	b, _ := New(1, Every(time.Second), WithObserver(rec))
+	l, _ := NewLimiter(a, b)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ErrInvalidCost) {
+		t.Fatalf("Acquire = %v, want ErrInvalidCost", err)
 	}
 }
