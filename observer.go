@@ -60,3 +60,17 @@ func observeSettled(bs []*Bucket, estimate, actual []int64) {
 		}
 	}
 }
+
+// Observers returns an Observer that passes every event to each of obs in
+// turn, for a bucket that reports to a log and to metrics at once.
+func Observers(obs ...Observer) Observer {
+	return tee(obs)
+}
+
+type tee []Observer
+
+func (t tee) Observe(e Event) {
+	for _, o := range t {
+		o.Observe(e)
+	}
+}

@@ -87,3 +87,12 @@ func TestObserverBadCostsOnDoneContext(t *testing.T) {
 		t.Fatalf("Acquire = %v, want ErrInvalidCost", err)
 	}
 }
+
+func TestObservers(t *testing.T) {
+	r1, r2 := &recorder{}, &recorder{}
+	b, _ := New(1, Every(time.Second), WithObserver(Observers(r1, r2)))
+	b.TryAcquire(1)
+	if len(r1.take()) != 1 || len(r2.take()) != 1 {
+		t.Fatal("an event did not reach every observer")
+	}
+}
