@@ -24,10 +24,10 @@ type CostFunc func(r *http.Request, l *Limiter) ([]int64, error)
 
 // defaultCost is one request on every bucket.
 func defaultCost(_ *http.Request, l *Limiter) ([]int64, error) {
-	if len(l.bs) <= len(ones) {
+	if len(l.bs) <= len(oneEach) {
 		// Shared and never written: Acquire and TryAcquire only read
 		// costs, and a Permit keeps a copy.
-		return ones[:len(l.bs)], nil
+		return oneEach[:len(l.bs)], nil
 	}
 	costs := make([]int64, len(l.bs))
 	for i := range costs {
@@ -36,7 +36,7 @@ func defaultCost(_ *http.Request, l *Limiter) ([]int64, error) {
 	return costs, nil
 }
 
-var ones = [...]int64{1, 1, 1, 1, 1, 1, 1, 1}
+var oneEach = [...]int64{1, 1, 1, 1, 1, 1, 1, 1}
 
 // HostKey returns the request's host (with port, if any), to key limiters by
 // host with PerKey.

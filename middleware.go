@@ -105,7 +105,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if free(costs) {
+	if costsFree(costs) {
 		h.next.ServeHTTP(w, r)
 		return
 	}

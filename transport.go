@@ -210,7 +210,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	l, err := t.limiter(req)
 	if err != nil {
-		closeBody(req)
+		closeRequestBody(req)
 		return nil, fmt.Errorf("throttle: choosing the limiter: %w", err)
 	}
 	if l == nil {
@@ -219,7 +219,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	costs, err := t.cost(req, l)
 	if err != nil {
-		closeBody(req)
+		closeRequestBody(req)
 		return nil, fmt.Errorf("throttle: request cost: %w", err)
 	}
 	// x stays on the stack unless a retry follows: the retry's closures
@@ -228,7 +228,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	resp, sig, err := x.send()
 	if err != nil {
 		if x.n == 0 {
-			closeBody(req)
+			closeRequestBody(req)
 		}
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	g := x.l.bs[0].g.Load()
 	start := g.now()
 	var p *Permit
-	if !free(x.costs) {
+	if !costsFree(x.costs) {
 		var err error
 		if p, err = x.l.Acquire(x.ctx, x.costs...); err != nil {
 			return nil, headers.Signals{}, err
@@ -276,13 +276,13 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	if t.inflight != nil {
 		if !t.inflight.TryAcquire(1) {
 			if err := t.inflight.Acquire(x.ctx, 1); err != nil {
-				cancel(p)
+				cancelPermit(p)
 				return nil, headers.Signals{}, err
 			}
 			// The slot may have come after a pause began: wait it out.
 			if err := x.waitPause(); err != nil {
 				t.inflight.Release(1)
-				cancel(p)
+				cancelPermit(p)
 				return nil, headers.Signals{}, err
 			}
 		}
@@ -297,7 +297,7 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 				if release != nil {
 					release()
 				}
-				cancel(p)
+				cancelPermit(p)
 				return nil, headers.Signals{}, fmt.Errorf("throttle: replaying the request body: %w", err)
 			}
 		}
@@ -327,8 +327,12 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	return resp, sig, nil
 }
 
-// free reports whether a request costs nothing on every bucket.
-func free(costs []int64) bool {
+// costsFree reports whether a request costs nothing on every bucket. An
+// empty list is not free: Acquire rejects it.
+func costsFree(costs []int64) bool {
+	if len(costs) == 0 {
+		return false
+	}
 	for _, c := range costs {
 		if c != 0 {
 			return false
@@ -337,8 +341,8 @@ func free(costs []int64) bool {
 	return true
 }
 
-// cancel returns the costs of a permit whose request was not sent.
-func cancel(p *Permit) {
+// cancelPermit returns the costs of a permit whose request was not sent.
+func cancelPermit(p *Permit) {
 	if p != nil {
 		p.Cancel()
 	}
@@ -370,7 +374,7 @@ func (x *exchange) waitPause() error {
 // dropLast discards the response kept from the previous attempt.
 func (x *exchange) dropLast() {
 	if x.last != nil {
-		discard(x.last)
+		discardResponse(x.last)
 		x.last = nil
 	}
 }
@@ -401,16 +405,16 @@ func (x *exchange) keepLast() {
 	r.ContentLength = int64(len(b))
 }
 
-// discard drains a little of a response body, for connection reuse, and
-// closes it.
-func discard(r *http.Response) {
+// discardResponse drains a little of a response body, for connection
+// reuse, and closes it.
+func discardResponse(r *http.Response) {
 	io.CopyN(io.Discard, r.Body, drainBytes)
 	r.Body.Close()
 }
 
-// closeBody closes the body of a request that will not be sent: the
+// closeRequestBody closes the body of a request that will not be sent: the
 // RoundTripper contract makes that the transport's job.
-func closeBody(req *http.Request) {
+func closeRequestBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
