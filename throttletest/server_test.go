@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -275,4 +276,19 @@ func TestInvalidConfigPanics(t *testing.T) {
 		}
 	}()
 	NewServer(Config{Requests: throttle.Per(-1, time.Second)})
+}
+
+func TestNewHandler(t *testing.T) {
+	s, h := NewHandler(Config{Requests: throttle.Per(1, time.Minute)})
+	defer s.Close() // nothing to close: must not panic
+	for i, want := range []int{200, 429} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/x", nil))
+		if w.Code != want {
+			t.Errorf("request %d: status %d, want %d", i+1, w.Code, want)
+		}
+	}
+	if st := s.Stats(); st.Requests != 2 || st.Throttled != 1 || s.URL != "" {
+		t.Errorf("stats %+v, URL %q", st, s.URL)
+	}
 }
