@@ -143,7 +143,7 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 		if err != nil {
 			return nil, err
 		}
-		return &Permit{bs: l.bs, costs: slices.Clone(costs)}, nil
+		return newPermit(l.bs, costs), nil
 	}
 	w := &waiter{bs: l.bs, costs: slices.Clone(costs)}
 	if err := acquire(ctx, w); err != nil {

@@ -62,9 +62,23 @@ func observeSettled(bs []*Bucket, estimate, actual []int64) {
 }
 
 // Observers returns an Observer that passes every event to each of obs in
-// turn, for a bucket that reports to a log and to metrics at once.
+// turn, for a bucket that reports to a log and to metrics at once. Nil
+// observers are left out; with none left it returns nil, so that a bucket
+// given it does no work for events.
 func Observers(obs ...Observer) Observer {
-	return tee(obs)
+	var t tee
+	for _, o := range obs {
+		if o != nil {
+			t = append(t, o)
+		}
+	}
+	switch len(t) {
+	case 0:
+		return nil
+	case 1:
+		return t[0]
+	}
+	return t
 }
 
 type tee []Observer

@@ -14,6 +14,19 @@ type Permit struct {
 	bs      []*Bucket
 	costs   []int64
 	settled atomic.Bool
+	small   [2]int64 // costs, for the usual requests-and-tokens pair, without another allocation
+}
+
+// newPermit records a copy of costs taken from bs.
+func newPermit(bs []*Bucket, costs []int64) *Permit {
+	p := &Permit{bs: bs}
+	if len(costs) <= len(p.small) {
+		p.costs = p.small[:len(costs)]
+	} else {
+		p.costs = make([]int64, len(costs))
+	}
+	copy(p.costs, costs)
+	return p
 }
 
 // AcquirePermit is Acquire returning a Permit to settle later.
@@ -21,7 +34,7 @@ func (b *Bucket) AcquirePermit(ctx context.Context, cost int64) (*Permit, error)
 	if err := b.Acquire(ctx, cost); err != nil {
 		return nil, err
 	}
-	return &Permit{bs: []*Bucket{b}, costs: []int64{cost}}, nil
+	return newPermit(b.self[:], []int64{cost}), nil
 }
 
 // Costs returns the costs the permit took, one per bucket.

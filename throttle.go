@@ -31,7 +31,8 @@ type Bucket struct {
 	g    atomic.Pointer[group]
 	name string
 	obs  Observer
-	rate Rate // as given, for Rate()
+	rate Rate       // as given, for Rate()
+	self [1]*Bucket // the bucket as a set of one, for its permits
 
 	// Guarded by the group's mutex.
 	shape
@@ -73,6 +74,7 @@ func New(capacity int64, rate Rate, opts ...Option) (*Bucket, error) {
 		opt(&o)
 	}
 	b := &Bucket{name: o.name, obs: o.obs, rate: rate, shape: s, paused: noPause}
+	b.self[0] = b
 	g := newGroup(o.clock)
 	b.lvl = level{tokens: capacity, last: g.now()}
 	g.members = []*Bucket{b}
