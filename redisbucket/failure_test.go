@@ -226,6 +226,9 @@ func TestKillAndRecover(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop); wg.Wait() }) }
+	defer halt() // also when a wait below fails
 	errs := make(chan error, 4)
 	for range 4 {
 		wg.Add(1)
@@ -257,8 +260,7 @@ func TestKillAndRecover(t *testing.T) {
 	srv.Restart()
 	before := redisGrants.Load()
 	waitUntil(t, "decisions by Redis after the restart", func() bool { return redisGrants.Load() > before+100 })
-	close(stop)
-	wg.Wait()
+	halt()
 	close(errs)
 	for err := range errs {
 		t.Fatalf("a decision failed: %v", err)

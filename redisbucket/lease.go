@@ -49,6 +49,7 @@ type leaser struct {
 	last      time.Time
 	denyUntil time.Time // requests of at least denyCost are refused locally until then
 	denyCost  int64
+	refusals  uint // consecutive refusals by Redis
 	timer     clockwork.Timer
 	timerAt   time.Time
 	closed    bool
@@ -133,7 +134,21 @@ func (l *leaser) decide(ctx context.Context, cost int64) (decision, error) {
 				if res.amount > cost {
 					l.addLocked(now, &batch{id: id, size: res.amount, left: res.amount - cost, expires: now.Add(l.hold)})
 				}
+				if res.wait > 0 {
+					// A short lease: Redis is nearly empty, and other
+					// processes take what accrues. Once this lease is used
+					// up, refuse locally until a full one could be had
+					// (backing off as for a refusal), instead of asking for
+					// each token as it accrues.
+					l.denyUntil, l.denyCost = now.Add(l.backoff(res.wait, false)), 1
+				} else {
+					l.refusals = 0
+				}
+				d.wait = 0
 			} else if !d.never {
+				// Refused: the tokens are not there, and other processes
+				// compete for what accrues.
+				d.wait = l.backoff(d.wait, true)
 				l.denyUntil, l.denyCost = now.Add(d.wait), cost
 			}
 			l.mu.Unlock()
@@ -151,6 +166,22 @@ func (l *leaser) decide(ctx context.Context, cost int64) (decision, error) {
 		cause = err
 	}
 	return l.e.fallback(costs, cause, now), nil
+}
+
+// backoff returns how long to refuse locally after Redis refused, or
+// granted a short lease, with wait until it could do better: the wait,
+// doubled with each consecutive such answer and capped at a quarter of
+// Hold (but never below the wait of a refusal), so that processes
+// competing for a saturated limit spread their calls out instead of
+// polling once per token.
+func (l *leaser) backoff(wait time.Duration, refused bool) time.Duration {
+	w := min(wait<<min(l.refusals, 20), l.hold/4)
+	l.refusals++
+	if refused {
+		// Asking before the wait Redis returned is sure to fail.
+		w = max(w, wait)
+	}
+	return w
 }
 
 // noteDemand updates the demand estimate: an exponentially weighted rate

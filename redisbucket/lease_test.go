@@ -104,7 +104,7 @@ func TestLeaseNeverUsesExpiredTokens(t *testing.T) {
 }
 
 // A refusal from Redis is repeated locally, without calls, until the wait
-// it returned has passed.
+// it returned (doubled for each consecutive refusal) has passed.
 func TestLeaseDenialCached(t *testing.T) {
 	r := newRig(t)
 	b := r.bucket("deny", 5, throttle.Per(10, time.Second), redisbucket.WithLease(redisbucket.Lease{Hold: time.Second, MaxBatch: 5, Share: 1}))
@@ -125,13 +125,15 @@ func TestLeaseDenialCached(t *testing.T) {
 	if got := b.Stats().Calls; got != calls {
 		t.Fatalf("%d calls for cached refusals", got-calls)
 	}
-	r.advance(100 * time.Millisecond)
+	// Consecutive refusals back off, at most to a quarter of Hold.
+	r.advance(250 * time.Millisecond)
 	if ok, _ := b.TryAcquire(1); !ok {
-		t.Fatal("refused after the wait")
+		t.Fatal("refused after the longest wait")
 	}
 }
 
-// Acquire in lease mode waits for the refusal's wait and gets the token.
+// Acquire in lease mode waits out the refusal (or the pause after a short
+// lease, at most a quarter of Hold) and gets the token.
 func TestLeaseAcquire(t *testing.T) {
 	r := newRig(t)
 	b := r.bucket("lacq", 2, throttle.Per(10, time.Second), redisbucket.WithLease(redisbucket.Lease{Hold: time.Second, MaxBatch: 2}))
@@ -143,12 +145,33 @@ func TestLeaseAcquire(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- b.Acquire(ctx, 1) }()
-	if err := r.fc.BlockUntilContext(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	r.advance(100 * time.Millisecond)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	start := r.fc.Now()
+	for {
+		// Wait until the waiter sleeps again, or is done.
+		bctx, cancel := context.WithCancel(ctx)
+		slept := make(chan error, 1)
+		go func() { slept <- r.fc.BlockUntilContext(bctx, 1) }()
+		select {
+		case err := <-done:
+			cancel()
+			<-slept
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := r.fc.Since(start); w < 100*time.Millisecond || w > 250*time.Millisecond {
+				t.Fatalf("granted after %v, want between the token's 100ms and Hold/4", w)
+			}
+			return
+		case err := <-slept:
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.fc.Since(start) > time.Second {
+			t.Fatal("not granted within Hold")
+		}
+		r.advance(50 * time.Millisecond)
 	}
 }
 

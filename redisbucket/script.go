@@ -27,7 +27,8 @@ import "github.com/redis/go-redis/v9"
 //     the most to take. Mode s: a is the estimate taken, b the actual.
 //
 // Reply: {status, wait_us, amount, tok_1, rem_1, ..., tok_n, rem_n} where
-// status is 1 granted (or settled), 0 denied (wait_us until it could pass),
+// status is 1 granted (or settled), 0 denied (wait_us until it could pass;
+// for a lease granted short of its most, until the most could be had),
 // -1 denied forever (a limit without refill cannot cover its cost), 2 the
 // permit was already applied (idempotent retry). amount is the lease size.
 const scriptSrc = `
@@ -215,6 +216,10 @@ if mode == 'l' then
   local l = L[1]
   amount = math.max(l.a, math.min(l.b, (divmod(l.tok, tonumber(ARGV[5])))))
   l.tok = l.tok - amount
+  if amount < l.b then
+    -- A short lease: tell the client when a full one could be had.
+    w = wait(l, l.b)
+  end
 else
   for i = 1, n do
     L[i].tok = L[i].tok - L[i].a
@@ -224,7 +229,7 @@ save()
 if KEYS[2] then
   redis.call('SET', KEYS[2], 'o', 'PX', tonumber(ARGV[4]))
 end
-return reply(1, 0, amount)
+return reply(1, w, amount)
 `
 
 // script is shared by every limiter: go-redis sends EVALSHA and falls back
