@@ -148,9 +148,10 @@ func envInt(k string, d int) int {
 // limit and reports:
 //   - calls/decision: script calls (leases, returns, refusals) per decision;
 //     without lease mode it is 1.
-//   - over-admitted: the most grants in excess of capacity + rate x (window
-//   - Hold) over any window of 10 ms, 100 ms or 1 s (0 is the target), and
-//     over-no-hold: the same against capacity + rate x window.
+//   - over-admitted: the most grants in excess of the bound
+//     capacity + rate x (window + Hold) over any window of 10 ms, 100 ms or
+//     1 s (0 is the target), and over-no-hold: the same against
+//     capacity + rate x window.
 //   - denied-%: requests refused; ideal-denied-%: requests an exact shared
 //     bucket (the core throttle.Bucket) refuses on the same arrival trace;
 //     false-delayed-% = denied-% - ideal-denied-% (at least 0).
