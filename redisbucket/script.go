@@ -11,8 +11,11 @@ import "github.com/redis/go-redis/v9"
 //
 // Keys and arguments:
 //   - KEYS[1]: the limiter's state hash: field t (last update, µs on the
-//     server clock), and per limit v:<name> (whole tokens) and r:<name> (the
-//     fraction, in 1/den units). A missing key or field is a full limit.
+//     server clock), and per limit v:<name> (whole tokens), r:<name> (the
+//     fraction, in 1/den units) and d:<name> (that den). A missing key or
+//     field is a full limit. Processes configured differently (during a
+//     rolling deploy) share the whole tokens, each capping them at its own
+//     capacity; a fraction written with another den is dropped.
 //   - KEYS[2]: the permit key (mode a with a permit, modes l and s).
 //   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
 //     a, at most b tokens), p peek (no write), s settle.
@@ -66,6 +69,7 @@ for i = 1, n do
   local name = ARGV[6 + 7 * (i - 1)]
   fields[#fields + 1] = 'v:' .. name
   fields[#fields + 1] = 'r:' .. name
+  fields[#fields + 1] = 'd:' .. name
 end
 local st = redis.call('HMGET', KEYS[1], unpack(fields))
 local last = tonumber(st[1])
@@ -78,10 +82,14 @@ for i = 1, n do
     name = ARGV[b], cap = tonumber(ARGV[b + 1]), num = tonumber(ARGV[b + 2]),
     den = tonumber(ARGV[b + 3]), unit = tonumber(ARGV[b + 4]),
     a = tonumber(ARGV[b + 5]), b = tonumber(ARGV[b + 6]),
-    tok = tonumber(st[2 * i]), rem = tonumber(st[2 * i + 1]) or 0,
+    tok = tonumber(st[3 * i - 1]), rem = tonumber(st[3 * i]) or 0,
   }
   if l.tok == nil then
     l.tok = l.cap
+    l.rem = 0
+  elseif st[3 * i + 1] ~= ARGV[b + 3] then
+    -- Written by a process with another rate (a rolling deploy): keep the
+    -- whole tokens, drop the fraction, which is in other units.
     l.rem = 0
   end
   -- Refill for the whole units elapsed; time that runs backwards adds nothing.
@@ -137,6 +145,8 @@ local function save()
     args[#args + 1] = l.tok
     args[#args + 1] = 'r:' .. l.name
     args[#args + 1] = l.rem
+    args[#args + 1] = 'd:' .. l.name
+    args[#args + 1] = ARGV[6 + 7 * (i - 1) + 3]
     if l.tok < l.cap then
       if l.num == 0 then
         ttl = -1

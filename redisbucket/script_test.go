@@ -341,3 +341,32 @@ func TestLargeNumbersExact(t *testing.T) {
 		t.Fatalf("tokens after a long idle %v", got)
 	}
 }
+
+// Processes with different configurations for one id (a rolling deploy)
+// share whole tokens, each capped at its own capacity; a fraction written
+// with another rate is dropped rather than misread.
+func TestRollingConfigChange(t *testing.T) {
+	r := newRig(t)
+	a := r.bucket("roll", 10, throttle.Per(1, time.Second))  // 1 token per 10^6 µs
+	b := r.bucket("roll", 8, throttle.Per(3, 2*time.Second)) // 3 tokens per 2*10^6 µs
+	if ok, _ := a.TryAcquire(5); !ok {
+		t.Fatal("refused")
+	}
+	r.advance(500 * time.Millisecond)
+	if got := b.Tokens(); got != 5.75 { // 5 + 0.5 s at 1.5/s
+		t.Fatalf("b sees %v, want 5.75", got)
+	}
+	if ok, _ := b.TryAcquire(1); !ok { // writes 4 and 3/4 token in b's units
+		t.Fatal("refused")
+	}
+	if got := a.Tokens(); got != 4 {
+		t.Fatalf("a sees %v, want 4: the fraction in b's units is dropped", got)
+	}
+	if got := b.Tokens(); got != 4.75 {
+		t.Fatalf("b sees %v, want 4.75", got)
+	}
+	r.advance(time.Hour)
+	if ga, gb := a.Tokens(), b.Tokens(); ga != 10 || gb != 8 {
+		t.Fatalf("full levels %v, %v: each capped at its own capacity", ga, gb)
+	}
+}
