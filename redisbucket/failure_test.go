@@ -21,6 +21,7 @@ import (
 func miniRig(t *testing.T) (*rig, *miniredis.Miniredis) {
 	m := miniredis.RunT(t)
 	be := &redistest.Backend{Name: "miniredis", Addr: m.Addr(), Mini: m, Prefix: "t:"}
+	t.Logf("redis backend: miniredis of its own (this test breaks the server on purpose)")
 	r := newRigOn(t, be)
 	r.allowFailures = true
 	return r, m
@@ -208,6 +209,7 @@ func TestScriptFlushRecovers(t *testing.T) {
 // This test runs on the real clock, bounded by a few seconds.
 func TestKillAndRecover(t *testing.T) {
 	srv := redistest.StartServer(t)
+	t.Logf("redis backend: redis-server started by the test at %s", srv.Addr)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { client.Close() })

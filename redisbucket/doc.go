@@ -1,0 +1,25 @@
+// Package redisbucket shares a token bucket between processes and machines
+// through Redis: a fleet of workers that calls one vendor with one API key
+// stays under one quota.
+//
+// A Bucket has the semantics of throttle.Bucket and a Limiter those of
+// throttle.Limiter (several limits, all or nothing, with permits to settle
+// after the response). Each decision is one Lua script run with go-redis's
+// Script.Run on a redis.UniversalClient (a single server, Sentinel or
+// Cluster; Valkey too). The script reads the server's TIME, refills with
+// exact integer arithmetic (the rate reduced by its gcd, time in
+// microseconds, every intermediate value checked below 2^52 when the limiter
+// is built), checks, spends and sets the key's expiry to the moment the
+// bucket is full again, since a missing key is a full bucket. Keys are
+// <prefix>{<id>}: the hash tag is the limiter's own id, so a cluster
+// spreads limiters over its shards.
+//
+// When Redis is slow or unreachable, a per-call timeout and a circuit
+// breaker hand decisions to a FailurePolicy: FailLocal (the default),
+// FailClosed or FailOpen. Lease mode (WithLease) takes tokens in batches to
+// cut round trips by about ten at high demand, at the price of a looser
+// burst bound.
+//
+// The tests run against miniredis, a local Redis at 127.0.0.1:6379, or the
+// servers named by THROTTLE_REDIS_ADDR and THROTTLE_REDIS_CLUSTER.
+package redisbucket

@@ -1,0 +1,69 @@
+package redisbucket_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/redisbucket"
+)
+
+func Example() {
+	srv, _ := miniredis.Run() // stands in for a real Redis here
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{
+		Addr: srv.Addr(),
+		// A limiter sits in the request path: fail in milliseconds.
+		DialTimeout: 50 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
+		WriteTimeout: 50 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
+	})
+	defer rdb.Close()
+
+	// Every process that uses this id shares these 3 tokens, refilled at 1/s.
+	b, err := redisbucket.New(rdb, "vendor:key-1", 3, throttle.Per(1, time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for range 4 {
+		ok, err := b.TryAcquire(1)
+		fmt.Println(ok, err)
+	}
+	fmt.Println(b.Key())
+	// Output:
+	// true <nil>
+	// true <nil>
+	// true <nil>
+	// false <nil>
+	// throttle:{vendor:key-1}
+}
+
+func ExampleLimiter() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	srv.SetTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // freeze the server's clock for the output
+
+	lim, _ := redisbucket.NewLimiter(rdb, "openai:key-1", []redisbucket.Limit{
+		{Name: "requests", Capacity: 500, Rate: throttle.Per(500, time.Minute)},
+		{Name: "tokens", Capacity: 200_000, Rate: throttle.Per(200_000, time.Minute)},
+	})
+	ctx := context.Background()
+	permit, err := lim.Acquire(ctx, 1, 12_000) // estimate: prompt + max_tokens
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// ... call the API; it reports 3,000 tokens used ...
+	if err := permit.Settle(1, 3_000); err != nil {
+		fmt.Println(err)
+	}
+	levels, _ := lim.Tokens(ctx)
+	fmt.Println(levels)
+	// Output:
+	// [499 197000]
+}
