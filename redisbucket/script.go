@@ -173,7 +173,8 @@ local function save()
   else
     -- Expire when the limits are full again, on the clock the script uses.
     -- Round up and add 1 ms: expiring early would mint tokens.
-    redis.call('PEXPIREAT', KEYS[1], ceildiv(now + ttl, 1000) + 1)
+    -- From the stored time if the clock went back: nothing refills before it.
+    redis.call('PEXPIREAT', KEYS[1], ceildiv(math.max(now, last or now) + ttl, 1000) + 1)
   end
 end
 

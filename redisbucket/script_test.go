@@ -370,3 +370,23 @@ func TestRollingConfigChange(t *testing.T) {
 		t.Fatalf("full levels %v, %v: each capped at its own capacity", ga, gb)
 	}
 }
+
+// After the server's clock went back, the key expires when the bucket is
+// full counting from the stored time, not from the earlier clock.
+func TestExpiryAfterClockWentBack(t *testing.T) {
+	r := newRig(t)
+	b := r.bucket("backexp", 3, throttle.Per(1, time.Second))
+	t0 := r.fc.Now()
+	b.TryAcquire(1)
+	r.advance(-10 * time.Second)
+	if ok, _ := b.TryAcquire(1); !ok {
+		t.Fatal("refused")
+	}
+	at, err := r.be.Client().Do(context.Background(), "PEXPIRETIME", b.Key()).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(2*time.Second).UnixMilli() + 1; at != want {
+		t.Fatalf("PEXPIRETIME %d, want %d (2 s after the stored time)", at, want)
+	}
+}
