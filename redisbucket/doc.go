@@ -6,11 +6,12 @@
 // throttle.Limiter (several limits, all or nothing, with permits to settle
 // after the response). Each decision is one Lua script run with go-redis's
 // Script.Run on a redis.UniversalClient (a single server, Sentinel or
-// Cluster; Valkey too). The script reads the server's TIME, refills with
-// exact integer arithmetic (the rate reduced by its gcd, time in
-// microseconds, every intermediate value checked below 2^52 when the limiter
-// is built), checks, spends and sets the key's expiry to the moment the
-// bucket is full again, since a missing key is a full bucket. Keys are
+// Cluster; the script uses only commands Valkey has too). The script reads
+// the server's TIME, refills with exact integer arithmetic (the rate
+// reduced by its gcd, time in microseconds, every intermediate value
+// checked below 2^52 when the limiter is built), checks, spends and sets
+// the key's expiry to the moment the bucket is full again, since a missing
+// key is a full bucket. Keys are
 // <prefix>{<id>}: the hash tag is the limiter's own id, so a cluster
 // spreads limiters over its shards.
 //
