@@ -7,11 +7,15 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// waiter is one Acquire call in a group's queue. Each waiter owns a timer,
-// but only the head's is ever armed, and it is armed by whoever changes the
-// head or its instant, under the group's lock: a waiter wakes when its
-// instant comes or when it is granted, never just to learn that it moved
-// up. A grant thus wakes one goroutine, not the queue.
+// waiter is one Acquire call in a group's queue. Each waiter owns a timer.
+// The head's is armed for its instant, and so is the next waiter's, for the
+// instant it will have once the head is served: a timer armed while an
+// earlier one is pending costs the runtime no extra thread wake-up, where
+// one armed just as the previous fires does. Every other timer is stopped.
+// Timers are armed by whoever changes the queue or a level, under the
+// group's lock, so a waiter never wakes just to learn that it moved up, and
+// a timer fires only at an instant that comes after every waiter ahead was
+// served: a grant wakes one goroutine, not the queue.
 type waiter struct {
 	bs         []*Bucket
 	costs      []int64
@@ -19,20 +23,56 @@ type waiter struct {
 	prev, next *waiter
 	done       chan struct{} // closed once granted or failed
 	timer      clockwork.Timer
+	armed      int64 // instant the timer is armed for; never when stopped
 	granted    bool
 	err        error
 	one        [1]*Bucket
 	oneCost    [1]int64
 }
 
-// arm sets the head's timer for its instant, which serve has left in the
-// future, or stops it when the instant will never come.
+// arm sets the timers of the head and of the next waiter for their
+// instants, which serve has left in the future, and leaves them alone when
+// they are already right.
 func (g *group) arm(now int64) {
-	w := g.head
-	if t := readyAt(w.bs, w.costs, w.since, g.floor, false); t != never {
-		w.timer.Reset(time.Duration(t - now))
-	} else {
+	h := g.head
+	t := readyAt(h.bs, h.costs, h.since, g.floor, false)
+	h.setTimer(t, now)
+	if n := h.next; n != nil {
+		n.setTimer(nextAt(h, n, t), now)
+	}
+}
+
+// nextAt is the instant of n, queued right behind h, once h is served at t.
+func nextAt(h, n *waiter, t int64) int64 {
+	if t == never {
+		return never
+	}
+	at := max(t, n.since)
+	for i, b := range n.bs {
+		if n.costs[i] == 0 {
+			continue
+		}
+		l := b.lvl
+		for j, hb := range h.bs {
+			if hb == b && h.costs[j] != 0 {
+				b.advance(&l, t)
+				l.take(h.costs[j])
+			}
+		}
+		at = max(at, b.paused, b.readyAt(&l, n.costs[i]))
+	}
+	return at
+}
+
+func (w *waiter) setTimer(t, now int64) {
+	if t == w.armed {
+		return
+	}
+	w.armed = t
+	if t == never {
 		w.timer.Stop()
+	} else {
+		w.timer.Reset(time.Duration(t - now))
 	}
 }
 
@@ -312,14 +352,14 @@ func acquire(ctx context.Context, w *waiter) error {
 	g.tailAt = t
 	w.since = now
 	w.done = make(chan struct{})
-	if g.head == nil {
-		w.timer = g.timers.NewTimer(wait)
-	} else {
-		// Stopped at once: only the head's timer runs.
-		w.timer = g.timers.NewTimer(time.Hour)
-		w.timer.Stop()
-	}
+	// Armed only if w is the head or next in line; arm sets it.
+	w.timer = g.timers.NewTimer(time.Hour)
+	w.timer.Stop()
+	w.armed = never
 	g.push(w)
+	if w.prev == nil || w.prev.prev == nil {
+		g.arm(now)
+	}
 	g.mu.Unlock()
 	err := w.sleep(ctx)
 	if err == nil {
@@ -353,8 +393,9 @@ func (w *waiter) sleep(ctx context.Context) error {
 			// instead, serve grants nothing and w sleeps again.
 			g := w.bs[0].lock()
 			now := g.now()
+			w.armed = never // fired, or a stale tick: either way not pending
 			g.serve(now)
-			if !w.granted && w.err == nil && g.head == w {
+			if !w.granted && w.err == nil {
 				g.arm(now)
 			}
 			g.mu.Unlock()
@@ -387,6 +428,8 @@ func (w *waiter) cancel(ctx context.Context) error {
 		g.tailOK = false
 		if wasHead {
 			g.changed(now)
+		} else if g.head != nil {
+			g.arm(now) // w may have been next in line
 		}
 	}
 	g.mu.Unlock()

@@ -93,7 +93,9 @@ func TestAcquireFIFO(t *testing.T) {
 	wg.Wait()
 }
 
-func TestOnlyHeadHasTimer(t *testing.T) {
+// TestTimersOnlyAtTheFront queues 50 waiters: only the head and the next
+// waiter have a timer armed, and each grant is served at its own instant.
+func TestTimersOnlyAtTheFront(t *testing.T) {
 	b, clk := newFake(t, 1, Per(1, time.Second))
 	b.TryAcquire(1)
 	out := make(chan result, 50)
@@ -101,17 +103,17 @@ func TestOnlyHeadHasTimer(t *testing.T) {
 	for i := range 50 {
 		start(t, b, clk, t.Context(), i, 1, out, &wg)
 	}
-	if err := clk.BlockUntilContext(t.Context(), 1); err != nil {
+	if err := clk.BlockUntilContext(t.Context(), 2); err != nil {
 		t.Fatal(err)
 	}
-	// A second timer would mean more than the head sleeps on the clock.
+	// A third timer would mean a waiter further back sleeps on the clock.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if err := clk.BlockUntilContext(ctx, 2); err == nil {
-		t.Fatal("more than one waiter sleeps on a timer")
+	if err := clk.BlockUntilContext(ctx, 3); err == nil {
+		t.Fatal("more than two waiters have a timer armed")
 	}
 	for i := range 50 {
-		clk.BlockUntilContext(t.Context(), 1)
+		clk.BlockUntilContext(t.Context(), min(2, 50-i))
 		clk.Advance(time.Second)
 		if r := <-out; r.id != i || r.at != time.Duration(i+1)*time.Second {
 			t.Fatalf("got %d at %v, want %d at %ds", r.id, r.at, i, i+1)

@@ -77,6 +77,7 @@ func (g *group) join(o *group) {
 		w.since += delta
 		w.prev, w.next = nil, nil
 		w.timer.Stop()
+		w.armed = never
 		g.push(w)
 		w = next
 	}
