@@ -107,15 +107,13 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 		return false, err
 	}
 	now := g.now()
-	g.serve(now)
-	ok := g.head == nil
+	if g.head != nil {
+		g.serve(now)
+	}
+	ok := g.head == nil && covered(l.bs, costs, now)
 	if ok {
-		for _, b := range l.bs {
-			b.advance(&b.lvl, now)
-		}
-		ok = readyAt(l.bs, costs, now, g.floor, false) <= now
-		if ok {
-			spend(l.bs, costs, now, false)
+		for i, b := range l.bs {
+			b.lvl.take(costs[i])
 		}
 	}
 	g.mu.Unlock()
@@ -125,6 +123,21 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	}
 	observe(l.bs, costs, kind, 0)
 	return ok, nil
+}
+
+// covered advances the levels of bs to now and reports whether each covers
+// its cost, with no pause in force: what readyAt(…) <= now says, in one pass.
+func covered(bs []*Bucket, costs []int64, now int64) bool {
+	for i, b := range bs {
+		if costs[i] == 0 {
+			continue
+		}
+		b.advance(&b.lvl, now)
+		if now < b.paused || b.lvl.tokens < costs[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // WaitTime reports how long until TryAcquire(costs...) would succeed, given
