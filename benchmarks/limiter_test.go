@@ -50,4 +50,3 @@ func BenchmarkLimiterAcquireFree(b *testing.B) {
 		serialLoop(b, func() { l.Acquire(ctx, 1, 100, 100) })
 	})
 }
-
