@@ -64,6 +64,20 @@ func nextAt(h, n *waiter, t int64) int64 {
 	return at
 }
 
+// idleTimer returns a stopped timer with nothing in its channel, made
+// without ever being registered for a wrong instant: a fake clock would
+// count such a timer in BlockUntilContext, and a test could then advance
+// the clock before the real one is armed.
+func idleTimer(c clockwork.Clock) clockwork.Timer {
+	t := c.NewTimer(0) // fires at once, registers nothing
+	t.Stop()
+	select {
+	case <-t.Chan():
+	default:
+	}
+	return t
+}
+
 func (w *waiter) setTimer(t, now int64) {
 	if t == w.armed {
 		return
@@ -352,9 +366,7 @@ func acquire(ctx context.Context, w *waiter) error {
 	g.tailAt = t
 	w.since = now
 	w.done = make(chan struct{})
-	// Armed only if w is the head or next in line; arm sets it.
-	w.timer = g.timers.NewTimer(time.Hour)
-	w.timer.Stop()
+	w.timer = idleTimer(g.timers)
 	w.armed = never
 	g.push(w)
 	if w.prev == nil || w.prev.prev == nil {
