@@ -64,12 +64,19 @@ func nextAt(h, n *waiter, t int64) int64 {
 	return at
 }
 
-// idleTimer returns a stopped timer with nothing in its channel, made
-// without ever being registered for a wrong instant: a fake clock would
-// count such a timer in BlockUntilContext, and a test could then advance
-// the clock before the real one is armed.
-func idleTimer(c clockwork.Clock) clockwork.Timer {
-	t := c.NewTimer(0) // fires at once, registers nothing
+// idleTimer returns a stopped timer with nothing in its channel. On a fake
+// clock it is made by firing at once, which registers nothing: a timer
+// registered for a wrong instant, even briefly, would count in a test's
+// BlockUntilContext, and the test's Advance could come before the real
+// arming. On the real clock a stopped channel timer costs nothing until
+// armed, so it is made the cheap way.
+func (g *group) idleTimer() clockwork.Timer {
+	if g.clock == nil {
+		t := g.timers.NewTimer(time.Hour)
+		t.Stop()
+		return t
+	}
+	t := g.timers.NewTimer(0)
 	t.Stop()
 	select {
 	case <-t.Chan():
@@ -366,7 +373,7 @@ func acquire(ctx context.Context, w *waiter) error {
 	g.tailAt = t
 	w.since = now
 	w.done = make(chan struct{})
-	w.timer = idleTimer(g.timers)
+	w.timer = g.idleTimer()
 	w.armed = never
 	g.push(w)
 	if w.prev == nil || w.prev.prev == nil {
@@ -374,7 +381,7 @@ func acquire(ctx context.Context, w *waiter) error {
 	}
 	g.mu.Unlock()
 	err := w.sleep(ctx)
-	if err == nil {
+	if err == nil && observed(w.bs) {
 		observe(w.bs, w.costs, EventGranted, time.Duration(g.now()-now))
 	}
 	return err

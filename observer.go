@@ -51,6 +51,17 @@ func observe(bs []*Bucket, costs []int64, k EventKind, wait time.Duration) {
 	}
 }
 
+// observed reports whether any of bs has an observer, so that work done
+// only for events can be skipped.
+func observed(bs []*Bucket) bool {
+	for _, b := range bs {
+		if b.obs != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // observeSettled reports a settlement to every bucket the permit took from,
 // including those it took nothing from but was charged by Settle.
 func observeSettled(bs []*Bucket, estimate, actual []int64) {
