@@ -5,15 +5,18 @@ go 1.26.8
 replace github.com/throttlekit/throttle => ../
 
 require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/jonboulle/clockwork v0.5.0
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+	golang.org/x/time v0.16.0
+)
+
+require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
-	github.com/jonboulle/clockwork v0.5.0 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
-	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 )
