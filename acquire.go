@@ -325,18 +325,36 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err er
 		g.mu.Unlock()
 		return false, nil
 	}
-	now := g.now()
-	for _, b := range bs {
-		b.advance(&b.lvl, now)
-	}
-	if readyAt(bs, costs, now, g.floor, false) > now {
+	if !g.takeNow(bs, costs, g.now()) {
 		g.mu.Unlock()
 		return false, nil
 	}
-	spend(bs, costs, now, false)
 	g.mu.Unlock()
 	observe(bs, costs, EventGranted, 0)
 	return true, nil
+}
+
+// takeNow takes costs from bs at now if nobody is queued and every level
+// covers its cost at now, in one pass; it reports whether it did. It says
+// what readyAt(bs, costs, now, g.floor, false) <= now says: a level computed
+// for a later instant (a pause, a clock that went back) grants nothing now.
+func (g *group) takeNow(bs []*Bucket, costs []int64, now int64) bool {
+	if g.head != nil || now < g.floor {
+		return false
+	}
+	for i, b := range bs {
+		if costs[i] == 0 {
+			continue
+		}
+		b.advance(&b.lvl, now)
+		if now < b.paused || now < b.lvl.last || b.lvl.tokens < costs[i] {
+			return false
+		}
+	}
+	for i, b := range bs {
+		b.lvl.take(costs[i])
+	}
+	return true
 }
 
 // acquire queues w and waits for its turn, unless the queue emptied and the
@@ -344,16 +362,10 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err er
 func acquire(ctx context.Context, w *waiter) error {
 	g := w.bs[0].lock()
 	now := g.now()
-	if g.head == nil {
-		for _, b := range w.bs {
-			b.advance(&b.lvl, now)
-		}
-		if readyAt(w.bs, w.costs, now, g.floor, false) <= now {
-			spend(w.bs, w.costs, now, false)
-			g.mu.Unlock()
-			observe(w.bs, w.costs, EventGranted, 0)
-			return nil
-		}
+	if g.takeNow(w.bs, w.costs, now) {
+		g.mu.Unlock()
+		observe(w.bs, w.costs, EventGranted, 0)
+		return nil
 	}
 	t := g.project(w.bs, w.costs, now)
 	if t == never {

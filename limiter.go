@@ -110,12 +110,7 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	if g.head != nil {
 		g.serve(now)
 	}
-	ok := g.head == nil && covered(l.bs, costs, now)
-	if ok {
-		for i, b := range l.bs {
-			b.lvl.take(costs[i])
-		}
-	}
+	ok := g.takeNow(l.bs, costs, now)
 	g.mu.Unlock()
 	kind := EventRejected
 	if ok {
@@ -123,21 +118,6 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	}
 	observe(l.bs, costs, kind, 0)
 	return ok, nil
-}
-
-// covered advances the levels of bs to now and reports whether each covers
-// its cost, with no pause in force: what readyAt(…) <= now says, in one pass.
-func covered(bs []*Bucket, costs []int64, now int64) bool {
-	for i, b := range bs {
-		if costs[i] == 0 {
-			continue
-		}
-		b.advance(&b.lvl, now)
-		if now < b.paused || b.lvl.tokens < costs[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // WaitTime reports how long until TryAcquire(costs...) would succeed, given
