@@ -7,15 +7,16 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// waiter is one Acquire call in a group's queue. Each waiter owns a timer.
-// The head's is armed for its instant, and so is the next waiter's, for the
-// instant it will have once the head is served: a timer armed while an
-// earlier one is pending costs the runtime no extra thread wake-up, where
-// one armed just as the previous fires does. Every other timer is stopped.
-// Timers are armed by whoever changes the queue or a level, under the
-// group's lock, so a waiter never wakes just to learn that it moved up, and
-// a timer fires only at an instant that comes after every waiter ahead was
-// served: a grant wakes one goroutine, not the queue.
+// waiter is one Acquire call in a group's queue. Each waiter owns a timer,
+// and only the head's is armed, for its instant; the others wait on their
+// done channel. Timers are armed by whoever changes the queue or a level,
+// under the group's lock, so a waiter never wakes just to learn that it
+// moved up, and a timer fires only at an instant that comes after every
+// waiter ahead was served: a grant wakes one goroutine, not the queue.
+//
+// On the real clock the next waiter's timer is armed too, for the instant
+// it will have once the head is served (see group.ahead). It still fires
+// only after the head's, so a grant still wakes one goroutine.
 type waiter struct {
 	bs         []*Bucket
 	costs      []int64
@@ -30,14 +31,14 @@ type waiter struct {
 	oneCost    [1]int64
 }
 
-// arm sets the timers of the head and of the next waiter for their
-// instants, which serve has left in the future, and leaves them alone when
-// they are already right.
+// arm sets the head's timer for its instant, which serve has left in the
+// future, and with g.ahead the next waiter's too; it leaves timers alone
+// when they are already right.
 func (g *group) arm(now int64) {
 	h := g.head
 	t := readyAt(h.bs, h.costs, h.since, g.floor, false)
 	h.setTimer(t, now)
-	if n := h.next; n != nil {
+	if n := h.next; n != nil && g.ahead {
 		n.setTimer(nextAt(h, n, t), now)
 	}
 }
@@ -262,8 +263,13 @@ func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
 	g.serve(now)
 	var t int64
 	if g.head == nil {
-		for _, b := range bs {
+		ready := true
+		for i, b := range bs {
 			b.advance(&b.lvl, now)
+			ready = ready && (costs[i] == 0 || now >= b.paused && b.lvl.tokens >= costs[i])
+		}
+		if ready {
+			return 0, nil
 		}
 		t = readyAt(bs, costs, now, g.floor, false)
 	} else {
@@ -335,11 +341,12 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err er
 }
 
 // takeNow takes costs from bs at now if nobody is queued and every level
-// covers its cost at now, in one pass; it reports whether it did. It says
-// what readyAt(bs, costs, now, g.floor, false) <= now says: a level computed
-// for a later instant (a pause, a clock that went back) grants nothing now.
+// covers its cost at now, in one pass; it reports whether it did. After a
+// clock went back, the level is the one already reached: elapsed time
+// counts as zero, so it neither refills nor withholds what is there, as
+// Bucket.TryAcquire and WaitTime do.
 func (g *group) takeNow(bs []*Bucket, costs []int64, now int64) bool {
-	if g.head != nil || now < g.floor {
+	if g.head != nil {
 		return false
 	}
 	for i, b := range bs {
@@ -347,7 +354,7 @@ func (g *group) takeNow(bs []*Bucket, costs []int64, now int64) bool {
 			continue
 		}
 		b.advance(&b.lvl, now)
-		if now < b.paused || now < b.lvl.last || b.lvl.tokens < costs[i] {
+		if now < b.paused || b.lvl.tokens < costs[i] {
 			return false
 		}
 	}
@@ -388,7 +395,7 @@ func acquire(ctx context.Context, w *waiter) error {
 	w.timer = g.idleTimer()
 	w.armed = never
 	g.push(w)
-	if w.prev == nil || w.prev.prev == nil {
+	if w.prev == nil || (g.ahead && w.prev.prev == nil) {
 		g.arm(now)
 	}
 	g.mu.Unlock()
@@ -459,7 +466,7 @@ func (w *waiter) cancel(ctx context.Context) error {
 		g.tailOK = false
 		if wasHead {
 			g.changed(now)
-		} else if g.head != nil {
+		} else if g.head != nil && g.ahead {
 			g.arm(now) // w may have been next in line
 		}
 	}

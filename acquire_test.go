@@ -93,27 +93,43 @@ func TestAcquireFIFO(t *testing.T) {
 	wg.Wait()
 }
 
-// TestTimersOnlyAtTheFront queues 50 waiters: only the head and the next
-// waiter have a timer armed, and each grant is served at its own instant.
-func TestTimersOnlyAtTheFront(t *testing.T) {
+// TestOnlyTheHeadHasATimer queues 50 waiters on a fake clock: only the
+// head has a timer armed, and each grant is served at its own instant.
+func TestOnlyTheHeadHasATimer(t *testing.T) {
+	testTimersAtTheFront(t, false)
+}
+
+// TestTimersArmedAhead is TestOnlyTheHeadHasATimer with the next waiter's
+// timer armed too, as on the real clock: two timers, the same grants.
+func TestTimersArmedAhead(t *testing.T) {
+	testTimersAtTheFront(t, true)
+}
+
+func testTimersAtTheFront(t *testing.T, ahead bool) {
 	b, clk := newFake(t, 1, Per(1, time.Second))
+	timers := 1
+	if ahead {
+		b.armAhead()
+		timers = 2
+	}
 	b.TryAcquire(1)
 	out := make(chan result, 50)
 	var wg sync.WaitGroup
 	for i := range 50 {
 		start(t, b, clk, t.Context(), i, 1, out, &wg)
 	}
-	if err := clk.BlockUntilContext(t.Context(), 2); err != nil {
+	waitQueued(t, b, 50)
+	if err := clk.BlockUntilContext(t.Context(), timers); err != nil {
 		t.Fatal(err)
 	}
-	// A third timer would mean a waiter further back sleeps on the clock.
+	// One more timer would mean a waiter further back sleeps on the clock.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if err := clk.BlockUntilContext(ctx, 3); err == nil {
-		t.Fatal("more than two waiters have a timer armed")
+	if err := clk.BlockUntilContext(ctx, timers+1); err == nil {
+		t.Fatalf("more than %d waiters have a timer armed", timers)
 	}
 	for i := range 50 {
-		clk.BlockUntilContext(t.Context(), min(2, 50-i))
+		clk.BlockUntilContext(t.Context(), min(timers, 50-i))
 		clk.Advance(time.Second)
 		if r := <-out; r.id != i || r.at != time.Duration(i+1)*time.Second {
 			t.Fatalf("got %d at %v, want %d at %ds", r.id, r.at, i, i+1)

@@ -214,6 +214,33 @@ func TestClockBackwardsAddsNothing(t *testing.T) {
 	}
 }
 
+// TestClockBackwardsKeepsLevel checks that after the clock goes back every
+// entry point agrees: the level already reached can be spent at once, and
+// what is missing comes only with forward time past the latest instant.
+func TestClockBackwardsKeepsLevel(t *testing.T) {
+	b, clk := newFake(t, 2, Per(1, time.Second))
+	b.TryAcquire(2)
+	clk.Advance(time.Second)
+	if got := b.Tokens(); got != 1 { // read now: refill is lazy
+		t.Fatalf("level %v, want 1", got)
+	}
+	clk.Advance(-10 * time.Second)
+	if d, err := b.WaitTime(1); d != 0 || err != nil {
+		t.Fatalf("WaitTime(1) = %v, %v; want 0: the token is there", d, err)
+	}
+	ctx, cancel := clockwork.WithTimeout(t.Context(), clk, time.Millisecond) // too short to wait
+	defer cancel()
+	if err := b.Acquire(ctx, 1); err != nil {
+		t.Fatalf("Acquire of the token that is there: %v", err)
+	}
+	if d, _ := b.WaitTime(1); d != 11*time.Second {
+		t.Fatalf("WaitTime(1) = %v, want 11s: back to the latest instant, then 1s", d)
+	}
+	if ok, _ := b.TryAcquire(1); ok {
+		t.Fatal("a clock going back minted a token")
+	}
+}
+
 // model is the ideal bucket in exact rational arithmetic.
 type model struct {
 	level, capacity, rate *big.Rat // rate in tokens per nanosecond
