@@ -674,7 +674,7 @@ func TestKeyedConcurrent(t *testing.T) {
 func TestKeyedTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := &shard[int]{seed: NewKeyed(oneLimit).seed}
-	p := &profile{limits: oneLimit(0), shapes: []shape{{capacity: 1, num: 1, den: 1}}}
+	p := &profile{limits: oneLimit(0), shapes: []shape{{capacity: 1, num: 1, den: 1, perDen: newDivider(1)}}}
 	want := map[int]bool{}
 	for op := range 200_000 {
 		key := rng.IntN(300)

@@ -26,8 +26,9 @@ type level struct {
 // their gcd.
 type shape struct {
 	capacity int64
-	num      uint64 // 0: never refills
-	den      uint64 // > 0
+	num      uint64  // 0: never refills
+	den      uint64  // > 0
+	perDen   divider // divides by den
 }
 
 // advance moves l forward to now. Time that runs backwards adds nothing and
@@ -45,12 +46,31 @@ func (s *shape) advance(l *level, now int64) {
 	if s.num == 0 {
 		return
 	}
+	addHi, addLo := bits.Mul64(dt, s.num)
+	if tot, carry := bits.Add64(addLo, l.frac, 0); addHi == 0 && carry == 0 {
+		// The common case: the refill and the fraction fit in 64 bits, and
+		// one division says both how many tokens they make and whether that
+		// fills the bucket, since the level reaches capacity exactly when
+		// tot/den >= capacity-tokens. Less than a token needs no division.
+		if tot < s.den {
+			l.frac = tot
+			return
+		}
+		q := s.perDen.div(tot)
+		r := tot - q*s.den
+		if q >= uint64(s.capacity)-uint64(l.tokens) {
+			l.tokens, l.frac = s.capacity, 0
+			return
+		}
+		l.tokens = int64(uint64(l.tokens) + q)
+		l.frac = r
+		return
+	}
 	// need is the number of 1/den token units missing to full; add is what
 	// dt brings. Both can exceed 64 bits for huge capacities or idle times.
 	gapHi, gapLo := bits.Mul64(uint64(s.capacity)-uint64(l.tokens), s.den)
 	needLo, borrow := bits.Sub64(gapLo, l.frac, 0)
 	needHi := gapHi - borrow
-	addHi, addLo := bits.Mul64(dt, s.num)
 	if addHi > needHi || (addHi == needHi && addLo >= needLo) {
 		l.tokens, l.frac = s.capacity, 0
 		return

@@ -26,7 +26,7 @@ func (b *Bucket) SetRate(r Rate) error {
 	g.serve(now)
 	b.advance(&b.lvl, now)
 	b.lvl.frac = rescale(b.lvl.frac, b.den, s.den)
-	b.num, b.den, b.rate = s.num, s.den, r
+	b.num, b.den, b.perDen, b.rate = s.num, s.den, s.perDen, r
 	g.changed(now)
 	return nil
 }

@@ -47,10 +47,10 @@ func (r Rate) shape(capacity int64) (shape, error) {
 	}
 	num, den := uint64(r.tokens), uint64(r.period)
 	if num == 0 {
-		return shape{capacity: capacity, den: 1}, nil
+		return shape{capacity: capacity, den: 1, perDen: newDivider(1)}, nil
 	}
 	g := gcd(num, den)
-	return shape{capacity: capacity, num: num / g, den: den / g}, nil
+	return shape{capacity: capacity, num: num / g, den: den / g, perDen: newDivider(den / g)}, nil
 }
 
 func gcd(a, b uint64) uint64 {
