@@ -123,13 +123,21 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	}
 	g.mu.Unlock()
 	if b.obs != nil {
-		if ok {
-			b.obs.Observe(Event{Kind: EventGranted, Limit: b.name, Cost: cost})
-		} else {
-			b.obs.Observe(Event{Kind: EventRejected, Limit: b.name, Cost: cost, Wait: wait})
-		}
+		b.reportTry(ok, cost, wait)
 	}
 	return ok, nil
+}
+
+// reportTry tells the observer how TryAcquire went. It is apart so that
+// TryAcquire's frame stays small when nobody observes.
+//
+//go:noinline
+func (b *Bucket) reportTry(ok bool, cost int64, wait time.Duration) {
+	if ok {
+		b.obs.Observe(Event{Kind: EventGranted, Limit: b.name, Cost: cost})
+	} else {
+		b.obs.Observe(Event{Kind: EventRejected, Limit: b.name, Cost: cost, Wait: wait})
+	}
 }
 
 // WaitTime reports how long until TryAcquire(cost) would succeed, given the
