@@ -145,6 +145,22 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 	return &Permit{bs: w.bs, costs: w.costs}, nil
 }
 
+// take is Acquire without the Permit, for the Transport, which needs one
+// only to settle; it reports how long the call waited in the queue, and
+// reads no clock for that when it did not queue. costs must stay unchanged
+// until take returns.
+func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err error) {
+	if done, err := tryNow(ctx, l.bs, costs); done {
+		return 0, err
+	}
+	w := &waiter{bs: l.bs, costs: costs}
+	err = acquire(ctx, w)
+	if w.done != nil { // it queued, at w.since
+		waited = l.bs[0].g.Load().now() - w.since
+	}
+	return waited, err
+}
+
 // PauseUntil pauses every bucket of the limiter until t; see
 // Bucket.PauseUntil.
 func (l *Limiter) PauseUntil(t time.Time) {

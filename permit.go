@@ -58,12 +58,18 @@ func (p *Permit) Settle(actual ...int64) error {
 	if !p.settled.CompareAndSwap(false, true) {
 		return ErrSettled
 	}
-	g := p.bs[0].lock()
+	settle(p.bs, p.costs, actual)
+	return nil
+}
+
+// settle corrects costs taken from bs to actual.
+func settle(bs []*Bucket, costs, actual []int64) {
+	g := bs[0].lock()
 	now := g.now()
 	g.serve(now)
-	for i, b := range p.bs {
+	for i, b := range bs {
 		b.advance(&b.lvl, now)
-		if d := actual[i] - p.costs[i]; d < 0 {
+		if d := actual[i] - costs[i]; d < 0 {
 			b.give(&b.lvl, -d)
 		} else {
 			b.lvl.take(d)
@@ -71,8 +77,7 @@ func (p *Permit) Settle(actual ...int64) error {
 	}
 	g.changed(now)
 	g.mu.Unlock()
-	observeSettled(p.bs, p.costs, actual)
-	return nil
+	observeSettled(bs, costs, actual)
 }
 
 // Cancel returns every cost: the call the permit was for was never made.

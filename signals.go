@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -15,7 +16,7 @@ const StatusOverloaded = 529
 // quota pauses the whole limiter and empties its buckets, so that every
 // goroutine waits and the waiters are released at the configured rate once
 // the pause ends.
-func (t *Transport) heed(l *Limiter, status int, sig *headers.Signals, now time.Time) {
+func (t *Transport) heed(l *Limiter, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if n := len(sig.Malformed); n > 0 {
 		t.malformed.Add(int64(n))
 	}
@@ -36,7 +37,7 @@ func (t *Transport) heed(l *Limiter, status int, sig *headers.Signals, now time.
 	if !ok {
 		d = t.initial
 	}
-	l.PauseUntil(now.Add(d))
+	l.PauseUntil(clock.Now().Add(d))
 	for _, b := range l.bs {
 		b.Drain(0)
 	}

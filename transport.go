@@ -261,30 +261,34 @@ type exchange struct {
 // of the response's signals.
 func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	t := x.t
-	// The wait is measured on the group's monotonic time line, which costs
-	// half a wall-clock read on the real clock.
+	// Waits are measured on the group's monotonic time line, which costs
+	// half a wall-clock read on the real clock, and only when there is one:
+	// a request sent at once reads no clock here.
 	g := x.l.bs[0].g.Load()
-	start := g.now()
-	var p *Permit
-	if !costsFree(x.costs) {
-		var err error
-		if p, err = x.l.Acquire(x.ctx, x.costs...); err != nil {
+	var waited int64
+	taken := !costsFree(x.costs)
+	if taken {
+		w, err := x.l.take(x.ctx, x.costs)
+		if err != nil {
 			return nil, headers.Signals{}, err
 		}
+		waited = w
 	}
 	var release func()
 	if t.inflight != nil {
 		if !t.inflight.TryAcquire(1) {
+			start := g.now()
 			if err := t.inflight.Acquire(x.ctx, 1); err != nil {
-				cancelPermit(p)
+				x.giveBack(taken)
 				return nil, headers.Signals{}, err
 			}
 			// The slot may have come after a pause began: wait it out.
 			if err := x.waitPause(); err != nil {
 				t.inflight.Release(1)
-				cancelPermit(p)
+				x.giveBack(taken)
 				return nil, headers.Signals{}, err
 			}
+			waited += g.now() - start
 		}
 		release = sync.OnceFunc(func() { t.inflight.Release(1) })
 	}
@@ -297,18 +301,20 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 				if release != nil {
 					release()
 				}
-				cancelPermit(p)
+				x.giveBack(taken)
 				return nil, headers.Signals{}, fmt.Errorf("throttle: replaying the request body: %w", err)
 			}
 		}
 	}
 	x.dropLast()
-	t.waited.Add(g.now() - start)
+	if waited != 0 {
+		t.waited.Add(waited)
+	}
 	x.n++
 	t.sent.Add(1)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		// The permit stays spent: the request may have reached the server.
+		// The costs stay spent: the request may have reached the server.
 		if release != nil {
 			release()
 		}
@@ -317,13 +323,12 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	if release != nil {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
-	now := x.clock.Now()
-	sig := headers.Parse(resp.Header, now, t.maxPause)
-	if t.settle != nil && p != nil {
+	sig := headers.ParseClock(resp.Header, x.clock, t.maxPause)
+	if t.settle != nil && taken {
 		// Before heed: a refund must not undo the emptying after a 429.
-		t.settle(resp, p)
+		t.settle(resp, newPermit(x.l.bs, x.costs))
 	}
-	t.heed(x.l, resp.StatusCode, &sig, now)
+	t.heed(x.l, resp.StatusCode, &sig, x.clock)
 	return resp, sig, nil
 }
 
@@ -341,10 +346,10 @@ func costsFree(costs []int64) bool {
 	return true
 }
 
-// cancelPermit returns the costs of a permit whose request was not sent.
-func cancelPermit(p *Permit) {
-	if p != nil {
-		p.Cancel()
+// giveBack returns the costs taken for a request that was not sent.
+func (x *exchange) giveBack(taken bool) {
+	if taken {
+		settle(x.l.bs, x.costs, make([]int64, len(x.costs)))
 	}
 }
 

@@ -33,7 +33,20 @@ import (
 // [ParseOpenAIReset], [ParseAnthropicReset], [ParseCount],
 // [ParseShouldRetry], [ParseShopifyCallLimit].
 func Parse(h http.Header, now time.Time, maxPause time.Duration) Signals {
-	p := parser{h: h, now: now, maxPause: maxPause}
+	return parse(parser{h: h, now: now, maxPause: maxPause})
+}
+
+// Clock tells the time; a clockwork.Clock is one.
+type Clock interface{ Now() time.Time }
+
+// ParseClock is Parse reading now from clock, and only when a field needs
+// it: most responses carry no instant, or a Date to measure from.
+func ParseClock(h http.Header, clock Clock, maxPause time.Duration) Signals {
+	return parse(parser{h: h, clock: clock, maxPause: maxPause})
+}
+
+func parse(p parser) Signals {
+	h := p.h
 	// Most responses carry one family or none: a pass over the keys finds
 	// which, so that the absent ones cost no map lookups.
 	present := families(h)
@@ -141,6 +154,7 @@ const (
 type parser struct {
 	h        http.Header
 	now      time.Time
+	clock    Clock // when set, now is read from it when first needed
 	maxPause time.Duration
 	ref      time.Time // Date, or now; valid when refDone
 	refDone  bool
@@ -152,12 +166,16 @@ type parser struct {
 func (p *parser) reference() time.Time {
 	if !p.refDone {
 		p.refDone = true
-		p.ref = p.now
+		valid := false
 		if v, ok := p.single("Date", false); ok {
-			if t, ok := parseHTTPDate(v); ok {
-				p.ref = t
-			} else {
+			if p.ref, valid = parseHTTPDate(v); !valid {
 				p.malformed("Date")
+			}
+		}
+		if !valid {
+			p.ref = p.now
+			if p.clock != nil {
+				p.ref = p.clock.Now()
 			}
 		}
 	}
