@@ -75,8 +75,17 @@ func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
 // quotaBucket returns the bucket of l that a reported quota describes: the
 // bucket of the same name; else, for a quota without a name, an IETF
 // policy, or a "requests" quota, the bucket named "requests" or the only
-// bucket of l. It returns nil when none matches.
+// bucket of l. An IETF policy counting another unit than requests (its qu,
+// such as "content-bytes") matches only a bucket named as the policy or
+// as the unit: its remaining count says nothing about requests. It returns
+// nil when none matches.
 func quotaBucket(l *Limiter, q *headers.Quota) *Bucket {
+	if q.Unit != "" {
+		if b := l.Bucket(q.Name); b != nil && q.Name != "" {
+			return b
+		}
+		return l.Bucket(q.Unit)
+	}
 	if q.Name != "" {
 		if b := l.Bucket(q.Name); b != nil {
 			return b

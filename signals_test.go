@@ -45,6 +45,8 @@ func TestTransportHeedsSignals(t *testing.T) {
 		{"nothing", 200, nil, 9, 999, 0, 0},
 		{"IETF", 200, http.Header{"Ratelimit-Policy": {`"requests";q=10;w=60, "tokens";q=1000;w=60`}, "Ratelimit": {`"requests";r=3;t=40, "tokens";r=500;t=30`}}, 3, 500, 0, 0},
 		{"IETF default policy", 200, http.Header{"Ratelimit": {`"default";r=4;t=40`}}, 4, 999, 0, 0},
+		{"IETF content-bytes, no such bucket", 200, http.Header{"Ratelimit-Policy": {`"default";q=100000;qu="content-bytes"`}, "Ratelimit": {`"default";r=2`}}, 9, 999, 0, 0},
+		{"IETF unit bucket", 200, http.Header{"Ratelimit-Policy": {`"perday";q=1000;qu="tokens"`}, "Ratelimit": {`"perday";r=300`}}, 9, 300, 0, 0},
 		{"IETF legacy", 200, http.Header{"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"5"}, "Ratelimit-Reset": {"30"}}, 5, 999, 0, 0},
 		{"X-RateLimit", 200, http.Header{"X-Ratelimit-Limit": {"60"}, "X-Ratelimit-Remaining": {"2"}, "X-Ratelimit-Reset": {"1900000000"}, "Date": {date}}, 2, 999, 0, 0},
 		{"x-rate-limit", 200, http.Header{"X-Rate-Limit-Remaining": {"1"}}, 1, 999, 0, 0},

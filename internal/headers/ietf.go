@@ -44,9 +44,10 @@ func appendPolicies(dst []Quota, v string) ([]Quota, bool) {
 	var m sfMember
 	for l.next(&m) {
 		name, named := sfName(m.v)
+		unit, unitOK := sfUnit(m.qu)
 		if !named || m.q.kind != sfInteger || m.q.n < 0 ||
 			m.w.kind != sfNone && (m.w.kind != sfInteger || m.w.n <= 0) ||
-			findIETF(dst, 0, name) >= 0 {
+			!unitOK || findIETF(dst, 0, name) >= 0 {
 			ok = false
 			continue
 		}
@@ -54,9 +55,25 @@ func appendPolicies(dst []Quota, v string) ([]Quota, bool) {
 		if m.w.kind != sfNone {
 			window = decimal{whole: uint64(m.w.n), scale: 1}.duration(time.Second)
 		}
-		dst = append(dst, Quota{Family: FamilyIETF, Name: name, Limit: m.q.n, Remaining: -1, Reset: -1, Window: window})
+		dst = append(dst, Quota{Family: FamilyIETF, Name: name, Unit: unit, Limit: m.q.n, Remaining: -1, Reset: -1, Window: window})
 	}
 	return dst, ok
+}
+
+// sfUnit reads a policy's qu parameter: "" for requests, the default, and
+// the unit otherwise ("content-bytes", "concurrent-requests", or one the
+// draft does not list). The draft makes it a String; a Token is taken too,
+// as servers send either. Any other type makes the policy invalid.
+func sfUnit(v sfValue) (string, bool) {
+	switch {
+	case v.kind == sfNone:
+		return "", true
+	case v.kind != sfString && v.kind != sfToken:
+		return "", false
+	case v.s == "requests":
+		return "", true
+	}
+	return v.s, true
 }
 
 // mergeLimits applies the members of RateLimit value v to the IETF quotas in

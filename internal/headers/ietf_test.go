@@ -28,6 +28,11 @@ func TestParseRateLimitPolicy(t *testing.T) {
 		{`"a";q=0;w=1`, []Quota{policy("a", 0, time.Second)}, true},
 		{`"a";q=10;w=60;qu="requests";pk=:cHsdsRa894==:`, []Quota{policy("a", 10, time.Minute)}, true},
 		{`"a";q=10;qu=requests;x=?1;y;z=1.5;d=@1659578233;s=%"f%c3%bc"`, []Quota{policy("a", 10, -1)}, true},
+		{`"b";q=1000;w=60;qu="content-bytes", "c";q=5;qu=concurrent-requests`, []Quota{
+			{Family: FamilyIETF, Name: "b", Unit: "content-bytes", Limit: 1000, Remaining: -1, Reset: -1, Window: time.Minute},
+			{Family: FamilyIETF, Name: "c", Unit: "concurrent-requests", Limit: 5, Remaining: -1, Reset: -1, Window: -1},
+		}, true},
+		{`"a";q=10;qu=5, "b";q=1`, []Quota{policy("b", 1, -1)}, false}, // qu must be a String
 		{`default;q=10`, []Quota{policy("default", 10, -1)}, true}, // token name (older drafts)
 		{`*tok/en:x;q=10`, []Quota{policy("*tok/en:x", 10, -1)}, true},
 		{`"a";q=1;q=5`, []Quota{policy("a", 5, -1)}, true}, // the last parameter wins

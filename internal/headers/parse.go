@@ -33,7 +33,8 @@ import (
 // [ParseOpenAIReset], [ParseAnthropicReset], [ParseCount],
 // [ParseShouldRetry], [ParseShopifyCallLimit].
 func Parse(h http.Header, now time.Time, maxPause time.Duration) Signals {
-	return parse(parser{h: h, now: now, maxPause: maxPause})
+	p := parser{h: h, now: now, maxPause: maxPause}
+	return p.parse()
 }
 
 // Clock tells the time; a clockwork.Clock is one.
@@ -42,10 +43,11 @@ type Clock interface{ Now() time.Time }
 // ParseClock is Parse reading now from clock, and only when a field needs
 // it: most responses carry no instant, or a Date to measure from.
 func ParseClock(h http.Header, clock Clock, maxPause time.Duration) Signals {
-	return parse(parser{h: h, clock: clock, maxPause: maxPause})
+	p := parser{h: h, clock: clock, maxPause: maxPause}
+	return p.parse()
 }
 
-func parse(p parser) Signals {
+func (p *parser) parse() Signals {
 	h := p.h
 	// Most responses carry one family or none: a pass over the keys finds
 	// which, so that the absent ones cost no map lookups.

@@ -6,8 +6,8 @@ import "strings"
 // date and display-string types RFC 9651 adds) that the IETF RateLimit
 // fields need: a List of Items or Inner Lists with Parameters. Every construct
 // is checked for syntax, as a field with any syntax error must be ignored
-// whole; only the bare item of a member and the parameters q, w, r and t are
-// kept.
+// whole; only the bare item of a member and the parameters q, w, r, t and
+// qu are kept.
 
 type sfKind uint8
 
@@ -36,8 +36,8 @@ type sfValue struct {
 // A repeated parameter overwrites the earlier one, as RFC 8941 §4.2.3.2
 // requires.
 type sfMember struct {
-	v          sfValue
-	q, w, r, t sfValue
+	v              sfValue
+	q, w, r, t, qu sfValue
 }
 
 // sfList walks the members of one List field value.
@@ -166,6 +166,8 @@ func (l *sfList) params(m *sfMember) bool {
 			m.r = v
 		case "t":
 			m.t = v
+		case "qu":
+			m.qu = v
 		}
 	}
 	return true

@@ -58,6 +58,10 @@ type Quota struct {
 	// OpenAI and Anthropic, the policy name for FamilyIETF, and "" for the
 	// families whose quota is unnamed.
 	Name string
+	// Unit is what an IETF policy counts, from its qu parameter: "" for
+	// requests, the default, or "content-bytes", "concurrent-requests" or
+	// another unit as sent. It is "" for the other families.
+	Unit string
 	// Limit is the size of the quota, or -1 when not reported.
 	Limit int64
 	// Remaining is what is left of it, or -1 when not reported.
