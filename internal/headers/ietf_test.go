@@ -33,7 +33,7 @@ func TestParseRateLimitPolicy(t *testing.T) {
 			{Family: FamilyIETF, Name: "c", Unit: "concurrent-requests", Limit: 5, Remaining: -1, Reset: -1, Window: -1},
 		}, true},
 		{`"a";q=10;qu=5, "b";q=1`, []Quota{policy("b", 1, -1)}, false}, // qu must be a String
-		{`default;q=10`, []Quota{policy("default", 10, -1)}, true}, // token name (older drafts)
+		{`default;q=10`, []Quota{policy("default", 10, -1)}, true},     // token name (older drafts)
 		{`*tok/en:x;q=10`, []Quota{policy("*tok/en:x", 10, -1)}, true},
 		{`"a";q=1;q=5`, []Quota{policy("a", 5, -1)}, true}, // the last parameter wins
 		{`"a"; q=1`, []Quota{policy("a", 1, -1)}, true},
