@@ -11,12 +11,8 @@ import (
 // and only the head's is armed, for its instant; the others wait on their
 // done channel. Timers are armed by whoever changes the queue or a level,
 // under the group's lock, so a waiter never wakes just to learn that it
-// moved up, and a timer fires only at an instant that comes after every
-// waiter ahead was served: a grant wakes one goroutine, not the queue.
-//
-// On the real clock the next waiter's timer is armed too, for the instant
-// it will have once the head is served (see group.ahead). It still fires
-// only after the head's, so a grant still wakes one goroutine.
+// moved up, and the head's timer fires only at its instant: a grant wakes
+// one goroutine, not the queue.
 type waiter struct {
 	bs         []*Bucket
 	costs      []int64
@@ -32,37 +28,10 @@ type waiter struct {
 }
 
 // arm sets the head's timer for its instant, which serve has left in the
-// future, and with g.ahead the next waiter's too; it leaves timers alone
-// when they are already right.
+// future, and leaves it alone when it is already right.
 func (g *group) arm(now int64) {
 	h := g.head
-	t := readyAt(h.bs, h.costs, h.since, g.floor, false)
-	h.setTimer(t, now)
-	if n := h.next; n != nil && g.ahead {
-		n.setTimer(nextAt(h, n, t), now)
-	}
-}
-
-// nextAt is the instant of n, queued right behind h, once h is served at t.
-func nextAt(h, n *waiter, t int64) int64 {
-	if t == never {
-		return never
-	}
-	at := max(t, n.since)
-	for i, b := range n.bs {
-		if n.costs[i] == 0 {
-			continue
-		}
-		l := b.lvl
-		for j, hb := range h.bs {
-			if hb == b && h.costs[j] != 0 {
-				b.advance(&l, t)
-				l.take(h.costs[j])
-			}
-		}
-		at = max(at, b.paused, b.readyAt(&l, n.costs[i]))
-	}
-	return at
+	h.setTimer(readyAt(h.bs, h.costs, h.since, g.floor, false), now)
 }
 
 // idleTimer returns a stopped timer with nothing in its channel. On a fake
@@ -395,7 +364,7 @@ func acquire(ctx context.Context, w *waiter) error {
 	w.timer = g.idleTimer()
 	w.armed = never
 	g.push(w)
-	if w.prev == nil || (g.ahead && w.prev.prev == nil) {
+	if w.prev == nil {
 		g.arm(now)
 	}
 	g.mu.Unlock()
@@ -466,8 +435,6 @@ func (w *waiter) cancel(ctx context.Context) error {
 		g.tailOK = false
 		if wasHead {
 			g.changed(now)
-		} else if g.head != nil && g.ahead {
-			g.arm(now) // w may have been next in line
 		}
 	}
 	g.mu.Unlock()

@@ -93,25 +93,10 @@ func TestAcquireFIFO(t *testing.T) {
 	wg.Wait()
 }
 
-// TestOnlyTheHeadHasATimer queues 50 waiters on a fake clock: only the
-// head has a timer armed, and each grant is served at its own instant.
+// TestOnlyTheHeadHasATimer queues 50 waiters: only the head has a timer
+// armed, and each grant is served at its own instant.
 func TestOnlyTheHeadHasATimer(t *testing.T) {
-	testTimersAtTheFront(t, false)
-}
-
-// TestTimersArmedAhead is TestOnlyTheHeadHasATimer with the next waiter's
-// timer armed too, as on the real clock: two timers, the same grants.
-func TestTimersArmedAhead(t *testing.T) {
-	testTimersAtTheFront(t, true)
-}
-
-func testTimersAtTheFront(t *testing.T, ahead bool) {
 	b, clk := newFake(t, 1, Per(1, time.Second))
-	timers := 1
-	if ahead {
-		b.armAhead()
-		timers = 2
-	}
 	b.TryAcquire(1)
 	out := make(chan result, 50)
 	var wg sync.WaitGroup
@@ -119,17 +104,19 @@ func testTimersAtTheFront(t *testing.T, ahead bool) {
 		start(t, b, clk, t.Context(), i, 1, out, &wg)
 	}
 	waitQueued(t, b, 50)
-	if err := clk.BlockUntilContext(t.Context(), timers); err != nil {
+	if err := clk.BlockUntilContext(t.Context(), 1); err != nil {
 		t.Fatal(err)
 	}
-	// One more timer would mean a waiter further back sleeps on the clock.
+	// A second timer would mean a waiter behind the head sleeps on the clock.
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if err := clk.BlockUntilContext(ctx, timers+1); err == nil {
-		t.Fatalf("more than %d waiters have a timer armed", timers)
+	if err := clk.BlockUntilContext(ctx, 2); err == nil {
+		t.Fatal("more than one waiter has a timer armed")
 	}
 	for i := range 50 {
-		clk.BlockUntilContext(t.Context(), min(timers, 50-i))
+		if err := clk.BlockUntilContext(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
 		clk.Advance(time.Second)
 		if r := <-out; r.id != i || r.at != time.Duration(i+1)*time.Second {
 			t.Fatalf("got %d at %v, want %d at %ds", r.id, r.at, i, i+1)

@@ -34,11 +34,3 @@ func waitQueued(t testing.TB, b *Bucket, n int) {
 }
 
 func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }
-
-// armAhead makes b's group arm the next waiter's timer as on the real
-// clock, so that fake-clock tests cover that path too.
-func (b *Bucket) armAhead() {
-	g := b.lock()
-	g.ahead = true
-	g.mu.Unlock()
-}

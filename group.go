@@ -22,18 +22,10 @@ type group struct {
 	floor      int64   // instant of the latest grant to a queued waiter
 	tailOK     bool    // members' tail levels and tailAt are current
 	tailAt     int64   // instant the last queued waiter will be served
-
-	// ahead arms the next waiter's timer as well as the head's. The runtime
-	// wakes an extra thread when a timer becomes the earliest of an empty
-	// timer heap, which is what re-arming the head's timer just after it
-	// fired does on every grant; with the next timer already pending it does
-	// not. That costs a second armed timer, so it is done only where runtime
-	// timers are used: on the real clock. A fake clock sees one timer.
-	ahead bool
 }
 
 func newGroup(c clockwork.Clock) *group {
-	g := &group{clock: c, timers: c, ahead: c == nil}
+	g := &group{clock: c, timers: c}
 	if c == nil {
 		g.timers = clockwork.NewRealClock()
 		g.epoch = time.Now()
