@@ -99,12 +99,11 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	if cost <= 0 {
 		return false, ErrInvalidCost
 	}
-	g := b.lock()
+	g, now := b.lockNow()
 	if cost > b.capacity {
 		g.mu.Unlock()
 		return false, limitErr(b, ErrCostExceedsCapacity, cost)
 	}
-	now := g.now()
 	if g.head != nil {
 		g.serve(now)
 	}
@@ -159,6 +158,28 @@ func (b *Bucket) Tokens() float64 {
 	g.serve(now)
 	b.advance(&b.lvl, now)
 	return b.value(&b.lvl)
+}
+
+// lockNow locks the bucket's group and reads its clock. Uncontended, the
+// clock is read under the lock. When another goroutine holds the lock, the
+// clock is read while waiting for it instead of spinning, which shortens
+// the critical section for everyone. That reading can be older than the
+// level's last instant once the lock is ours; it then counts as a clock
+// that went back: no time passes, so it can refuse at the boundary but
+// never grants what the level does not hold.
+func (b *Bucket) lockNow() (*group, int64) {
+	g := b.g.Load()
+	if g.mu.TryLock() {
+		if b.g.Load() == g {
+			return g, g.now()
+		}
+		g.mu.Unlock()
+	}
+	now := g.now()
+	if h := b.lock(); h != g {
+		return h, h.now() // joined into a Limiter meanwhile: another time line
+	}
+	return g, now
 }
 
 // lock locks the bucket's group and returns it. The group can change when
