@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,4 +312,31 @@ func TestMatchesRationalModel(t *testing.T) {
 		}
 	}
 	t.Logf("%d traces, %d decisions, all equal to the rational model", traces, decisions)
+}
+
+// TestTryAcquireConcurrent has goroutines contend for a bucket that does
+// not refill during the test, on the real clock, so that some of them read
+// the clock while another holds the lock: together they get exactly the
+// capacity, never more.
+func TestTryAcquireConcurrent(t *testing.T) {
+	const capacity, workers, tries = 1000, 8, 500
+	b, err := New(capacity, Per(1, 24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range tries {
+				if ok, _ := b.TryAcquire(1); ok {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := granted.Load(); got != capacity {
+		t.Fatalf("%d granted, want exactly %d", got, capacity)
+	}
 }
