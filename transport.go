@@ -225,14 +225,14 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	// x stays on the stack unless a retry follows: the retry's closures
 	// take a copy to the heap.
 	x := exchange{t: t, req: req, ctx: req.Context(), l: l, costs: costs, clock: l.clock()}
-	resp, err := x.send()
+	resp, sig, err := x.send()
 	if err != nil {
 		if x.n == 0 {
 			closeRequestBody(req)
 		}
 		return nil, err
 	}
-	if !x.retryable(resp, &x.sig) {
+	if !x.retryable(resp, &sig) {
 		return resp, nil
 	}
 	rx := x
@@ -255,12 +255,11 @@ type exchange struct {
 	floor  time.Duration // least wait, from Retry-After or a quota reset
 	capped bool          // the server asked for more than maxPause
 	final  *http.Response
-	sig    headers.Signals // what the last response said
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
 // of the response's signals.
-func (x *exchange) send() (*http.Response, error) {
+func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	t := x.t
 	// Waits are measured on the group's monotonic time line, which costs
 	// half a wall-clock read on the real clock, and only when there is one:
@@ -271,7 +270,7 @@ func (x *exchange) send() (*http.Response, error) {
 	if taken {
 		w, err := x.l.take(x.ctx, x.costs)
 		if err != nil {
-			return nil, err
+			return nil, headers.Signals{}, err
 		}
 		waited = w
 	}
@@ -281,13 +280,13 @@ func (x *exchange) send() (*http.Response, error) {
 			start := g.now()
 			if err := t.inflight.Acquire(x.ctx, 1); err != nil {
 				x.giveBack(taken)
-				return nil, err
+				return nil, headers.Signals{}, err
 			}
 			// The slot may have come after a pause began: wait it out.
 			if err := x.waitPause(); err != nil {
 				t.inflight.Release(1)
 				x.giveBack(taken)
-				return nil, err
+				return nil, headers.Signals{}, err
 			}
 			waited += g.now() - start
 		}
@@ -303,7 +302,7 @@ func (x *exchange) send() (*http.Response, error) {
 					release()
 				}
 				x.giveBack(taken)
-				return nil, fmt.Errorf("throttle: replaying the request body: %w", err)
+				return nil, headers.Signals{}, fmt.Errorf("throttle: replaying the request body: %w", err)
 			}
 		}
 	}
@@ -319,18 +318,18 @@ func (x *exchange) send() (*http.Response, error) {
 		if release != nil {
 			release()
 		}
-		return nil, err
+		return nil, headers.Signals{}, err
 	}
 	if release != nil {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
-	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
+	sig := headers.ParseClock(resp.Header, x.clock, t.maxPause)
 	if t.settle != nil && taken {
 		// Before heed: a refund must not undo the emptying after a 429.
 		t.settle(resp, newPermit(x.l.bs, x.costs))
 	}
-	t.heed(x.l, resp.StatusCode, &x.sig, x.clock)
-	return resp, nil
+	t.heed(x.l, resp.StatusCode, &sig, x.clock)
+	return resp, sig, nil
 }
 
 // costsFree reports whether a request costs nothing on every bucket. An

@@ -33,25 +33,21 @@ import (
 // [ParseOpenAIReset], [ParseAnthropicReset], [ParseCount],
 // [ParseShouldRetry], [ParseShopifyCallLimit].
 func Parse(h http.Header, now time.Time, maxPause time.Duration) Signals {
-	var s Signals
-	p := parser{h: h, now: now, maxPause: maxPause, s: &s}
-	p.parse()
-	return s
+	p := parser{h: h, now: now, maxPause: maxPause}
+	return p.parse()
 }
 
 // Clock tells the time; a clockwork.Clock is one.
 type Clock interface{ Now() time.Time }
 
 // ParseClock is Parse reading now from clock, and only when a field needs
-// it (most responses carry no instant, or a Date to measure from), and
-// storing the result in s, which it overwrites.
-func ParseClock(s *Signals, h http.Header, clock Clock, maxPause time.Duration) {
-	*s = Signals{}
-	p := parser{h: h, clock: clock, maxPause: maxPause, s: s}
-	p.parse()
+// it: most responses carry no instant, or a Date to measure from.
+func ParseClock(h http.Header, clock Clock, maxPause time.Duration) Signals {
+	p := parser{h: h, clock: clock, maxPause: maxPause}
+	return p.parse()
 }
 
-func (p *parser) parse() {
+func (p *parser) parse() Signals {
 	h := p.h
 	// Most responses carry one family or none: a pass over the keys finds
 	// which, so that the absent ones cost no map lookups.
@@ -85,6 +81,7 @@ func (p *parser) parse() {
 	if present&hasShopify != 0 {
 		p.shopify()
 	}
+	return p.s
 }
 
 // Bits for the groups of fields a header holds.
@@ -163,7 +160,7 @@ type parser struct {
 	maxPause time.Duration
 	ref      time.Time // Date, or now; valid when refDone
 	refDone  bool
-	s        *Signals
+	s        Signals
 }
 
 // reference returns the time instants are measured from: the response's
