@@ -74,11 +74,11 @@ func (x *exchange) retry(resp *http.Response) (*http.Response, error) {
 			first = false
 			return errRetry
 		}
-		resp, sig, err := x.send()
+		resp, err := x.send()
 		if err != nil {
 			return backoff.Permanent(err)
 		}
-		if x.retryable(resp, &sig) {
+		if x.retryable(resp, &x.sig) {
 			x.last = resp
 			return errRetry
 		}

@@ -223,16 +223,19 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("throttle: request cost: %w", err)
 	}
 	// x stays on the stack unless a retry follows: the retry's closures
-	// take a copy to the heap.
-	x := exchange{t: t, req: req, ctx: req.Context(), l: l, costs: costs, clock: l.clock()}
-	resp, sig, err := x.send()
+	// take a copy to the heap. It is filled field by field: a composite
+	// literal is built in a temporary and copied over, and reading back the
+	// temporary's fresh 8-byte stores as 16-byte moves stalls the CPU.
+	var x exchange
+	x.t, x.req, x.ctx, x.l, x.costs, x.clock = t, req, req.Context(), l, costs, l.clock()
+	resp, err := x.send()
 	if err != nil {
 		if x.n == 0 {
 			closeRequestBody(req)
 		}
 		return nil, err
 	}
-	if !x.retryable(resp, &sig) {
+	if !x.retryable(resp, &x.sig) {
 		return resp, nil
 	}
 	rx := x
@@ -255,11 +258,12 @@ type exchange struct {
 	floor  time.Duration // least wait, from Retry-After or a quota reset
 	capped bool          // the server asked for more than maxPause
 	final  *http.Response
+	sig    headers.Signals // what the last response said
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
 // of the response's signals.
-func (x *exchange) send() (*http.Response, headers.Signals, error) {
+func (x *exchange) send() (*http.Response, error) {
 	t := x.t
 	// Waits are measured on the group's monotonic time line, which costs
 	// half a wall-clock read on the real clock, and only when there is one:
@@ -270,7 +274,7 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 	if taken {
 		w, err := x.l.take(x.ctx, x.costs)
 		if err != nil {
-			return nil, headers.Signals{}, err
+			return nil, err
 		}
 		waited = w
 	}
@@ -280,13 +284,13 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 			start := g.now()
 			if err := t.inflight.Acquire(x.ctx, 1); err != nil {
 				x.giveBack(taken)
-				return nil, headers.Signals{}, err
+				return nil, err
 			}
 			// The slot may have come after a pause began: wait it out.
 			if err := x.waitPause(); err != nil {
 				t.inflight.Release(1)
 				x.giveBack(taken)
-				return nil, headers.Signals{}, err
+				return nil, err
 			}
 			waited += g.now() - start
 		}
@@ -302,7 +306,7 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 					release()
 				}
 				x.giveBack(taken)
-				return nil, headers.Signals{}, fmt.Errorf("throttle: replaying the request body: %w", err)
+				return nil, fmt.Errorf("throttle: replaying the request body: %w", err)
 			}
 		}
 	}
@@ -318,18 +322,18 @@ func (x *exchange) send() (*http.Response, headers.Signals, error) {
 		if release != nil {
 			release()
 		}
-		return nil, headers.Signals{}, err
+		return nil, err
 	}
 	if release != nil {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
-	sig := headers.ParseClock(resp.Header, x.clock, t.maxPause)
+	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
 	if t.settle != nil && taken {
 		// Before heed: a refund must not undo the emptying after a 429.
 		t.settle(resp, newPermit(x.l.bs, x.costs))
 	}
-	t.heed(x.l, resp.StatusCode, &sig, x.clock)
-	return resp, sig, nil
+	t.heed(x.l, resp.StatusCode, &x.sig, x.clock)
+	return resp, nil
 }
 
 // costsFree reports whether a request costs nothing on every bucket. An

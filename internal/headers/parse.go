@@ -34,20 +34,24 @@ import (
 // [ParseShouldRetry], [ParseShopifyCallLimit].
 func Parse(h http.Header, now time.Time, maxPause time.Duration) Signals {
 	p := parser{h: h, now: now, maxPause: maxPause}
-	return p.parse()
+	p.parse()
+	return p.s
 }
 
 // Clock tells the time; a clockwork.Clock is one.
 type Clock interface{ Now() time.Time }
 
 // ParseClock is Parse reading now from clock, and only when a field needs
-// it: most responses carry no instant, or a Date to measure from.
-func ParseClock(h http.Header, clock Clock, maxPause time.Duration) Signals {
+// it (most responses carry no instant, or a Date to measure from), and
+// storing the result in *dst: one copy, where returning the struct through
+// the callers' frames copied it several times over.
+func ParseClock(dst *Signals, h http.Header, clock Clock, maxPause time.Duration) {
 	p := parser{h: h, clock: clock, maxPause: maxPause}
-	return p.parse()
+	p.parse()
+	*dst = p.s
 }
 
-func (p *parser) parse() Signals {
+func (p *parser) parse() {
 	h := p.h
 	// Most responses carry one family or none: a pass over the keys finds
 	// which, so that the absent ones cost no map lookups.
@@ -81,7 +85,6 @@ func (p *parser) parse() Signals {
 	if present&hasShopify != 0 {
 		p.shopify()
 	}
-	return p.s
 }
 
 // Bits for the groups of fields a header holds.
