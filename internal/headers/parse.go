@@ -46,7 +46,8 @@ type Clock interface{ Now() time.Time }
 // storing the result in *dst: one copy, where returning the struct through
 // the callers' frames copied it several times over.
 func ParseClock(dst *Signals, h http.Header, clock Clock, maxPause time.Duration) {
-	p := parser{h: h, clock: clock, maxPause: maxPause}
+	var p parser // filled in place: see exchange in the root package
+	p.h, p.clock, p.maxPause = h, clock, maxPause
 	p.parse()
 	*dst = p.s
 }
