@@ -232,12 +232,7 @@ func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
 	g.serve(now)
 	var t int64
 	if g.head == nil {
-		ready := true
-		for i, b := range bs {
-			b.advance(&b.lvl, now)
-			ready = ready && (costs[i] == 0 || now >= b.paused && b.lvl.tokens >= costs[i])
-		}
-		if ready {
+		if covers(bs, costs, now) {
 			return 0, nil
 		}
 		t = readyAt(bs, costs, now, g.floor, false)
@@ -309,15 +304,23 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err er
 	return true, nil
 }
 
-// takeNow takes costs from bs at now if nobody is queued and every level
-// covers its cost at now, in one pass; it reports whether it did. After a
-// clock went back, the level is the one already reached: elapsed time
-// counts as zero, so it neither refills nor withholds what is there, as
-// Bucket.TryAcquire and WaitTime do.
+// takeNow takes costs from bs at now if nobody is queued and covers says
+// so; it reports whether it did.
 func (g *group) takeNow(bs []*Bucket, costs []int64, now int64) bool {
-	if g.head != nil {
+	if g.head != nil || !covers(bs, costs, now) {
 		return false
 	}
+	for i, b := range bs {
+		b.lvl.take(costs[i])
+	}
+	return true
+}
+
+// covers advances bs to now and reports whether, at now, no pause is on and
+// every level covers its cost. After a clock went back, the level is the
+// one already reached: elapsed time counts as zero, so it neither refills
+// nor withholds what is there, as Bucket.TryAcquire does.
+func covers(bs []*Bucket, costs []int64, now int64) bool {
 	for i, b := range bs {
 		if costs[i] == 0 {
 			continue
@@ -326,9 +329,6 @@ func (g *group) takeNow(bs []*Bucket, costs []int64, now int64) bool {
 		if now < b.paused || b.lvl.tokens < costs[i] {
 			return false
 		}
-	}
-	for i, b := range bs {
-		b.lvl.take(costs[i])
 	}
 	return true
 }
