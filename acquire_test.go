@@ -31,6 +31,13 @@ func start(t *testing.T, b *Bucket, clk *clockwork.FakeClock, ctx context.Contex
 		out <- result{id: id, err: err, at: clk.Since(t0)}
 		close(returned)
 	}()
+	awaitQueued(t, b, before, returned)
+}
+
+// awaitQueued yields until b's queue no longer holds before waiters, or
+// returned is closed: the waiter just started has queued or is done.
+func awaitQueued(t testing.TB, b *Bucket, before int, returned <-chan struct{}) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for b.queued() == before {
 		select {

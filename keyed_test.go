@@ -446,18 +446,7 @@ func kstart(t *testing.T, k *Keyed[int], key int, clk *clockwork.FakeClock, ctx 
 		out <- result{id: id, err: err, at: clk.Since(t0)}
 		close(returned)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for l.bs[0].queued() == before {
-		select {
-		case <-returned:
-			return
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("waiter never queued")
-		}
-		runtime.Gosched()
-	}
+	awaitQueued(t, l.bs[0], before, returned)
 }
 
 func TestKeyedAcquireFIFOPerKey(t *testing.T) {
