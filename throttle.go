@@ -99,7 +99,19 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	if cost <= 0 {
 		return false, ErrInvalidCost
 	}
-	g, now := b.lockNow()
+	// The common case is inline, which saves the calls to lockNow and
+	// group.now (3-4 ns of about 55): the real clock and a free lock.
+	g := b.g.Load()
+	var now int64
+	if g.clock == nil && g.mu.TryLock() {
+		now = int64(time.Since(g.epoch))
+		if b.g.Load() != g { // joined into a Limiter meanwhile
+			g.mu.Unlock()
+			g, now = b.lockNow()
+		}
+	} else {
+		g, now = b.lockNow()
+	}
 	if cost > b.capacity {
 		g.mu.Unlock()
 		return false, limitErr(b, ErrCostExceedsCapacity, cost)

@@ -340,3 +340,40 @@ func TestTryAcquireConcurrent(t *testing.T) {
 		t.Fatalf("%d granted, want exactly %d", got, capacity)
 	}
 }
+
+// TestTryAcquireWhileJoined has goroutines spend from a bucket on the real
+// clock while it is joined, again and again, into Limiters, each of which
+// moves it to another group and time line. Together they get exactly the
+// capacity, and under -race a call that spent under the lock of a group
+// the bucket had already left is reported as a data race.
+func TestTryAcquireWhileJoined(t *testing.T) {
+	const capacity, workers, tries, joins = 1000, 4, 500, 50
+	b, err := New(capacity, Per(1, 24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range tries {
+				if ok, _ := b.TryAcquire(1); ok {
+					granted.Add(1)
+				}
+			}
+		})
+	}
+	for range joins {
+		other, err := New(1, Every(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewLimiter(other, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if got := granted.Load(); got != capacity {
+		t.Fatalf("%d granted, want exactly %d", got, capacity)
+	}
+}
