@@ -18,8 +18,9 @@ type waiter struct {
 	costs      []int64
 	since      int64 // instant the waiter queued; it is never served earlier
 	prev, next *waiter
-	done       chan struct{} // closed once granted or failed
+	done       chan struct{} // one value once granted or failed; kept for reuse
 	timer      clockwork.Timer
+	queued     bool  // it went into the queue, at since
 	armed      int64 // instant the timer is armed for; never when stopped
 	granted    bool
 	err        error
@@ -67,12 +68,16 @@ func (w *waiter) setTimer(t, now int64) {
 	}
 }
 
-// finish ends w's wait, granted or failed. The caller holds the lock.
+// finish ends w's wait, granted or failed. The caller holds the lock and
+// has taken w out of the queue, and must not touch w afterwards: w's
+// Acquire call can return as soon as done has its value, without the lock,
+// and w be reused. done has room for that one value: a waiter is finished
+// at most once per use, and recycle empties it between uses.
 func (w *waiter) finish(err error) {
 	w.timer.Stop()
 	w.granted = err == nil
 	w.err = err
-	close(w.done)
+	w.done <- struct{}{}
 }
 
 func (g *group) push(w *waiter) {
@@ -265,10 +270,13 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 	if done, err := tryNow(ctx, bs[:], costs[:]); done {
 		return err
 	}
-	w := &waiter{}
+	g := b.g.Load()
+	w := g.waiter()
 	w.one[0], w.oneCost[0] = b, cost
 	w.bs, w.costs = w.one[:], w.oneCost[:]
-	return acquire(ctx, w)
+	err := acquire(ctx, w)
+	g.recycle(w)
+	return err
 }
 
 // tryNow settles an acquisition that needs no waiting: it takes the costs
@@ -359,9 +367,11 @@ func acquire(ctx context.Context, w *waiter) error {
 	}
 	spend(w.bs, w.costs, t, true)
 	g.tailAt = t
-	w.since = now
-	w.done = make(chan struct{})
-	w.timer = g.idleTimer()
+	w.since, w.queued = now, true
+	if w.done == nil {
+		w.done = make(chan struct{}, 1)
+		w.timer = g.idleTimer()
+	}
 	w.armed = never
 	g.push(w)
 	if w.prev == nil {

@@ -18,6 +18,8 @@ type group struct {
 	epoch   time.Time       // instant 0 of the time line
 	members []*Bucket
 
+	idle sync.Pool // waiters done with, for reuse; see recycle
+
 	head, last *waiter // the FIFO queue
 	floor      int64   // instant of the latest grant to a queued waiter
 	tailOK     bool    // members' tail levels and tailAt are current

@@ -138,11 +138,15 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 		}
 		return newPermit(l.bs, costs), nil
 	}
-	w := &waiter{bs: l.bs, costs: slices.Clone(costs)}
-	if err := acquire(ctx, w); err != nil {
+	g := l.bs[0].g.Load()
+	w := g.waiter()
+	w.bs, w.costs = l.bs, costs
+	err := acquire(ctx, w)
+	g.recycle(w)
+	if err != nil {
 		return nil, err
 	}
-	return &Permit{bs: w.bs, costs: w.costs}, nil
+	return newPermit(l.bs, costs), nil
 }
 
 // take is Acquire without the Permit, for the Transport, which needs one
@@ -153,11 +157,14 @@ func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err er
 	if done, err := tryNow(ctx, l.bs, costs); done {
 		return 0, err
 	}
-	w := &waiter{bs: l.bs, costs: costs}
+	g := l.bs[0].g.Load()
+	w := g.waiter()
+	w.bs, w.costs = l.bs, costs
 	err = acquire(ctx, w)
-	if w.done != nil { // it queued, at w.since
+	if w.queued {
 		waited = l.bs[0].g.Load().now() - w.since
 	}
+	g.recycle(w)
 	return waited, err
 }
 

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -38,10 +39,17 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 	if capacity <= 0 {
 		return fmt.Errorf("throttle: capacity must be positive, got %d", capacity)
 	}
-	var failed []*waiter
+	// The failed waiters are reported once unlocked, from copies taken
+	// before they are finished: a finished waiter's Acquire call can return
+	// at once, and its waiter be reused.
+	type failure struct {
+		bs    []*Bucket
+		costs []int64
+	}
+	var failed []failure
 	defer func() {
-		for _, w := range failed {
-			observe(w.bs, w.costs, EventRejected, 0)
+		for _, f := range failed {
+			observe(f.bs, f.costs, EventRejected, 0)
 		}
 	}()
 	g := b.lock()
@@ -57,9 +65,9 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 		next := w.next
 		for i, wb := range w.bs {
 			if wb == b && w.costs[i] > capacity {
+				failed = append(failed, failure{slices.Clone(w.bs), slices.Clone(w.costs)})
 				g.remove(w)
 				w.finish(limitErr(b, ErrCostExceedsCapacity, w.costs[i]))
-				failed = append(failed, w)
 				break
 			}
 		}

@@ -1,0 +1,35 @@
+package throttle
+
+// waiter returns a waiter to fill in for one Acquire call: one used before
+// when there is one, so that a call that queues does not allocate a
+// waiter, a channel and a timer each time. With many goroutines blocked on
+// a slow limiter, those allocations and their collection were a tenth of
+// the CPU spent per grant.
+func (g *group) waiter() *waiter {
+	if w, ok := g.idle.Get().(*waiter); ok {
+		return w
+	}
+	return &waiter{}
+}
+
+// recycle takes back w, which g.waiter returned, once its Acquire call has
+// returned: by then w is out of the queue and its timer is stopped. A
+// value left in done (granted, then cancelled) or in the timer's channel
+// (a tick that came as it was stopped) is dropped, so that the next use
+// starts empty. The channel and the timer are kept; the timer was made on
+// g's clock, which every group w can be queued in shares, since buckets
+// joined into one group share a clock.
+func (g *group) recycle(w *waiter) {
+	if w.done != nil {
+		select {
+		case <-w.done:
+		default:
+		}
+		select {
+		case <-w.timer.Chan():
+		default:
+		}
+	}
+	*w = waiter{done: w.done, timer: w.timer}
+	g.idle.Put(w)
+}
