@@ -19,7 +19,8 @@ import (
 // say) without deadlock, and every acquisition that touches it is served
 // in one FIFO order. A bucket keeps working on its own as well.
 type Limiter struct {
-	bs []*Bucket
+	bs  []*Bucket
+	obs bool // some bucket has an observer; fixed, as observers are
 }
 
 // NewLimiter returns a Limiter over buckets, whose costs are given in this
@@ -39,7 +40,7 @@ func NewLimiter(buckets ...*Bucket) (*Limiter, error) {
 	if err := join(buckets); err != nil {
 		return nil, err
 	}
-	return &Limiter{bs: slices.Clone(buckets)}, nil
+	return &Limiter{bs: slices.Clone(buckets), obs: observed(buckets)}, nil
 }
 
 // join puts buckets in one group, locking every group involved in address
@@ -112,11 +113,13 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	}
 	ok := g.takeNow(l.bs, costs, now)
 	g.mu.Unlock()
-	kind := EventRejected
-	if ok {
-		kind = EventGranted
+	if l.obs {
+		kind := EventRejected
+		if ok {
+			kind = EventGranted
+		}
+		observe(l.bs, costs, kind, 0)
 	}
-	observe(l.bs, costs, kind, 0)
 	return ok, nil
 }
 

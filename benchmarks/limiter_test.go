@@ -29,6 +29,34 @@ func BenchmarkLimiterTryAcquire(b *testing.B) {
 	}
 }
 
+// BenchmarkLimiterTryAcquirePaired is BenchmarkLimiterTryAcquire measured
+// with paired: "ratio" is the three-limit Limiter over one bucket, the
+// target at most 2.
+func BenchmarkLimiterTryAcquirePaired(b *testing.B) {
+	for _, state := range states {
+		b.Run("state="+state, func(b *testing.B) {
+			bk := newThrottle(b, state)
+			var bs []*throttle.Bucket
+			for range 3 {
+				bs = append(bs, newThrottle(b, state))
+			}
+			l, err := throttle.NewLimiter(bs...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			paired(b, "limits=3", func() {
+				if ok, err := l.TryAcquire(1, 100, 100); !ok || err != nil {
+					b.Fatalf("Limiter.TryAcquire = %v, %v", ok, err)
+				}
+			}, "limits=1", func() {
+				if ok, err := bk.TryAcquire(1); !ok || err != nil {
+					b.Fatalf("TryAcquire = %v, %v", ok, err)
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkLimiterAcquireFree is the same comparison for Acquire when the
 // tokens are there: the path an HTTP transport takes per request. The
 // three-limit case returns a Permit.

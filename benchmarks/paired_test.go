@@ -12,55 +12,58 @@ import (
 // measurable, short enough that a block rarely straddles a preemption.
 const pairBlock = 512
 
-// BenchmarkTryAcquirePaired is BenchmarkTryAcquire measured in pairs: each
-// iteration times a block of TryAcquire(1) calls and a block of Allow calls
-// back to back on one OS thread, alternating which goes first. On a shared
-// machine the speed of a core drifts by ±15% over seconds, so two
-// benchmarks run one after the other can disagree by more than the
-// difference being measured; blocks tens of microseconds apart see the same
-// machine. "ratio" is the median over the pairs of ours / x/time/rate's
-// time (the target is at most 0.5); the per-call times are the medians of
-// each side's blocks.
+// paired times op and base in pairs of blocks of pairBlock calls, back to
+// back on one OS thread, alternating which goes first, until b.Loop is
+// done. On a shared machine the speed of a core drifts by ±15% over
+// seconds, so two benchmarks run one after the other can disagree by more
+// than the difference being measured; blocks tens of microseconds apart
+// see the same machine. It reports "ratio", the median over the pairs of
+// op's time over base's, and each side's median time per call under the
+// names given. op and base fail the benchmark themselves.
+func paired(b *testing.B, opName string, op func(), baseName string, base func()) {
+	block := func(f func()) time.Duration {
+		start := time.Now()
+		for range pairBlock {
+			f()
+		}
+		return time.Since(start)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var ratios []float64
+	var ops, bases []time.Duration
+	for i := 0; b.Loop(); i++ {
+		var o, t time.Duration
+		if i%2 == 0 {
+			o, t = block(op), block(base)
+		} else {
+			t, o = block(base), block(op)
+		}
+		ops, bases = append(ops, o), append(bases, t)
+		ratios = append(ratios, float64(o)/float64(t))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+	b.ReportMetric(float64(median(ops))/pairBlock, opName+"-ns/call")
+	b.ReportMetric(float64(median(bases))/pairBlock, baseName+"-ns/call")
+}
+
+// BenchmarkTryAcquirePaired is BenchmarkTryAcquire measured with paired:
+// "ratio" is our TryAcquire(1) over x/time/rate's Allow, the target at most
+// 0.5.
 func BenchmarkTryAcquirePaired(b *testing.B) {
 	for _, state := range states {
 		b.Run("state="+state, func(b *testing.B) {
 			bk, l := newThrottle(b, state), newXRate(b, state)
-			ours := func() time.Duration {
-				start := time.Now()
-				for range pairBlock {
-					if ok, err := bk.TryAcquire(1); !ok || err != nil {
-						b.Fatalf("TryAcquire = %v, %v", ok, err)
-					}
+			paired(b, "throttle", func() {
+				if ok, err := bk.TryAcquire(1); !ok || err != nil {
+					b.Fatalf("TryAcquire = %v, %v", ok, err)
 				}
-				return time.Since(start)
-			}
-			theirs := func() time.Duration {
-				start := time.Now()
-				for range pairBlock {
-					if !l.Allow() {
-						b.Fatal("Allow = false")
-					}
+			}, "xrate", func() {
+				if !l.Allow() {
+					b.Fatal("Allow = false")
 				}
-				return time.Since(start)
-			}
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var ratios []float64
-			var us, them []time.Duration
-			for i := 0; b.Loop(); i++ {
-				var u, t time.Duration
-				if i%2 == 0 {
-					u, t = ours(), theirs()
-				} else {
-					t, u = theirs(), ours()
-				}
-				us, them = append(us, u), append(them, t)
-				ratios = append(ratios, float64(u)/float64(t))
-			}
-			slices.Sort(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "ratio")
-			b.ReportMetric(float64(median(us))/pairBlock, "throttle-ns/call")
-			b.ReportMetric(float64(median(them))/pairBlock, "xrate-ns/call")
+			})
 		})
 	}
 }
