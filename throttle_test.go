@@ -319,25 +319,34 @@ func TestMatchesRationalModel(t *testing.T) {
 // the clock while another holds the lock: together they get exactly the
 // capacity, never more.
 func TestTryAcquireConcurrent(t *testing.T) {
-	const capacity, workers, tries = 1000, 8, 500
+	const capacity = 1000
 	b, err := New(capacity, Per(1, 24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var granted atomic.Int64
+	if got := tryConcurrently(b, 8, 500)(); got != capacity {
+		t.Fatalf("%d granted, want exactly %d", got, capacity)
+	}
+}
+
+// tryConcurrently starts workers goroutines that each call b.TryAcquire(1) tries
+// times. The returned function waits for them and says how many calls were
+// granted.
+func tryConcurrently(b *Bucket, workers, tries int) (granted func() int64) {
+	var n atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for range tries {
 				if ok, _ := b.TryAcquire(1); ok {
-					granted.Add(1)
+					n.Add(1)
 				}
 			}
 		})
 	}
-	wg.Wait()
-	if got := granted.Load(); got != capacity {
-		t.Fatalf("%d granted, want exactly %d", got, capacity)
+	return func() int64 {
+		wg.Wait()
+		return n.Load()
 	}
 }
 
@@ -347,23 +356,13 @@ func TestTryAcquireConcurrent(t *testing.T) {
 // capacity, and under -race a call that spent under the lock of a group
 // the bucket had already left is reported as a data race.
 func TestTryAcquireWhileJoined(t *testing.T) {
-	const capacity, workers, tries, joins = 1000, 4, 500, 50
+	const capacity = 1000
 	b, err := New(capacity, Per(1, 24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var granted atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for range tries {
-				if ok, _ := b.TryAcquire(1); ok {
-					granted.Add(1)
-				}
-			}
-		})
-	}
-	for range joins {
+	granted := tryConcurrently(b, 4, 500)
+	for range 50 {
 		other, err := New(1, Every(time.Hour))
 		if err != nil {
 			t.Fatal(err)
@@ -372,8 +371,7 @@ func TestTryAcquireWhileJoined(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wg.Wait()
-	if got := granted.Load(); got != capacity {
+	if got := granted(); got != capacity {
 		t.Fatalf("%d granted, want exactly %d", got, capacity)
 	}
 }

@@ -16,14 +16,7 @@ func BenchmarkLimiterTryAcquire(b *testing.B) {
 			serialLoop(b, func() { bk.TryAcquire(1) })
 		})
 		b.Run("state="+state+"/limits=3", func(b *testing.B) {
-			var bs []*throttle.Bucket
-			for range 3 {
-				bs = append(bs, newThrottle(b, state))
-			}
-			l, err := throttle.NewLimiter(bs...)
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := newLimiter3(b, state)
 			serialLoop(b, func() { l.TryAcquire(1, 100, 100) })
 		})
 	}
@@ -36,14 +29,7 @@ func BenchmarkLimiterTryAcquirePaired(b *testing.B) {
 	for _, state := range states {
 		b.Run("state="+state, func(b *testing.B) {
 			bk := newThrottle(b, state)
-			var bs []*throttle.Bucket
-			for range 3 {
-				bs = append(bs, newThrottle(b, state))
-			}
-			l, err := throttle.NewLimiter(bs...)
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := newLimiter3(b, state)
 			paired(b, "limits=3", func() {
 				if ok, err := l.TryAcquire(1, 100, 100); !ok || err != nil {
 					b.Fatalf("Limiter.TryAcquire = %v, %v", ok, err)
@@ -55,6 +41,20 @@ func BenchmarkLimiterTryAcquirePaired(b *testing.B) {
 			})
 		})
 	}
+}
+
+// newLimiter3 returns a Limiter over three buckets in state.
+func newLimiter3(b *testing.B, state string) *throttle.Limiter {
+	b.Helper()
+	var bs []*throttle.Bucket
+	for range 3 {
+		bs = append(bs, newThrottle(b, state))
+	}
+	l, err := throttle.NewLimiter(bs...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
 }
 
 // BenchmarkLimiterAcquireFree is the same comparison for Acquire when the
