@@ -289,12 +289,17 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err er
 		g.mu.Unlock()
 		return true, err
 	}
-	select {
-	case <-ctx.Done():
-		g.mu.Unlock()
-		observe(bs, costs, EventCancelled, 0)
-		return true, ctx.Err()
-	default:
+	// A context that is never done (Background, and so most requests'
+	// contexts) has no channel: no select then, which keeps the runtime's
+	// channel code off a path that HTTP requests take cold.
+	if d := ctx.Done(); d != nil {
+		select {
+		case <-d:
+			g.mu.Unlock()
+			observe(bs, costs, EventCancelled, 0)
+			return true, ctx.Err()
+		default:
+		}
 	}
 	// With waiters queued the caller queues too: serving them here would
 	// wake the head from this goroutine, where its own armed timer wakes it
