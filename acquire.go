@@ -267,7 +267,7 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 		return ErrInvalidCost
 	}
 	bs, costs := [1]*Bucket{b}, [1]int64{cost}
-	if done, err := tryNow(ctx, bs[:], costs[:]); done {
+	if done, err := tryNow(ctx, bs[:], costs[:], b.obs != nil); done {
 		return err
 	}
 	g := b.g.Load()
@@ -283,7 +283,9 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 // if nobody is queued and the levels allow, or fails. It reports done=false
 // when the caller must queue. It keeps no reference to bs or costs, so the
 // callers' slices can live on the stack: a grant at once allocates nothing.
-func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err error) {
+// obs says whether any of bs has an observer: without one a grant reports
+// nothing, and makes no call to do so.
+func tryNow(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (done bool, err error) {
 	g := bs[0].lock()
 	if err := check(bs, costs); err != nil {
 		g.mu.Unlock()
@@ -313,7 +315,9 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64) (done bool, err er
 		return false, nil
 	}
 	g.mu.Unlock()
-	observe(bs, costs, EventGranted, 0)
+	if obs {
+		observe(bs, costs, EventGranted, 0)
+	}
 	return true, nil
 }
 

@@ -250,7 +250,7 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 	// l shares the bucket array that the key's held record watches, and so
 	// do the waiter and the Permit that l.Acquire makes: the key cannot be
 	// dropped while any of them is reachable.
-	l := Limiter{bs: k.materialise(e).shared()}
+	l := limiterOver(k.materialise(e).shared())
 	s.sweep(now, steps)
 	s.mu.Unlock()
 	return l.Acquire(ctx, costs...)
@@ -272,10 +272,10 @@ func (k *Keyed[K]) Limiter(key K) *Limiter {
 		s.mu.Unlock()
 		return nil
 	}
-	l := &Limiter{bs: k.materialise(e).shared()}
+	l := limiterOver(k.materialise(e).shared())
 	s.sweep(now, steps)
 	s.mu.Unlock()
-	return l
+	return &l
 }
 
 // Len returns the number of keys held now: those used recently and not yet

@@ -40,7 +40,13 @@ func NewLimiter(buckets ...*Bucket) (*Limiter, error) {
 	if err := join(buckets); err != nil {
 		return nil, err
 	}
-	return &Limiter{bs: slices.Clone(buckets), obs: observed(buckets)}, nil
+	l := limiterOver(slices.Clone(buckets))
+	return &l, nil
+}
+
+// limiterOver returns a Limiter over bs, which already share one group.
+func limiterOver(bs []*Bucket) Limiter {
+	return Limiter{bs: bs, obs: observed(bs)}
 }
 
 // join puts buckets in one group, locking every group involved in address
@@ -135,7 +141,7 @@ func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 // guarantees of Bucket.Acquire: FIFO, fail fast on a deadline that is too
 // short, and a cancelled waiter spends nothing.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) {
-	if done, err := tryNow(ctx, l.bs, costs); done {
+	if done, err := tryNow(ctx, l.bs, costs, l.obs); done {
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +163,7 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 // reads no clock for that when it did not queue. costs must stay unchanged
 // until take returns.
 func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err error) {
-	if done, err := tryNow(ctx, l.bs, costs); done {
+	if done, err := tryNow(ctx, l.bs, costs, l.obs); done {
 		return 0, err
 	}
 	g := l.bs[0].g.Load()

@@ -96,3 +96,24 @@ func TestObservers(t *testing.T) {
 		t.Fatal("an event did not reach every observer")
 	}
 }
+
+// TestKeyedLimiterObserved checks that a Limiter handed out by a Keyed
+// reports to the Keyed's observer, like one made with NewLimiter: for
+// TryAcquire, and for Acquire granted at once.
+func TestKeyedLimiterObserved(t *testing.T) {
+	rec := &recorder{}
+	k := NewKeyed(func(string) []Limit {
+		return []Limit{{Name: "req", Capacity: 2, Rate: Every(time.Second)}}
+	}, WithObserver(rec))
+	l := k.Limiter("a")
+	if ok, err := l.TryAcquire(1); !ok || err != nil {
+		t.Fatalf("TryAcquire = %v, %v", ok, err)
+	}
+	if _, err := l.Acquire(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	want := Event{Kind: EventGranted, Limit: "req", Cost: 1}
+	if got := rec.take(); len(got) != 2 || got[0] != want || got[1] != want {
+		t.Fatalf("events %+v, want two of %+v", got, want)
+	}
+}
