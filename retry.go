@@ -19,6 +19,16 @@ var errRetry = errors.New("throttle: the response calls for a retry")
 // retryable reports whether resp may be retried (see Transport for the
 // rules), and if so records the least wait the server asked for.
 func (x *exchange) retryable(resp *http.Response, sig *headers.Signals) bool {
+	// Below 400 nothing is retried (see shouldRetry); tested here, inline
+	// in the caller, a success makes no call.
+	if resp.StatusCode < 400 {
+		return false
+	}
+	return x.retryableFailure(resp, sig)
+}
+
+// retryableFailure is retryable for a status of 400 or above.
+func (x *exchange) retryableFailure(resp *http.Response, sig *headers.Signals) bool {
 	if !shouldRetry(x.req, resp.StatusCode, sig) {
 		return false
 	}

@@ -16,7 +16,19 @@ const StatusOverloaded = 529
 // quota pauses the whole limiter and empties its buckets, so that every
 // goroutine waits and the waiters are released at the configured rate once
 // the pause ends.
+//
+// A success that carries no signal, most responses, needs nothing; that
+// test is kept small enough to inline, so that such a response makes no
+// call here at all.
 func (t *Transport) heed(l *Limiter, status int, sig *headers.Signals, clock clockwork.Clock) {
+	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
+		return
+	}
+	t.heedSignals(l, status, sig, clock)
+}
+
+// heedSignals is heed for a response that said something.
+func (t *Transport) heedSignals(l *Limiter, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if n := len(sig.Malformed); n > 0 {
 		t.malformed.Add(int64(n))
 	}

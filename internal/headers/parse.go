@@ -34,7 +34,7 @@ import (
 // [ParseShouldRetry], [ParseShopifyCallLimit].
 func Parse(h http.Header, now time.Time, maxPause time.Duration) Signals {
 	p := parser{h: h, now: now, maxPause: maxPause}
-	p.parse()
+	p.parse(families(h))
 	return p.s
 }
 
@@ -46,17 +46,23 @@ type Clock interface{ Now() time.Time }
 // storing the result in *dst: one copy, where returning the struct through
 // the callers' frames copied it several times over.
 func ParseClock(dst *Signals, h http.Header, clock Clock, maxPause time.Duration) {
+	// A response with no field of any family, the common case, costs the
+	// pass over its keys and nothing more.
+	present := families(h)
+	if present == 0 {
+		*dst = Signals{}
+		return
+	}
 	var p parser // filled in place: see exchange in the root package
 	p.h, p.clock, p.maxPause = h, clock, maxPause
-	p.parse()
+	p.parse(present)
 	*dst = p.s
 }
 
-func (p *parser) parse() {
-	h := p.h
-	// Most responses carry one family or none: a pass over the keys finds
-	// which, so that the absent ones cost no map lookups.
-	present := families(h)
+// parse fills p.s from the families present, as families reports them:
+// most responses carry one family or none, and the absent ones cost no map
+// lookups.
+func (p *parser) parse(present uint) {
 	if present&hasRetryAfter != 0 {
 		p.retryAfter()
 	}
