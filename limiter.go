@@ -149,7 +149,9 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 	}
 	g := l.bs[0].g.Load()
 	w := g.waiter()
-	w.bs, w.costs = l.bs, costs
+	// A copy, so that costs does not escape: a grant at once then
+	// allocates only its Permit.
+	w.bs, w.costs = l.bs, slices.Clone(costs)
 	err := acquire(ctx, w)
 	g.recycle(w)
 	if err != nil {

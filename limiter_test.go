@@ -391,3 +391,32 @@ func TestJoinMovesWaiters(t *testing.T) {
 		t.Fatalf("served at %v", at)
 	}
 }
+
+// TestAcquireAtOnceAllocs pins what a grant at once allocates: nothing for
+// Bucket.Acquire, the Permit alone for Limiter.Acquire over the usual pair
+// of limits. The costs a caller passes must not escape, though a call that
+// queues keeps them meanwhile.
+func TestAcquireAtOnceAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	ctx := t.Context()
+	var bs []*Bucket
+	for range 2 {
+		b, err := New(1<<62, Per(1e9, time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	if n := testing.AllocsPerRun(1000, func() { bs[0].Acquire(ctx, 1) }); n != 0 {
+		t.Errorf("Bucket.Acquire: %v allocs, want 0", n)
+	}
+	l, err := NewLimiter(bs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(1000, func() { l.Acquire(ctx, 1, 100) }); n != 1 {
+		t.Errorf("Limiter.Acquire: %v allocs, want 1 (the Permit)", n)
+	}
+}
