@@ -99,12 +99,17 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	if cost <= 0 {
 		return false, ErrInvalidCost
 	}
-	// The common case is inline, which saves the calls to lockNow and
-	// group.now (3-4 ns of about 55): the real clock and a free lock.
+	// A free lock is the common case, kept inline; with the real clock the
+	// clock is read inline too, which saves the calls to lockNow and
+	// group.now (3-4 ns of about 55).
 	g := b.g.Load()
 	var now int64
-	if g.clock == nil && g.mu.TryLock() {
-		now = int64(time.Since(g.epoch))
+	if g.mu.TryLock() {
+		if g.clock == nil {
+			now = int64(time.Since(g.epoch))
+		} else {
+			now = g.now()
+		}
 		if b.g.Load() != g { // joined into a Limiter meanwhile
 			g.mu.Unlock()
 			g, now = b.lockNow()
@@ -172,21 +177,15 @@ func (b *Bucket) Tokens() float64 {
 	return b.value(&b.lvl)
 }
 
-// lockNow locks the bucket's group and reads its clock. Uncontended, the
-// clock is read under the lock. When another goroutine holds the lock, the
-// clock is read while waiting for it instead of spinning, which shortens
+// lockNow locks the bucket's group and reads its clock, for TryAcquire
+// when the lock was held (or the bucket moved to another group). The clock
+// is read while waiting for the lock instead of spinning, which shortens
 // the critical section for everyone. That reading can be older than the
 // level's last instant once the lock is ours; it then counts as a clock
 // that went back: no time passes, so it can refuse at the boundary but
 // never grants what the level does not hold.
 func (b *Bucket) lockNow() (*group, int64) {
 	g := b.g.Load()
-	if g.mu.TryLock() {
-		if b.g.Load() == g {
-			return g, g.now()
-		}
-		g.mu.Unlock()
-	}
 	now := g.now()
 	if h := b.lock(); h != g {
 		return h, h.now() // joined into a Limiter meanwhile: another time line
