@@ -150,14 +150,15 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 	g := l.bs[0].g.Load()
 	w := g.waiter()
 	// A copy, so that costs does not escape: a grant at once then
-	// allocates only its Permit.
-	w.bs, w.costs = l.bs, slices.Clone(costs)
+	// allocates only its Permit. The Permit keeps the copy.
+	owned := slices.Clone(costs)
+	w.bs, w.costs = l.bs, owned
 	err := acquire(ctx, w)
 	g.recycle(w)
 	if err != nil {
 		return nil, err
 	}
-	return newPermit(l.bs, costs), nil
+	return &Permit{bs: l.bs, costs: owned}, nil
 }
 
 // take is Acquire without the Permit, for the Transport, which needs one
