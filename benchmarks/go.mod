@@ -1,14 +1,18 @@
 module github.com/throttlekit/throttle/benchmarks
 
-go 1.26.8
+go 1.26.0
 
-replace github.com/throttlekit/throttle => ../
+replace (
+	github.com/throttlekit/throttle => ../
+	github.com/throttlekit/throttle/redisbucket => ../redisbucket
+)
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	github.com/throttlekit/throttle/redisbucket v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.16.0
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 	"github.com/throttlekit/throttle/redisbucket"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 	"github.com/throttlekit/throttle/redisbucket"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/redistest"
+	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 	"github.com/throttlekit/throttle/redisbucket"
 	"go.uber.org/goleak"
 )

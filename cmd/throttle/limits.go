@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/trace"
+	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
 )
 
 // limitSpec is one --limit of simulate.

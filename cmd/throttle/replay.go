@@ -11,7 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/trace"
+	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
 )
 
 const replaySynopsis = `replay --capacity N --rate R [--cost C] [--file FILE] [TIME[:COST] ...]

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/trace"
+	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
 )
 
 // simConfig is what simulate runs.

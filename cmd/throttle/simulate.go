@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/throttlekit/throttle/internal/trace"
+	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
 )
 
 const simulateSynopsis = `simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--chart FILE.svg] TRACE.csv

@@ -1,4 +1,4 @@
-package throttle_test
+package sdktest_test
 
 import (
 	"context"

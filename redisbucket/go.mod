@@ -1,0 +1,22 @@
+module github.com/throttlekit/throttle/redisbucket
+
+go 1.26.0
+
+replace github.com/throttlekit/throttle => ../
+
+require (
+	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/jonboulle/clockwork v0.5.0
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
