@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 	"github.com/throttlekit/throttle/redisbucket"
+	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 )
 
 // clusterBackend is the cluster named by THROTTLE_REDIS_CLUSTER or, when

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 	"github.com/throttlekit/throttle/redisbucket"
+	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 )
 
 // hammer runs clients x goroutines deciding on one limiter, each client

@@ -11,8 +11,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 	"github.com/throttlekit/throttle/redisbucket"
+	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 )
 
 // miniRig is a rig on a miniredis of its own, whatever the backend: these

@@ -8,8 +8,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 	"github.com/throttlekit/throttle/redisbucket"
+	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 	"go.uber.org/goleak"
 )
 
