@@ -66,6 +66,7 @@ func LimitRejected(write func(w http.ResponseWriter, r *http.Request, wait time.
 // took, or refused, a request's cost.
 type LimitStatus struct {
 	Name      string        // the bucket's name
+	Unit      string        // what it counts, for IETF's qu ("content-bytes"); empty for requests
 	Capacity  int64         // the most tokens it holds
 	Rate      Rate          // its refill rate
 	Remaining int64         // whole tokens left, never negative
@@ -162,7 +163,8 @@ func limitStatus(l *Limiter) []LimitStatus {
 // draft-ietf-httpapi-ratelimit-headers-10, one policy per bucket, named
 // after the bucket ("default" for a bucket without a name): q and w are the
 // bucket's rate over a whole number of seconds (Per(500, time.Minute) is
-// q=500;w=60, Every(100*time.Millisecond) is q=10;w=1), r the whole tokens
+// q=500;w=60, Every(100*time.Millisecond) is q=10;w=1), qu the status's
+// Unit when it has one other than requests, r the whole tokens
 // remaining and t the seconds until the bucket is full again, rounded up. It
 // replaces any such fields already in h.
 func WriteIETF(h http.Header, status []LimitStatus) {
@@ -178,7 +180,7 @@ func WriteIETF(h http.Header, status []LimitStatus) {
 		if reset < 0 {
 			reset = time.Duration(1<<63 - 1)
 		}
-		headers.AddIETF(h, name, q, window, s.Remaining, reset)
+		headers.AddIETFUnit(h, name, s.Unit, q, window, s.Remaining, reset)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -160,5 +161,19 @@ func TestWriteIETF(t *testing.T) {
 		if got := h.Get("Ratelimit"); got != `"default";r=1;t=2` {
 			t.Errorf("%v: RateLimit %q", tt.rate, got)
 		}
+	}
+}
+
+// TestWriteIETFUnit: a status's unit is written as qu, so that a client
+// reading the policy knows what it counts; requests, the default, is not.
+func TestWriteIETFUnit(t *testing.T) {
+	h := http.Header{}
+	throttle.WriteIETF(h, []throttle.LimitStatus{
+		{Name: "bytes", Unit: "content-bytes", Rate: throttle.Per(1000, time.Second), Remaining: 10},
+		{Name: "calls", Unit: "requests", Rate: throttle.Per(5, time.Second), Remaining: 1},
+	})
+	want := []string{`"bytes";q=1000;qu="content-bytes";w=1`, `"calls";q=5;w=1`}
+	if got := h.Values("Ratelimit-Policy"); !slices.Equal(got, want) {
+		t.Errorf("RateLimit-Policy %q, want %q", got, want)
 	}
 }

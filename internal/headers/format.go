@@ -52,12 +52,24 @@ func SetIETF(h http.Header, policy string, quota int64, window time.Duration, re
 // AddIETF is [SetIETF] for a further policy: it adds one line to each field,
 // and a client reads the lines as one list. Policy names must differ.
 func AddIETF(h http.Header, policy string, quota int64, window time.Duration, remaining int64, reset time.Duration) {
+	AddIETFUnit(h, policy, "", quota, window, remaining, reset)
+}
+
+// AddIETFUnit is [AddIETF] for a policy counting unit, written as its qu
+// parameter ("content-bytes", say); an empty unit or "requests", the
+// draft's default, writes none. Bytes of unit outside printable ASCII are
+// written as '?'.
+func AddIETFUnit(h http.Header, policy, unit string, quota int64, window time.Duration, remaining int64, reset time.Duration) {
 	name := quoteSF(policy)
 	var b strings.Builder
-	b.Grow(len(name) + 40)
+	b.Grow(len(name) + len(unit) + 40)
 	b.WriteString(name)
 	b.WriteString(";q=")
 	b.WriteString(strconv.FormatInt(clampSF(quota), 10))
+	if unit != "" && unit != "requests" {
+		b.WriteString(";qu=")
+		b.WriteString(quoteSF(unit))
+	}
 	if window > 0 {
 		b.WriteString(";w=")
 		b.WriteString(strconv.FormatInt(clampSF(ceilDiv(window, time.Second)), 10))

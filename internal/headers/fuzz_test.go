@@ -84,7 +84,7 @@ func FuzzRateLimitPolicy(f *testing.F) {
 		// What was read writes back to the same policies.
 		h := http.Header{}
 		for _, q := range got {
-			AddIETF(h, q.Name, q.Limit, q.Window, 0, 0)
+			AddIETFUnit(h, q.Name, q.Unit, q.Limit, q.Window, 0, 0)
 		}
 		back, ok := ParseRateLimitPolicy(strings.Join(h["Ratelimit-Policy"], ", "))
 		if !ok || !reflect.DeepEqual(back, got) {

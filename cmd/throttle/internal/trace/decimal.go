@@ -128,14 +128,20 @@ func ParseDecimal(s string) (Decimal, error) {
 	if coef == 0 {
 		return Decimal{}, nil
 	}
-	if exp > math.MaxInt32/2 || exp < math.MinInt32/2 {
+	// The same bound as on the written exponent, so that every value
+	// accepted is printed back by String in a form ParseDecimal reads.
+	if exp > maxExp || exp < -maxExp {
 		return Decimal{}, ErrRange
 	}
 	return Decimal{Coef: coef, Exp: int32(exp)}, nil
 }
 
+// maxExp bounds exponents, written and resulting alike: no value beyond
+// 10^±maxExp can be scaled to an int64 anyway.
+const maxExp = 1_000_000
+
 // parseExponent parses the optionally signed digits after 'e'. Exponents
-// beyond ±10^6 are ErrRange: no such value can be scaled to an int64.
+// beyond ±maxExp are ErrRange.
 func parseExponent(s string) (int64, error) {
 	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
@@ -157,7 +163,7 @@ func parseExponent(s string) (int64, error) {
 		return 0, ErrRange
 	}
 	e, _ := strconv.ParseInt(s, 10, 64)
-	if e > 1e6 {
+	if e > maxExp {
 		return 0, ErrRange
 	}
 	if neg {
