@@ -364,7 +364,7 @@ func (p *profile) bucket(i int) *Bucket {
 // check is the check of Limiter.TryAcquire, against the configured limits.
 func (p *profile) check(costs []int64) error {
 	if len(costs) != len(p.shapes) {
-		return ErrInvalidCost
+		return costCount(len(costs), len(p.shapes))
 	}
 	any := false
 	for i, c := range costs {
@@ -385,7 +385,7 @@ func (p *profile) check(costs []int64) error {
 // checkWait is the check of Limiter.WaitTime, which turns away a single
 // cost that is not positive before naming any limit.
 func (p *profile) checkWait(costs []int64) error {
-	if len(costs) == 1 && costs[0] <= 0 {
+	if len(p.shapes) == 1 && len(costs) == 1 && costs[0] <= 0 {
 		return ErrInvalidCost
 	}
 	return p.check(costs)
