@@ -193,7 +193,7 @@ func (g *group) project(bs []*Bucket, costs []int64, now int64) int64 {
 // at least one cost must be positive.
 func check(bs []*Bucket, costs []int64) error {
 	if len(costs) != len(bs) {
-		return ErrInvalidCost
+		return costCount(len(costs), len(bs))
 	}
 	any := false
 	for i, c := range costs {
@@ -225,7 +225,7 @@ func noRefill(bs []*Bucket, costs []int64) error {
 
 // waitTime implements WaitTime for a set of buckets sharing one group.
 func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
-	if len(costs) == 1 && costs[0] <= 0 {
+	if len(bs) == 1 && len(costs) == 1 && costs[0] <= 0 {
 		return 0, ErrInvalidCost
 	}
 	g := bs[0].lock()

@@ -10,6 +10,13 @@ import (
 var (
 	// ErrInvalidCost is returned for a cost that is zero or negative.
 	ErrInvalidCost = errors.New("throttle: cost must be positive")
+	// ErrCostCount is matched (errors.Is) by the error of a call given a
+	// number of costs other than one per bucket of its Limiter, or per limit
+	// of a key: a Limiter's TryAcquire, WaitTime and Acquire, Permit.Settle,
+	// the same methods of Keyed, and a Transport or LimitHandler whose
+	// CostFunc returns the wrong number. The message says how many were
+	// given for how many buckets.
+	ErrCostCount = errors.New("throttle: wrong number of costs")
 	// ErrCostExceedsCapacity is returned for a cost that no bucket level can
 	// ever cover: waiting for it would never end.
 	ErrCostExceedsCapacity = errors.New("throttle: cost exceeds capacity")
@@ -39,6 +46,18 @@ func (e *WaitError) Error() string {
 
 // Unwrap returns context.DeadlineExceeded.
 func (e *WaitError) Unwrap() error { return context.DeadlineExceeded }
+
+// costCount is the error for got costs given for want buckets.
+func costCount(got, want int) error {
+	return fmt.Errorf("%w: got %d %s for %d %s", ErrCostCount, got, plural(got, "cost"), want, plural(want, "bucket"))
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
 
 // limitErr names the bucket in err when it has a name.
 func limitErr(b *Bucket, err error, cost int64) error {

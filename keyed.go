@@ -256,11 +256,18 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 	return l.Acquire(ctx, costs...)
 }
 
-// Limiter returns a Limiter over key's buckets, for PauseUntil, Drain,
-// SetRate and the like; it returns nil when config gives the key no valid
-// limits. The key is held, with every change made through the Limiter, at
-// least as long as the Limiter is reachable; every Limiter returned for the
-// key meanwhile has the same buckets. Keep the Limiter, not only Buckets
+// Limiter returns the Limiter of key, making the key if it is not held, to
+// act on the key as a whole or on one of its limits: PauseUntil pauses the
+// key (as a Transport does when a server refuses it), and Bucket(name) or
+// Buckets() reach each limit's Bucket for SetRate, SetCapacity, Drain,
+// Refund, Charge or Tokens. Its TryAcquire, WaitTime and Acquire are those
+// of the Keyed for this key. Limiter returns nil, and makes no key, when
+// config returns no limits or an invalid one for key: the other methods
+// then fail with an error matching ErrInvalidLimit.
+//
+// The key is held, with every change made through the Limiter, at least as
+// long as the Limiter is reachable; every Limiter returned for the key
+// meanwhile has the same buckets. Keep the Limiter, not only Buckets
 // taken from it: a key whose Limiters and Permits are all unreachable may be
 // dropped once it is idle and full, and a Bucket kept alone is then no
 // longer the key's.
@@ -364,7 +371,7 @@ func (p *profile) bucket(i int) *Bucket {
 // check is the check of Limiter.TryAcquire, against the configured limits.
 func (p *profile) check(costs []int64) error {
 	if len(costs) != len(p.shapes) {
-		return ErrInvalidCost
+		return costCount(len(costs), len(p.shapes))
 	}
 	any := false
 	for i, c := range costs {
@@ -385,7 +392,7 @@ func (p *profile) check(costs []int64) error {
 // checkWait is the check of Limiter.WaitTime, which turns away a single
 // cost that is not positive before naming any limit.
 func (p *profile) checkWait(costs []int64) error {
-	if len(costs) == 1 && costs[0] <= 0 {
+	if len(p.shapes) == 1 && len(costs) == 1 && costs[0] <= 0 {
 		return ErrInvalidCost
 	}
 	return p.check(costs)

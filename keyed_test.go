@@ -128,7 +128,7 @@ func TestKeyedErrors(t *testing.T) {
 	if _, err := k.TryAcquire(2, 1, 101); !errors.Is(err, ErrCostExceedsCapacity) || !contains(err.Error(), `"tok"`) {
 		t.Fatalf("cost above capacity: %v", err)
 	}
-	if _, err := k.TryAcquire(2, 1); !errors.Is(err, ErrInvalidCost) {
+	if _, err := k.TryAcquire(2, 1); !errors.Is(err, ErrCostCount) {
 		t.Fatalf("too few costs: %v", err)
 	}
 	if _, err := k.Acquire(t.Context(), 2, 0, 0); !errors.Is(err, ErrInvalidCost) {

@@ -107,6 +107,8 @@ func (l *Limiter) Bucket(name string) *Bucket {
 // TryAcquire takes costs[i] from bucket i if every bucket covers its cost
 // now and nobody is queued; otherwise it takes nothing. It never blocks.
 // A zero cost leaves that bucket out; at least one cost must be positive.
+// Its costs, like those of WaitTime and Acquire, are one per bucket: any
+// other number fails with an error matching ErrCostCount.
 func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	g := l.bs[0].lock()
 	if err := check(l.bs, costs); err != nil {

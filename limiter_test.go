@@ -66,7 +66,7 @@ func TestLimiterErrorsNameTheLimit(t *testing.T) {
 	if !errors.Is(err, ErrCostExceedsCapacity) || !contains(err.Error(), `"tokens"`) {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := l.TryAcquire(1); !errors.Is(err, ErrInvalidCost) {
+	if _, err := l.TryAcquire(1); !errors.Is(err, ErrCostCount) {
 		t.Fatalf("wrong number of costs: %v", err)
 	}
 	if _, err := l.TryAcquire(0, 0); !errors.Is(err, ErrInvalidCost) {

@@ -16,7 +16,9 @@ func Shared(l *Limiter) LimiterFunc {
 // CostFunc returns what a request costs on each bucket of l, in the order of
 // l.Buckets(). A zero cost leaves that bucket out; a request whose costs
 // are all zero is free and takes no permit. The default cost is 1 on every
-// bucket.
+// bucket. Returning a number of costs other than one per bucket is a bug:
+// the Transport fails the request with an error matching ErrCostCount, and
+// LimitHandler answers 500, without sending or admitting it.
 //
 // A CostFunc that reads the request body must not consume it: on the client
 // side read it through GetBody, on the server side put back what was read.

@@ -13,8 +13,8 @@ import (
 // LLM accounts for calls to OpenAI-style and Anthropic-style JSON APIs,
 // which count requests and tokens per minute: a call reserves an estimate
 // of its tokens before it is sent, and is settled against the usage the
-// response reports. Use it on a Transport with WithLLM, or on the Limit
-// middleware with LimitCost(llm.Cost).
+// response reports. Use it on a Transport with WithLLM, or on LimitHandler
+// with LimitCost(LLM{}.Cost).
 //
 // Each bucket of the Limiter counts one unit, chosen by its name: the
 // buckets named in TokenLimits count input plus output tokens, a bucket

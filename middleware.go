@@ -22,7 +22,8 @@ import (
 // (Limiter.WaitTime), rounded up to whole seconds so that a client that
 // honours it is admitted. A cost larger than a bucket's capacity can never
 // be admitted and is answered 413 Content Too Large; an error of pick is
-// answered 500, one of the cost function 400. A nil Limiter lets the
+// answered 500, one of the cost function 400, and a cost function that
+// returns the wrong number of costs 500. A nil Limiter lets the
 // request through.
 //
 // Every answer from the limiter's side, admitted or not, carries the
@@ -104,6 +105,11 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	costs, err := h.cost(r, l)
 	if err != nil {
 		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(costs) != len(l.bs) {
+		// The cost function's bug, not the client's.
+		http.Error(w, "request cost: "+costCount(len(costs), len(l.bs)).Error(), http.StatusInternalServerError)
 		return
 	}
 	if costsFree(costs) {

@@ -83,8 +83,8 @@ func TestObserverBadCostsOnDoneContext(t *testing.T) {
 	l, _ := NewLimiter(a, b)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ErrInvalidCost) {
-		t.Fatalf("Acquire = %v, want ErrInvalidCost", err)
+	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ErrCostCount) {
+		t.Fatalf("Acquire = %v, want ErrCostCount", err)
 	}
 }
 

@@ -45,10 +45,12 @@ func (p *Permit) Costs() []int64 { return slices.Clone(p.costs) }
 // capacity); where it is above, the extra is charged, and the level may go
 // negative: that debt is repaid from refill before anyone else is served,
 // and queued waiters are re-timed. Settling a permit twice, or after
-// Cancel, fails with ErrSettled and changes nothing.
+// Cancel, fails with ErrSettled and changes nothing, as do a number of
+// values other than one per bucket (ErrCostCount) and a negative value
+// (ErrInvalidCost).
 func (p *Permit) Settle(actual ...int64) error {
 	if len(actual) != len(p.bs) {
-		return ErrInvalidCost
+		return costCount(len(actual), len(p.bs))
 	}
 	for _, a := range actual {
 		if a < 0 {

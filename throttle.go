@@ -1,13 +1,3 @@
-// Package throttle keeps a program's outgoing calls under the quotas of the
-// APIs it calls.
-//
-// A Bucket is a token bucket with exact integer arithmetic: tokens are whole
-// int64 units, time is integer nanoseconds on a monotonic time line, and the
-// fractional part of the level is carried as an integer remainder, so every
-// decision equals what exact rational arithmetic gives, with no drift. Refill
-// is lazy: a Bucket owns no goroutine, ticker or timer. Acquire waits in a
-// FIFO queue, sleeping on the injected clock, so tests drive time with a
-// clockwork.FakeClock.
 package throttle
 
 import (

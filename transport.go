@@ -218,6 +218,9 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	costs, err := t.cost(req, l)
+	if err == nil && len(costs) != len(l.bs) {
+		err = costCount(len(costs), len(l.bs))
+	}
 	if err != nil {
 		closeRequestBody(req)
 		return nil, fmt.Errorf("throttle: request cost: %w", err)

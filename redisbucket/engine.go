@@ -297,10 +297,23 @@ func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait 
 	}
 }
 
+// costCount is the error for got costs given for want limits, as the core
+// words it.
+func costCount(got, want int) error {
+	costs, limits := "costs", "limits"
+	if got == 1 {
+		costs = "cost"
+	}
+	if want == 1 {
+		limits = "limit"
+	}
+	return fmt.Errorf("%w: got %d %s for %d %s", throttle.ErrCostCount, got, costs, want, limits)
+}
+
 // check validates costs like the core does.
 func (e *engine) check(costs []int64) error {
 	if len(costs) != len(e.limits) {
-		return fmt.Errorf("%w: %d costs for %d limits", throttle.ErrInvalidCost, len(costs), len(e.limits))
+		return costCount(len(costs), len(e.limits))
 	}
 	any := false
 	for i, c := range costs {

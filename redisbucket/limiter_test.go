@@ -72,7 +72,7 @@ func TestLimiterAllOrNothing(t *testing.T) {
 	if _, err := l.TryAcquire(0, 0); !errors.Is(err, throttle.ErrInvalidCost) {
 		t.Fatalf("all-zero costs: %v", err)
 	}
-	if _, err := l.TryAcquire(1); !errors.Is(err, throttle.ErrInvalidCost) {
+	if _, err := l.TryAcquire(1); !errors.Is(err, throttle.ErrCostCount) || err.Error() != "throttle: wrong number of costs: got 1 cost for 2 limits" {
 		t.Fatalf("one cost for two limits: %v", err)
 	}
 	if _, err := l.TryAcquire(1, 101); !errors.Is(err, throttle.ErrCostExceedsCapacity) || !strings.Contains(err.Error(), `"tpm"`) {
@@ -127,6 +127,10 @@ func TestPermitSettle(t *testing.T) {
 	}
 	if p.Mode() != redisbucket.ModeRedis || len(p.ID()) != 32 {
 		t.Fatalf("permit %v %q", p.Mode(), p.ID())
+	}
+	// The wrong number of values changes nothing: the permit stays open.
+	if err := p.Settle(20); !errors.Is(err, throttle.ErrCostCount) || err.Error() != "throttle: wrong number of costs: got 1 cost for 2 limits" {
+		t.Fatalf("Settle(20) on two limits: %v", err)
 	}
 	if err := p.Settle(1, 20); err != nil {
 		t.Fatal(err)

@@ -59,12 +59,14 @@ func (p *Permit) Settle(actual ...int64) error {
 // capacity); where it is above, the extra is charged and the level may go
 // negative, down to minus one capacity (a larger debt is forgiven: it keeps
 // the script's integers exact). Settling twice, or after Cancel, fails with
-// throttle.ErrSettled and changes nothing. When Redis cannot be reached
+// throttle.ErrSettled and changes nothing, as do a number of values other
+// than one per limit (throttle.ErrCostCount) and a negative value
+// (throttle.ErrInvalidCost). When Redis cannot be reached
 // after a retry it fails with an error wrapping ErrUnavailable and the
 // permit stays open, so the caller may try again.
 func (p *Permit) SettleContext(ctx context.Context, actual ...int64) error {
 	if len(actual) != len(p.costs) {
-		return fmt.Errorf("%w: %d actual costs for %d limits", throttle.ErrInvalidCost, len(actual), len(p.costs))
+		return costCount(len(actual), len(p.costs))
 	}
 	for _, a := range actual {
 		if a < 0 {

@@ -1,0 +1,174 @@
+package throttle_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/throttlekit/throttle"
+)
+
+// wantCostCount fails t unless err is the wrong-arity error with exactly
+// the message msg, distinct from ErrInvalidCost.
+func wantCostCount(t *testing.T, what string, err error, msg string) {
+	t.Helper()
+	if !errors.Is(err, throttle.ErrCostCount) || errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("%s: err = %v, want ErrCostCount only", what, err)
+		return
+	}
+	if err.Error() != msg {
+		t.Errorf("%s: message %q, want %q", what, err.Error(), msg)
+	}
+}
+
+func costCountLimiter(t *testing.T, clk clockwork.Clock) (*throttle.Limiter, *throttle.Bucket, *throttle.Bucket) {
+	t.Helper()
+	req, err := throttle.New(3, throttle.Per(3, time.Second), throttle.WithClock(clk), throttle.WithName("requests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := throttle.New(100, throttle.Per(100, time.Second), throttle.WithClock(clk), throttle.WithName("tokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := throttle.NewLimiter(req, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, req, tok
+}
+
+func TestCostCountLimiter(t *testing.T) {
+	l, req, tok := costCountLimiter(t, clockwork.NewFakeClock())
+	const one = "throttle: wrong number of costs: got 1 cost for 2 buckets"
+	_, err := l.TryAcquire(1)
+	wantCostCount(t, "TryAcquire(1)", err, one)
+	_, err = l.TryAcquire()
+	wantCostCount(t, "TryAcquire()", err, "throttle: wrong number of costs: got 0 costs for 2 buckets")
+	_, err = l.WaitTime(1)
+	wantCostCount(t, "WaitTime(1)", err, one)
+	// A single cost that is not positive is still the wrong number of costs
+	// for two buckets.
+	_, err = l.WaitTime(0)
+	wantCostCount(t, "WaitTime(0)", err, "throttle: wrong number of costs: got 1 cost for 2 buckets")
+	_, err = l.Acquire(t.Context(), 1)
+	wantCostCount(t, "Acquire(1)", err, one)
+	_, err = l.Acquire(t.Context(), 1, 1, 1)
+	wantCostCount(t, "Acquire(1, 1, 1)", err, "throttle: wrong number of costs: got 3 costs for 2 buckets")
+	if req.Tokens() != 3 || tok.Tokens() != 100 {
+		t.Fatalf("failed calls spent: levels %v, %v", req.Tokens(), tok.Tokens())
+	}
+
+	p, err := l.Acquire(t.Context(), 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCostCount(t, "Settle(1)", p.Settle(1), one)
+	// The failed Settle changed nothing: the permit settles once, for real.
+	if err := p.Settle(1, 4); err != nil {
+		t.Fatalf("Settle after a wrong-arity Settle: %v", err)
+	}
+	if tok.Tokens() != 96 {
+		t.Fatalf("tokens = %v after settling 4, want 96", tok.Tokens())
+	}
+
+	bp, err := req.AcquirePermit(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCostCount(t, "Bucket permit Settle(1, 1)", bp.Settle(1, 1), "throttle: wrong number of costs: got 2 costs for 1 bucket")
+	if err := bp.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCostCountKeyed(t *testing.T) {
+	k := throttle.NewKeyed(func(string) []throttle.Limit {
+		return []throttle.Limit{
+			{Name: "requests", Capacity: 3, Rate: throttle.Per(3, time.Second)},
+			{Name: "tokens", Capacity: 100, Rate: throttle.Per(100, time.Second)},
+		}
+	}, throttle.WithClock(clockwork.NewFakeClock()))
+	const one = "throttle: wrong number of costs: got 1 cost for 2 buckets"
+	check := func(state string) {
+		t.Helper()
+		_, err := k.TryAcquire("a", 1)
+		wantCostCount(t, state+" TryAcquire", err, one)
+		_, err = k.WaitTime("a", 1)
+		wantCostCount(t, state+" WaitTime", err, one)
+		_, err = k.WaitTime("a", 0)
+		wantCostCount(t, state+" WaitTime(0)", err, one)
+		_, err = k.Acquire(t.Context(), "a", 1)
+		wantCostCount(t, state+" Acquire", err, one)
+	}
+	check("fresh key:")
+	if n := k.Len(); n != 0 {
+		t.Fatalf("failed calls made %d keys", n)
+	}
+	if ok, err := k.TryAcquire("a", 1, 1); !ok || err != nil {
+		t.Fatalf("TryAcquire(1, 1) = %v, %v", ok, err)
+	}
+	check("compact key:")
+	l := k.Limiter("a")
+	check("held key:")
+	_, err := l.TryAcquire(1)
+	wantCostCount(t, "key's Limiter", err, one)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestCostCountTransport(t *testing.T) {
+	l, req, tok := costCountLimiter(t, clockwork.NewFakeClock())
+	sent := 0
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+	})
+	// All zeros would be free if the count went unchecked: the request would
+	// go out under no limit at all.
+	for _, costs := range [][]int64{{1}, {0}, {1, 1, 1}} {
+		tr := throttle.NewTransport(base, throttle.Shared(l), throttle.WithCost(func(*http.Request, *throttle.Limiter) ([]int64, error) {
+			return costs, nil
+		}))
+		r := httptest.NewRequest(http.MethodGet, "http://vendor.test/", nil)
+		resp, err := tr.RoundTrip(r)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if !errors.Is(err, throttle.ErrCostCount) || !strings.Contains(err.Error(), "for 2 buckets") {
+			t.Errorf("costs %v: RoundTrip err = %v, want ErrCostCount", costs, err)
+		}
+	}
+	if sent != 0 {
+		t.Fatalf("%d requests sent with the wrong number of costs", sent)
+	}
+	if req.Tokens() != 3 || tok.Tokens() != 100 {
+		t.Fatalf("failed requests spent: levels %v, %v", req.Tokens(), tok.Tokens())
+	}
+}
+
+func TestCostCountLimitHandler(t *testing.T) {
+	l, req, _ := costCountLimiter(t, clockwork.NewFakeClock())
+	served := 0
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ })
+	for _, costs := range [][]int64{{1}, {0}} {
+		h := throttle.LimitHandler(next, throttle.Shared(l), throttle.LimitCost(func(*http.Request, *throttle.Limiter) ([]int64, error) {
+			return costs, nil
+		}))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), "got 1 cost for 2 buckets") {
+			t.Errorf("costs %v: %d %q, want 500 naming the count", costs, w.Code, w.Body.String())
+		}
+	}
+	if served != 0 || req.Tokens() != 3 {
+		t.Fatalf("wrong-arity requests: %d served, requests level %v", served, req.Tokens())
+	}
+}

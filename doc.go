@@ -1,0 +1,99 @@
+// Package throttle keeps a program's outgoing calls under the quotas of the
+// APIs it calls: requests per second, requests and tokens per minute, per
+// API key or per tenant, and whatever the server says in its rate-limit
+// headers.
+//
+// # Buckets
+//
+// A [Bucket] is a token bucket: [New](capacity, rate) makes one that starts
+// full and refills continuously at its [Rate] ([Per] tokens per period, or
+// one [Every] interval), never above its capacity. [Bucket.TryAcquire]
+// takes tokens only if they are there now, [Bucket.WaitTime] says how long
+// until they would be, and [Bucket.Acquire] waits its turn in a FIFO queue,
+// honouring its context; when the context's deadline comes before the
+// tokens could, it fails at once with a [*WaitError] and spends nothing.
+// The arithmetic is exact: tokens are whole int64 units, time is integer
+// nanoseconds on a monotonic time line, and the fraction of a token is kept
+// as an integer remainder, so every decision equals what exact rational
+// arithmetic gives, with no drift. Refill is lazy: a Bucket owns no
+// goroutine, ticker or timer. A budget can change while calls are in
+// flight: [Bucket.SetRate], [Bucket.SetCapacity], [Bucket.PauseUntil] and
+// [Bucket.Drain] take effect at once and re-time the waiters already
+// queued. Every type takes its time from a clockwork.Clock ([WithClock]),
+// so tests drive waits with a fake clock and never sleep.
+//
+// # Several limits: Limiter
+//
+// An API usually enforces more than one limit at once: requests per minute
+// and tokens per minute, say. [NewLimiter] joins buckets into a [Limiter],
+// whose [Limiter.TryAcquire] and [Limiter.Acquire] take one cost per
+// bucket, in order, from all of them at the same instant or from none. A
+// bucket may belong to several Limiters (a daily token limit shared by two
+// models): they share one lock and one FIFO queue, so there is no deadlock.
+//
+// # After the response: Permit
+//
+// A call's real cost is often known only from its response (the tokens an
+// LLM call used). [Limiter.Acquire] returns a [Permit] for the costs it
+// took: [Permit.Settle] refunds what the estimate over-reserved, or charges
+// what it missed (the bucket goes into debt, repaid from refill before
+// anyone else is served); [Permit.Cancel] gives everything back for a call
+// that was never sent.
+//
+// # Per key: Keyed
+//
+// [NewKeyed] gives every key (an API key, a host, a model, a tenant) its
+// own limits, made on the key's first use from a config function that
+// returns them as [Limit] values. A [Keyed] holds only the keys in use: a
+// key that has refilled to capacity with nobody waiting is exactly a fresh
+// key, so it is dropped lazily and made again on its next use, with no
+// change in any decision.
+//
+// # HTTP clients: Transport
+//
+// [NewTransport] wraps an http.RoundTripper so that every request of a
+// client takes a permit first, from the Limiter that a [LimiterFunc]
+// chooses: [Shared] for one limiter, [PerKey] with [HostKey], [HeaderKey]
+// or [ModelKey] for one per key. The [Transport] reads every response's
+// rate-limit headers (Retry-After, the IETF RateLimit fields, X-RateLimit-*,
+// OpenAI's and Anthropic's), lowers its buckets to what the server says is
+// left, and on a 429 pauses the whole limiter until the instant the server
+// named, then retries with back-off when the request can be replayed.
+// [WithCost] sets what a request costs, [WithInFlight] caps the requests in
+// flight.
+//
+// # LLM APIs: LLM
+//
+// [WithLLM] with an [LLM] value makes a Transport count the tokens of
+// OpenAI-style and Anthropic-style JSON calls: each request reserves an
+// estimate read from its body, and its permit is settled against the usage
+// the response reports. [LLM.Cost] is the same estimate as a [CostFunc].
+//
+// # HTTP servers: LimitHandler
+//
+// [LimitHandler] is the server side: middleware that admits a request the
+// chosen Limiter covers now and answers any other 429 with the exact
+// Retry-After, writing the IETF RateLimit-Policy and RateLimit fields on
+// every answer. [RequestPermit] gives the handler the request's Permit, to
+// settle against the request's real cost.
+//
+// # Observing decisions
+//
+// [WithObserver] reports every decision of a bucket to an [Observer];
+// [NewSlogObserver] logs long waits with log/slog, and [Observers] fans out
+// to several.
+//
+// # Other packages and modules
+//
+// Package github.com/throttlekit/throttle/throttletest, in this module,
+// runs a fake rate-limited vendor on loopback for tests and demos. The
+// integrations are modules of their own, so that a program that uses only
+// this package inherits none of their dependencies:
+//
+//   - github.com/throttlekit/throttle/redisbucket shares a bucket or a
+//     Limiter between processes through Redis (go-redis v9);
+//   - github.com/throttlekit/throttle/otelthrottle records decisions as
+//     OpenTelemetry metrics;
+//   - github.com/throttlekit/throttle/cmd/throttle is a command that replays
+//     and simulates request traces against limits, and runs a demo.
+package throttle
