@@ -65,6 +65,9 @@ type Keyed[K comparable] struct {
 	obs    Observer
 	epoch  time.Time // instant 0 of every key's time line
 	seed   maphash.Seed
+	max    int64        // WithMaxKeys; 0: no cap
+	count  atomic.Int64 // keys held, kept only with a cap
+	extras extras       // overflow and cost-view Limiters, by limit set
 	shards [numShards]shard[K]
 }
 
@@ -83,9 +86,14 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed()}
+	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed(), max: int64(o.maxKeys)}
 	for i := range k.shards {
-		k.shards[i].seed = k.seed
+		s := &k.shards[i]
+		s.seed = k.seed
+		s.next, s.passMin, s.scanMin = never, never, never
+		if k.max > 0 {
+			s.count = &k.count
+		}
 	}
 	if o.clock == nil {
 		k.epoch = time.Now()
@@ -117,10 +125,15 @@ func (k *Keyed[K]) shard(key K) (*shard[K], uint32) {
 func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, now, steps, err := s.find(k, key, tag, costs, findMake)
+	e, over, now, steps, err := s.find(k, key, tag, costs, findMake)
 	if err != nil {
 		s.mu.Unlock()
 		return false, err
+	}
+	if over != nil {
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		return over.TryAcquire(costs...)
 	}
 	if h := e.held(); h != nil {
 		h.inflight.Add(1)
@@ -144,9 +157,7 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		}
 		ok = e.try(costs, now)
 	}
-	if steps > 0 {
-		s.sweep(now, steps)
-	}
+	s.sweep(now, steps)
 	s.mu.Unlock()
 	if k.obs != nil {
 		kind := EventRejected
@@ -165,10 +176,15 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 func (k *Keyed[K]) WaitTime(key K, costs ...int64) (time.Duration, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, now, steps, err := s.find(k, key, tag, costs, findPeek)
+	e, over, now, steps, err := s.find(k, key, tag, costs, findPeek)
 	if err != nil {
 		s.mu.Unlock()
 		return 0, err
+	}
+	if over != nil {
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		return over.WaitTime(costs...)
 	}
 	if e == nil {
 		// A fresh key is full, and the costs were valid: no wait.
@@ -243,6 +259,16 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 	}
 	steps := stepsInsert
 	if e == nil {
+		if !k.reserve(s, now) {
+			over, err := k.overflow(p)
+			s.forget(p)
+			s.sweep(now, s.due())
+			s.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			return over.Acquire(ctx, costs...)
+		}
 		e = s.insert(key, tag, p, now)
 	} else {
 		steps = s.due()
@@ -267,10 +293,15 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 func (k *Keyed[K]) Limiter(key K) *Limiter {
 	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, now, steps, err := s.find(k, key, tag, nil, findForce)
+	e, over, now, steps, err := s.find(k, key, tag, nil, findForce)
 	if err != nil {
 		s.mu.Unlock()
 		return nil
+	}
+	if over != nil {
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		return over
 	}
 	l := limiterOver(k.materialise(e).shared())
 	s.sweep(now, steps)
@@ -311,6 +342,7 @@ func (k *Keyed[K]) Sweep() int {
 			}
 		}
 		s.shrink()
+		s.redue(now)
 		s.mu.Unlock()
 	}
 	return n
@@ -326,6 +358,9 @@ type profile struct {
 	// horizon is the longest time any limit takes to refill from empty,
 	// in nanoseconds: how long a key must go unused to be dropped lazily.
 	horizon int64
+	// over and view cache the Keyed's extras of these limits (see
+	// keyed_cap.go); guarded by the shard's lock.
+	over, view *Limiter
 }
 
 func newProfile(limits []Limit, sig string) (*profile, error) {
