@@ -67,6 +67,10 @@ type Keyed[K comparable] struct {
 	seed   maphash.Seed
 	max    int64        // WithMaxKeys; 0: no cap
 	count  atomic.Int64 // keys held, kept only with a cap
+	// room is, with a cap, at or before the earliest instant at which any
+	// shard may have a key to drop (its next), and help the shard at which
+	// a call at the cap looks for room outside its own.
+	room, help atomic.Int64
 	extras extras       // overflow and cost-view Limiters, by limit set
 	shards [numShards]shard[K]
 }
@@ -87,12 +91,13 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 		opt(&o)
 	}
 	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed(), max: int64(o.maxKeys)}
+	k.room.Store(never)
 	for i := range k.shards {
 		s := &k.shards[i]
 		s.seed = k.seed
 		s.next, s.passMin, s.scanMin = never, never, never
 		if k.max > 0 {
-			s.count = &k.count
+			s.count, s.room = &k.count, &k.room
 		}
 	}
 	if o.clock == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -47,22 +48,22 @@ func WithMaxKeys(n int) Option {
 	return func(o *options) { o.maxKeys = max(n, 0) }
 }
 
-// reserve counts a key about to be inserted in s, if the cap allows; at the
-// cap it sweeps s once for room. Called with s locked, before any *entry is
-// taken.
+// reserve counts a key about to be inserted in s, if the cap allows. At the
+// cap it sweeps s for room and, if there is none and some shard may have a
+// key to drop, the other shards, within roomBudget steps in all. Called
+// with s locked, before any *entry is taken.
 func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
 	if k.max == 0 {
 		return true
 	}
-	for swept := false; ; swept = true {
+	for try := 0; ; try++ {
 		if k.count.Add(1) <= k.max {
 			return true
 		}
 		k.count.Add(-1)
-		if swept || now < s.next || len(s.ents) == 0 {
+		if try == 1 || !k.makeRoom(s, now) {
 			return false
 		}
-		s.sweepDue(now, roomBudget)
 	}
 }
 
@@ -72,11 +73,67 @@ func (k *Keyed[K]) hasRoom(s *shard[K], now int64) bool {
 	if k.max == 0 || k.count.Load() < k.max {
 		return true
 	}
-	if now < s.next || len(s.ents) == 0 {
-		return false
+	return k.makeRoom(s, now) && k.count.Load() < k.max
+}
+
+// makeRoom sweeps for keys to drop, s first (which is locked), then other
+// shards in turn from k.help, taking their locks only if free, so that
+// shards are never waited for in two orders. It reports whether it swept
+// anything. A round of every shard that finds none due raises k.room to
+// the earliest next it saw, so that calls at the cap look again only from
+// then on: until then, the Keyed full of keys that are all in use, they
+// overflow at the cost of one comparison.
+func (k *Keyed[K]) makeRoom(s *shard[K], now int64) bool {
+	budget := roomBudget
+	if now >= s.next && len(s.ents) > 0 {
+		budget = s.sweepDue(now, budget)
+		if k.count.Load() < k.max {
+			return true
+		}
 	}
-	s.sweepDue(now, roomBudget)
-	return k.count.Load() < k.max
+	room := k.room.Load()
+	if now < room {
+		return budget < roomBudget
+	}
+	earliest, whole := int64(never), true
+	for range numShards {
+		if budget <= 0 {
+			whole = false
+			break
+		}
+		o := &k.shards[uint64(k.help.Add(1))%numShards]
+		budget--
+		if o == s {
+			earliest = min(earliest, s.next)
+			continue
+		}
+		if !o.mu.TryLock() {
+			whole = false
+			continue
+		}
+		if now >= o.next && len(o.ents) > 0 {
+			budget = o.sweepDue(now, budget)
+		}
+		earliest = min(earliest, o.next)
+		o.mu.Unlock()
+		if k.count.Load() < k.max {
+			return true
+		}
+	}
+	if whole && earliest > now {
+		k.room.CompareAndSwap(room, earliest)
+	}
+	return true
+}
+
+// lower lowers a to t if t is earlier.
+func lower(a *atomic.Int64, t int64) {
+	for {
+		cur := a.Load()
+		if t >= cur || a.CompareAndSwap(cur, t) {
+			return
+		}
+	}
 }
 
 // extras are the Limiters a Keyed keeps per set of limits rather than per

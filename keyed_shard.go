@@ -54,8 +54,8 @@ type shard[K comparable] struct {
 	seed                   maphash.Seed // the Keyed's
 	profiles               map[string]*profile
 	last                   *profile      // the profile used last, tried before the map
-	count                  *atomic.Int64 // the Keyed's key count, with WithMaxKeys
-	_                      [40]byte      // pad to 192 bytes: shards side by side do not share cache lines
+	count, room            *atomic.Int64 // the Keyed's count and room, with WithMaxKeys
+	_                      [32]byte      // pad to 192 bytes: shards side by side do not share cache lines
 }
 
 // entry is one key. While the key has no Limiter, its state is its levels
@@ -301,7 +301,12 @@ func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 func (s *shard[K]) noteDue(i int, t int64) {
 	c := i / dueChunk
 	s.dues[c] = min(s.dues[c], t)
-	s.next = min(s.next, t)
+	if t < s.next {
+		s.next = t
+		if s.room != nil {
+			lower(s.room, t)
+		}
+	}
 	s.passMin = min(s.passMin, t)
 	if c == s.cursor/dueChunk {
 		s.scanMin = min(s.scanMin, t)
@@ -322,7 +327,7 @@ func (s *shard[K]) sweep(now int64, steps int) {
 // chunk in one step, else it looks at the chunk's entries one a step and
 // gives the chunk the earliest due it found. A pass that reaches the end
 // sets next to the earliest due it saw.
-func (s *shard[K]) sweepDue(now int64, steps int) {
+func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 	dropped := false
 	for ; steps > 0; steps-- {
 		if s.cursor >= len(s.ents) {
@@ -358,6 +363,7 @@ func (s *shard[K]) sweepDue(now int64, steps int) {
 	if dropped {
 		s.shrink()
 	}
+	return steps
 }
 
 // redue recomputes every chunk's due, after Sweep, and starts a new pass.

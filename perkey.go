@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"fmt"
+	"hash/maphash"
 	"net/http"
 )
 
@@ -31,5 +32,28 @@ func PerKey[K comparable](k *Keyed[K], key func(*http.Request) K) LimiterFunc {
 			return nil, fmt.Errorf("%w: key %v", ErrInvalidLimit, kk)
 		}
 		return l, nil
+	}
+}
+
+// HashedHeaderKey returns a key function like HeaderKey(name), but one that
+// keys by a 64-bit hash of the header's value instead of the value itself,
+// so that a Keyed used by PerKey holds no API key or token a client sent,
+// and a key costs eight bytes however long the value. The hash is
+// hash/maphash's, seeded at random by each call of HashedHeaderKey: the keys
+// of one function are not those of another, nor of another process, and a
+// client cannot choose values that collide with another client's key
+// without knowing the seed. Two values share a key with probability about
+// 2^-64. To act on a client's key (PauseUntil, say), compute it with the
+// same function, on a request carrying the value. A request without the
+// header gets the key of the empty value.
+func HashedHeaderKey(name string) func(*http.Request) uint64 {
+	name = http.CanonicalHeaderKey(name)
+	seed := maphash.MakeSeed()
+	return func(r *http.Request) uint64 {
+		var v string
+		if vs := r.Header[name]; len(vs) > 0 {
+			v = vs[0]
+		}
+		return maphash.String(seed, v)
 	}
 }
