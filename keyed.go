@@ -71,8 +71,8 @@ type Keyed[K comparable] struct {
 	// shard may have a key to drop (its next), and help the shard at which
 	// a call at the cap looks for room outside its own.
 	room, help atomic.Int64
-	extras extras       // overflow and cost-view Limiters, by limit set
-	shards [numShards]shard[K]
+	extras     extras // overflow and cost-view Limiters, by limit set
+	shards     [numShards]shard[K]
 }
 
 // NewKeyed returns an empty keyed limiter whose key K gets the limits
