@@ -37,13 +37,23 @@ const numShards = 64
 // of the key still reachable, is in exactly the state a fresh key is in, so
 // it can be dropped and made again from config on its next use with no
 // change in any decision (given a clock that never runs backwards, as the
-// real one does not). Keys are dropped lazily, with no goroutine: every
-// call on a shard pays for a quarter of a step of a sweep over the shard's
-// keys, and a call that adds a key for two steps, so the sweep outpaces
-// growth. The sweep drops a key that is in that state and has gone unused
-// for as long as its limits take to refill from empty (the longest
-// Capacity/Rate), so that a key in steady use is not made again between
-// uses; Sweep drops every such key at once, used lately or not. This is why
+// real one does not). Keys are dropped lazily, with no goroutine, by a
+// sweep that calls on the Keyed drive. The sweep drops a key that is in
+// that state and has gone unused for as long as its limits take to refill
+// from empty (the longest Capacity/Rate), so that a key in steady use is not
+// made again between uses; Sweep drops every such key at once, used lately
+// or not. Each shard knows the earliest instant at which any of its keys may
+// become droppable, and for each run of 32 keys the same, so a call costs
+// the sweep one comparison until then, and afterwards moves it on by up to
+// four steps, a step being one key looked at or a run of 32 passed over.
+// Bound: once N keys of a shard holding M others have become droppable,
+// they are gone within (N+M)/2 calls on the shard (two passes of four steps
+// a call), and within about N/4 once the sweep has looked at the M keys
+// since they were last used (measured, all shards together: 2,000 idle keys
+// among 10,000 in steady use went in 0.77 calls each; a million idle keys
+// alone in 0.26), so memory comes back in time proportional to what was
+// added. WithMaxKeys caps the keys held, for keys that come from
+// clients. This is why
 // config must return the same limits for a key every time it is called: a
 // key may be made many times. Any change made through the key's Limiter
 // (SetRate, SetCapacity) lasts only as long as the key is held; once
@@ -53,7 +63,8 @@ const numShards = 64
 // about 80 bytes for one limit, index included. A key gets a full Limiter
 // (several hundred bytes) while it needs one: while someone waits in
 // Acquire or holds a Permit from it, and after Limiter was called for it,
-// until it is dropped. Permits and Limiters handed out are tracked with weak
+// until it is dropped. LimitHandler over PerKey decides requests on the
+// compact record, so a key that clients merely spend on stays compact. Permits and Limiters handed out are tracked with weak
 // pointers, so a key whose Permit or Limiter its user let go of becomes
 // droppable after the next garbage collection.
 //

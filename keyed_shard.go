@@ -15,17 +15,20 @@ import (
 // finds in one comparison that nothing can be dropped, which is the usual
 // case; once something may be, every call on the shard moves its sweep on
 // by up to sweepBudget steps, a step being one entry looked at or one chunk
-// passed over because it is not due. A key that can be dropped is thus
-// dropped within about n/(sweepBudget*dueChunk) + d/sweepBudget calls on its
-// shard, n being the keys held and d those that can be dropped: keys that
-// are merely held cost almost nothing to pass over, and the work done is
-// proportional to what is dropped.
+// passed over because it is not due. A chunk is due when the earliest of
+// its keys may be droppable, from the bounds found when it was last looked
+// at (a use only moves a key's instant later, so a bound stays a bound).
+// Once d keys can be dropped they go within a pass or two, about
+// (d + due keys)/sweepBudget + n/(sweepBudget*dueChunk) calls on the shard,
+// n being the keys held: keys in steady use make their chunks due about
+// once per refill time, and the rest of the work is what is dropped.
 const (
 	dueChunk    = 32
 	sweepBudget = 4
 	stepsInsert = sweepBudget
 	// roomBudget is what a call that finds the Keyed at its WithMaxKeys
-	// cap may sweep of its own shard to make room before the key overflows.
+	// cap may sweep, of its own shard and others, to make room before the
+	// key overflows.
 	roomBudget = 4 * dueChunk
 	// heldRecheck is the least time before a key with a Limiter that
 	// could not be dropped is looked at again: whether its Limiters and

@@ -1,10 +1,12 @@
 package benchmarks
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,34 +114,140 @@ const attackKeys = 1_000_000
 const attackCap = 100_000
 
 // BenchmarkLimitHandlerAttack sends 1,000,000 requests, each with a new
-// key, through LimitHandler over a Keyed of handlerLimits (keyedOptions
-// gives it a cap of 100,000 keys where the library has one), on a fake
-// clock that advances 10 µs per request (an attack at 100,000 requests a
-// second for 10 s; a key's limits refill from empty in 2 s). One op is the
-// whole scenario; run it with -benchtime 1x. It reports heap-MB, the live
-// heap above the empty handler's afterwards (runtime.MemStats.HeapAlloc
-// after runtime.GC), and held, Keyed.Len() afterwards.
+// key, through LimitHandler over a Keyed of handlerLimits capped at 100,000
+// keys (keyedOptions), on a fake clock that advances 10 µs per request (an
+// attack at 100,000 requests a second for 10 s; a key's limits refill from
+// empty in 2 s, so about 200,000 attack keys are live at any time), with a
+// request from one of 100 legitimate clients after every 100th (each
+// client about once a second, a tenth of them from two hot clients over
+// their quota). The same legitimate requests are then sent at the same
+// instants without the attack. One op is both runs; run it with
+// -benchtime 1x. It reports:
+//
+//   - heap-MB: the live heap after the attack, the handler still live,
+//     above the empty handler's (runtime.MemStats.HeapAlloc after
+//     runtime.GC); target at most 16;
+//   - held, peak-held: Keyed.Len() afterwards and its most, sampled at
+//     every legitimate request; target at most the cap;
+//   - legit-diff: legitimate answers (status and every header) that differ
+//     with and without the attack; target 0 (the benchmark fails
+//     otherwise); legit-refused: how many of the 10,000 were 429s.
+//
+// key=header keys by HeaderKey("X-Api-Key"), key=hashed by
+// HashedHeaderKey("X-Api-Key").
 func BenchmarkLimitHandlerAttack(b *testing.B) {
-	var heap, held float64
+	b.Run("key=header", func(b *testing.B) {
+		attackBench(b, func(k *throttle.Keyed[string]) http.Handler {
+			return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HeaderKey("X-Api-Key")))
+		})
+	})
+	b.Run("key=hashed", func(b *testing.B) {
+		attackBench(b, func(k *throttle.Keyed[uint64]) http.Handler {
+			return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HashedHeaderKey("X-Api-Key")))
+		})
+	})
+}
+
+func attackBench[K comparable](b *testing.B, handler func(*throttle.Keyed[K]) http.Handler) {
+	var heap, held, peak, diff, refused float64
 	for b.Loop() {
-		clk := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		k, h := keyedHandler(clk, keyedOptions(attackCap)...)
-		r := httptest.NewRequest(http.MethodGet, "/api/", nil)
-		r.Header.Set("X-Api-Key", "")
-		w := &nopWriter{h: http.Header{}}
-		var buf []byte
-		empty := liveHeap()
-		for i := range attackKeys {
-			buf = strconv.AppendUint(buf[:0], uint64(i)*0x9e3779b97f4a7c15, 36)
-			r.Header["X-Api-Key"][0] = string(buf)
-			clear(w.h)
-			h.ServeHTTP(w, r)
-			clk.Advance(10 * time.Microsecond)
+		var quiet []string
+		for _, attack := range []bool{false, true} {
+			clk := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			opts := append(keyedOptions(attackCap), throttle.WithClock(clk))
+			k := throttle.NewKeyed(func(K) []throttle.Limit { return handlerLimits }, opts...)
+			h := handler(k)
+			r := httptest.NewRequest(http.MethodGet, "/api/", nil)
+			r.Header.Set("X-Api-Key", "")
+			w := &nopWriter{h: http.Header{}}
+			var buf []byte
+			var answers []string
+			n := 0
+			empty := liveHeap()
+			for i := range attackKeys {
+				clk.Advance(10 * time.Microsecond)
+				if i%100 == 0 {
+					// A legitimate client: every one in turn, or one of
+					// two hot ones.
+					key := (i / 100) % 100
+					if (i/100)%10 == 9 {
+						key = (i / 1000) % 2
+					}
+					r.Header["X-Api-Key"][0] = "client-" + strconv.Itoa(key)
+					clear(w.h)
+					h.ServeHTTP(w, r)
+					answers = append(answers, fmt.Sprint(w.code, w.h))
+					peak = max(peak, float64(k.Len()))
+					continue
+				}
+				if !attack {
+					continue
+				}
+				buf = strconv.AppendUint(buf[:0], uint64(i)*0x9e3779b97f4a7c15, 36)
+				r.Header["X-Api-Key"][0] = string(buf)
+				clear(w.h)
+				h.ServeHTTP(w, r)
+				n++
+			}
+			if !attack {
+				quiet = answers
+				continue
+			}
+			heap = (float64(liveHeap()) - float64(empty)) / (1 << 20)
+			held = float64(k.Len())
+			diff, refused = 0, 0
+			for i := range answers {
+				if answers[i] != quiet[i] {
+					if diff == 0 {
+						b.Errorf("legitimate request %d: %s with the attack, %s without", i, answers[i], quiet[i])
+					}
+					diff++
+				}
+				if strings.HasPrefix(answers[i], "429") {
+					refused++
+				}
+			}
+			runtime.KeepAlive(h)
 		}
-		heap = (float64(liveHeap()) - float64(empty)) / (1 << 20)
-		held = float64(k.Len())
-		runtime.KeepAlive(h)
 	}
 	b.ReportMetric(heap, "heap-MB")
 	b.ReportMetric(held, "held")
+	b.ReportMetric(peak, "peak-held")
+	b.ReportMetric(diff, "legit-diff")
+	b.ReportMetric(refused, "legit-refused")
+}
+
+// BenchmarkLimitHandlerHashed is BenchmarkLimitHandlerPerKey keyed by
+// HashedHeaderKey("X-Api-Key"): the cost of the hash and of uint64 keys.
+func BenchmarkLimitHandlerHashed(b *testing.B) {
+	for _, distinct := range []bool{false, true} {
+		b.Run(fmt.Sprint("distinct=", distinct), func(b *testing.B) {
+			k := throttle.NewKeyed(func(uint64) []throttle.Limit { return handlerLimits }, keyedOptions(0)...)
+			h := throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HashedHeaderKey("X-Api-Key")))
+			keys := keyNames(hotKeys)
+			r := httptest.NewRequest(http.MethodGet, "/api/", nil)
+			r.Header.Set("X-Api-Key", "")
+			w := &nopWriter{h: http.Header{}}
+			var buf []byte
+			n, i := uint64(0), 0
+			runtime.GC()
+			b.ResetTimer()
+			serialLoop(b, func() {
+				if distinct {
+					n++
+					buf = strconv.AppendUint(buf[:0], n, 36)
+					r.Header["X-Api-Key"][0] = string(buf)
+				} else {
+					r.Header["X-Api-Key"][0] = keys[i]
+					if i++; i == len(keys) {
+						i = 0
+					}
+				}
+				clear(w.h)
+				w.code = 0
+				h.ServeHTTP(w, r)
+			})
+			b.ReportMetric(float64(k.Len()), "held")
+		})
+	}
 }
