@@ -326,8 +326,13 @@ func (k *Keyed[K]) Limiter(key K) *Limiter {
 }
 
 // Len returns the number of keys held now: those used recently and not yet
-// dropped.
+// dropped. With WithMaxKeys it is never above the cap.
 func (k *Keyed[K]) Len() int {
+	if k.max > 0 {
+		// The count, kept with every insertion and drop, is one instant's;
+		// a sum over the shards, each read at its own, is not.
+		return int(k.count.Load())
+	}
 	n := 0
 	for i := range k.shards {
 		s := &k.shards[i]

@@ -57,10 +57,13 @@ func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
 		return true
 	}
 	for try := 0; ; try++ {
-		if k.count.Add(1) <= k.max {
-			return true
+		// Counted by compare-and-swap, not add-and-undo, so that the count
+		// never reads above the cap, even for an instant.
+		for c := k.count.Load(); c < k.max; c = k.count.Load() {
+			if k.count.CompareAndSwap(c, c+1) {
+				return true
+			}
 		}
-		k.count.Add(-1)
 		if try == 1 || !k.makeRoom(s, now) {
 			return false
 		}

@@ -1,7 +1,13 @@
 package throttle
 
 import (
+	"context"
 	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,4 +203,71 @@ func BenchmarkKeyedMaxKeysOverflow(b *testing.B) {
 		k.TryAcquire(key, 1)
 	}
 	b.ReportMetric(float64(k.Len()), "held")
+}
+
+// TestKeyedMaxKeysConcurrent drives a capped Keyed from many goroutines,
+// through every entry point and LimitHandler, on the real clock with keys
+// that refill in a millisecond, so that keys are made, overflow and are
+// dropped all the time: for the race detector, and for the cap, which Len
+// must never exceed and the key count must match once quiet.
+func TestKeyedMaxKeysConcurrent(t *testing.T) {
+	const maxKeys = 100
+	k := NewKeyed(func(int) []Limit {
+		return []Limit{{Name: "req", Capacity: 2, Rate: Per(2, time.Millisecond)}}
+	}, WithMaxKeys(maxKeys))
+	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := RequestPermit(r); p != nil && r.Header.Get("X-Settle") != "" {
+			p.Settle(2)
+		}
+	}), PerKey(k, func(r *http.Request) int { n, _ := strconv.Atoi(r.Header.Get("X-Api-Key")); return n }))
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for i := range 2000 {
+				key := rng.IntN(5000)
+				switch rng.IntN(8) {
+				case 0:
+					ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+					if p, err := k.Acquire(ctx, key, 1); err == nil && rng.IntN(2) == 0 {
+						p.Settle(2)
+					}
+					cancel()
+				case 1:
+					k.Limiter(key).Buckets()[0].Tokens()
+				case 2:
+					k.WaitTime(key, 1)
+				case 3:
+					if rng.IntN(50) == 0 {
+						k.Sweep()
+					}
+				case 4, 5:
+					r := httptest.NewRequest(http.MethodGet, "/", nil)
+					r.Header.Set("X-Api-Key", strconv.Itoa(key))
+					if rng.IntN(3) == 0 {
+						r.Header.Set("X-Settle", "1")
+					}
+					h.ServeHTTP(httptest.NewRecorder(), r)
+				default:
+					k.TryAcquire(key, 1)
+				}
+				if i%100 == 0 {
+					if n := k.Len(); n > maxKeys {
+						t.Errorf("Len %d above the cap %d", n, maxKeys)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for i := range k.shards {
+		n += len(k.shards[i].ents)
+	}
+	if c := k.Len(); n != c || n > maxKeys {
+		t.Fatalf("%d keys in the shards, Len %d, cap %d", n, c, maxKeys)
+	}
 }
