@@ -300,7 +300,8 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 
 // Limiter returns a Limiter over key's buckets, for PauseUntil, Drain,
 // SetRate and the like; it returns nil when config gives the key no valid
-// limits. The key is held, with every change made through the Limiter, at
+// limits, and the shared overflow Limiter for a key that overflows the
+// WithMaxKeys cap. The key is held, with every change made through the Limiter, at
 // least as long as the Limiter is reachable; every Limiter returned for the
 // key meanwhile has the same buckets. Keep the Limiter, not only Buckets
 // taken from it: a key whose Limiters and Permits are all unreachable may be

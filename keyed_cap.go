@@ -38,7 +38,9 @@ const maxOverflowSets = 64
 // an overflowing key returns the shared overflow Limiter, and a pause or
 // SetRate on it applies to every overflowing key of those limits.
 //
-// Len never exceeds n. The overflow Limiters, at most 64 (one per distinct
+// Sweep, which drops every key that is full whatever its last use, makes
+// room early, at the cost of that guarantee for the keys it drops: one
+// that comes back while the Keyed is full overflows. Len never exceeds n. The overflow Limiters, at most 64 (one per distinct
 // set of limits that config returns for overflowing keys), are kept for the
 // life of the Keyed; a key whose limits would need a 65th fails with
 // ErrTooManyKeys.
