@@ -5,16 +5,36 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// The sweep's pace. Every fourth call on a shard that does not add a key
-// moves the shard's sweep on by one entry, and a call that adds a key moves
-// it on by two, so the sweep passes over a shard at least twice as fast as
-// keys are added and a shard holds at most about twice the keys in use (see
-// entry.idle), while a call on a held key pays a quarter of a step.
+// The sweep's pace and grain. A shard's entries are split into chunks of
+// dueChunk, each with a due instant: no entry of the chunk can be dropped
+// before it. The shard keeps the earliest due of all (next), so a call
+// finds in one comparison that nothing can be dropped, which is the usual
+// case; once something may be, every call on the shard moves its sweep on
+// by up to sweepBudget steps, a step being one entry looked at or one chunk
+// passed over because it is not due. A chunk is due when the earliest of
+// its keys may be droppable, from the bounds found when it was last looked
+// at (a use only moves a key's instant later, so a bound stays a bound).
+// Once d keys can be dropped they go within a pass or two, about
+// (d + due keys)/sweepBudget + n/(sweepBudget*dueChunk) calls on the shard,
+// n being the keys held: keys in steady use make their chunks due about
+// once per refill time, and the rest of the work is what is dropped.
 const (
-	callsPerStep = 4
-	stepsInsert  = 2
+	dueChunk    = 32
+	sweepBudget = 4
+	stepsInsert = sweepBudget
+	// roomBudget is what a call that finds the Keyed at its WithMaxKeys
+	// cap may sweep, of its own shard and others, to make room before the
+	// key overflows.
+	roomBudget = 4 * dueChunk
+	// heldRecheck is the least time before a key with a Limiter that
+	// could not be dropped is looked at again: whether its Limiters and
+	// Permits are still reachable is known only after a garbage
+	// collection.
+	heldRecheck = int64(time.Millisecond)
 )
 
 // minRebuild is the smallest peak of a shard worth rebuilding for.
@@ -24,16 +44,21 @@ const minRebuild = 8
 // the sweep walks with a cursor and compacts by moving the last entry into a
 // hole. The table finds a key's entry (see keyed_table.go).
 type shard[K comparable] struct {
-	mu       sync.Mutex
-	table    []uint64 // open addressing: hash bits and entry position
-	ents     []entry[K]
-	cursor   int // next entry the sweep looks at
-	peak     int // most entries since the storage was last rebuilt
-	calls    uint
-	seed     maphash.Seed // the Keyed's
-	profiles map[string]*profile
-	last     *profile // the profile used last, tried before the map
-	_        [24]byte // pad to 128 bytes: shards side by side do not share cache lines
+	mu     sync.Mutex
+	table  []uint64 // open addressing: hash bits and entry position
+	ents   []entry[K]
+	dues   []int64 // per chunk of dueChunk entries: no entry of it is droppable before
+	cursor int     // next entry the sweep looks at
+	peak   int     // most entries since the storage was last rebuilt
+	// next is at or before every chunk's due: until then nothing can be
+	// dropped. passMin collects the dues seen by the pass in progress, and
+	// scanMin those of the chunk being looked at.
+	next, passMin, scanMin int64
+	seed                   maphash.Seed // the Keyed's
+	profiles               map[string]*profile
+	last                   *profile      // the profile used last, tried before the map
+	count, room            *atomic.Int64 // the Keyed's count and room, with WithMaxKeys
+	_                      [32]byte      // pad to 192 bytes: shards side by side do not share cache lines
 }
 
 // entry is one key. While the key has no Limiter, its state is its levels
@@ -112,6 +137,26 @@ func (e *entry[K]) idle(now int64, all bool) bool {
 	return true
 }
 
+// due returns the earliest instant at which the key may be dropped by the
+// lazy sweep, at or before now if it may be dropped now: for a key with no
+// Limiter, when it has gone unused for its horizon and every level is full
+// (never, for a spent limit that does not refill). A key with a Limiter is
+// looked at again after its horizon, or heldRecheck, whichever is longer.
+func (e *entry[K]) due(now int64) int64 {
+	if h := e.held(); h != nil {
+		if h.idle(false, e.p.horizon) {
+			return now
+		}
+		return addSat(now, uint64(max(e.p.horizon, heldRecheck)))
+	}
+	t := addSat(e.lvl.last, uint64(e.p.horizon))
+	for i := range e.p.shapes {
+		s := &e.p.shapes[i]
+		t = max(t, s.readyAt(e.level(i), s.capacity))
+	}
+	return t
+}
+
 // How find treats a key that is not held.
 const (
 	findMake  = iota // make it, after checking costs
@@ -122,26 +167,40 @@ const (
 // find returns key's entry and the time, read under the lock s.mu, which is
 // held on entry and on return but released while config runs. tag is the
 // key's hash bits for the table. For a key not held it does as mode says;
-// a nil entry with a nil error means findPeek found the costs valid for a
-// fresh key. steps is the sweep's due.
-func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int) (e *entry[K], now int64, steps int, err error) {
+// when the Keyed is at its WithMaxKeys cap and no room can be made, it
+// returns instead the overflow Limiter of the key's limits (or, for
+// findPeek, of a key that would overflow). A nil entry and Limiter with a
+// nil error means findPeek found the costs valid for a fresh key. steps is
+// the sweep's due.
+func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int) (e *entry[K], over *Limiter, now int64, steps int, err error) {
 	e, p, now, err := s.lookup(k, key, tag, mode != findPeek)
 	switch {
 	case err != nil:
-		return nil, now, 0, err
+		return nil, nil, now, 0, err
 	case e != nil:
-		return e, now, s.due(), nil
+		return e, nil, now, s.due(), nil
 	}
 	switch mode {
 	case findMake:
 		if err := p.check(costs); err != nil {
 			s.forget(p)
-			return nil, now, 0, err
+			return nil, nil, now, 0, err
 		}
 	case findPeek:
-		return nil, now, s.due(), p.checkWait(costs)
+		if err := p.checkWait(costs); err != nil {
+			return nil, nil, now, 0, err
+		}
+		if !k.hasRoom(s, now) {
+			over, err = k.overflow(p)
+		}
+		return nil, over, now, s.due(), err
 	}
-	return s.insert(key, tag, p, now), now, stepsInsert, nil
+	if !k.reserve(s, now) {
+		over, err = k.overflow(p)
+		s.forget(p)
+		return nil, over, now, s.due(), err
+	}
+	return s.insert(key, tag, p, now), nil, now, stepsInsert, nil
 }
 
 // lookup returns key's entry, or, for a key not held, a nil entry and the
@@ -164,14 +223,8 @@ func (s *shard[K]) lookup(k *Keyed[K], key K, tag uint32, keep bool) (e *entry[K
 	return nil, p, now, err
 }
 
-// due returns the sweep steps owed by a call that adds no key.
-func (s *shard[K]) due() int {
-	s.calls++
-	if s.calls%callsPerStep == 0 {
-		return 1
-	}
-	return 0
-}
+// due returns the sweep steps a call that adds no key may take.
+func (s *shard[K]) due() int { return sweepBudget }
 
 // intern returns the shard's profile for limits, making it if needed; it
 // keeps a profile it made only when keep is set.
@@ -238,28 +291,95 @@ func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 	}
 	s.place(tag, i)
 	s.peak = max(s.peak, len(s.ents))
+	if c := i / dueChunk; c == len(s.dues) {
+		s.dues = append(s.dues, never)
+	}
+	s.noteDue(i, addSat(now, uint64(p.horizon))) // a fresh key is full
 	return e
 }
 
-// sweep looks at up to steps entries from the cursor on and drops the idle
-// ones. It must run after the caller is done with any *entry, since
-// dropping moves entries.
+// noteDue records that the entry at position i may be droppable from t.
+// Every bound it lowers stays a bound: a due too early only makes the sweep
+// look again.
+func (s *shard[K]) noteDue(i int, t int64) {
+	c := i / dueChunk
+	s.dues[c] = min(s.dues[c], t)
+	if t < s.next {
+		s.next = t
+		if s.room != nil {
+			lower(s.room, t)
+		}
+	}
+	s.passMin = min(s.passMin, t)
+	if c == s.cursor/dueChunk {
+		s.scanMin = min(s.scanMin, t)
+	}
+}
+
+// sweep moves the shard's sweep on by up to steps steps if anything may be
+// droppable now, dropping what is. It must run after the caller is done with
+// any *entry, since dropping moves entries.
 func (s *shard[K]) sweep(now int64, steps int) {
+	if now >= s.next && len(s.ents) > 0 {
+		s.sweepDue(now, steps)
+	}
+}
+
+// sweepDue is sweep once something may be due. The cursor walks the
+// entries; at the start of a chunk that is not due it passes over the whole
+// chunk in one step, else it looks at the chunk's entries one a step and
+// gives the chunk the earliest due it found. A pass that reaches the end
+// sets next to the earliest due it saw.
+func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 	dropped := false
-	for ; steps > 0 && len(s.ents) > 0; steps-- {
+	for ; steps > 0; steps-- {
 		if s.cursor >= len(s.ents) {
 			s.cursor = 0
+			s.next, s.passMin = s.passMin, never
+			if now < s.next || len(s.ents) == 0 {
+				break
+			}
 		}
-		if s.ents[s.cursor].idle(now, false) {
+		c := s.cursor / dueChunk
+		if s.cursor%dueChunk == 0 {
+			if d := s.dues[c]; d > now {
+				s.passMin = min(s.passMin, d)
+				s.cursor += dueChunk
+				continue
+			}
+			s.scanMin = never
+		}
+		if d := s.ents[s.cursor].due(now); d <= now {
 			s.drop(s.cursor) // the entry moved here is looked at next
 			dropped = true
 		} else {
+			s.scanMin = min(s.scanMin, d)
 			s.cursor++
+		}
+		if s.cursor%dueChunk == 0 || s.cursor >= len(s.ents) {
+			if c < len(s.dues) {
+				s.dues[c] = s.scanMin
+			}
+			s.passMin = min(s.passMin, s.scanMin)
 		}
 	}
 	if dropped {
 		s.shrink()
 	}
+	return steps
+}
+
+// redue recomputes every chunk's due, after Sweep, and starts a new pass.
+func (s *shard[K]) redue(now int64) {
+	s.dues = s.dues[:0]
+	s.next, s.passMin, s.scanMin, s.cursor = never, never, never, 0
+	for j := range s.ents {
+		if j%dueChunk == 0 {
+			s.dues = append(s.dues, never)
+		}
+		s.noteDue(j, s.ents[j].due(now))
+	}
+	s.passMin = never
 }
 
 // drop removes entry i, moving the last entry into its place.
@@ -272,9 +392,16 @@ func (s *shard[K]) drop(i int) {
 	if i != last {
 		s.ents[i] = s.ents[last]
 		s.repoint(s.tag(s.ents[i].key), last, i)
+		s.noteDue(i, s.dues[last/dueChunk]) // the moved entry's bound
 	}
 	s.ents[last] = entry[K]{} // let go of the key and the profile
 	s.ents = s.ents[:last]
+	if n := len(s.dues); (n-1)*dueChunk >= last {
+		s.dues = s.dues[:n-1]
+	}
+	if s.count != nil {
+		s.count.Add(-1)
+	}
 }
 
 // tag returns the hash bits of key that the table keeps; the low bits of
@@ -291,14 +418,16 @@ func (s *shard[K]) tag(key K) uint32 {
 func (s *shard[K]) shrink() {
 	n := len(s.ents)
 	if n == 0 {
-		s.table, s.ents, s.profiles, s.last = nil, nil, nil, nil
+		s.table, s.ents, s.profiles, s.last, s.dues = nil, nil, nil, nil, nil
 		s.peak, s.cursor = 0, 0
+		s.next, s.passMin, s.scanMin = never, never, never
 		return
 	}
 	if s.peak < minRebuild || n >= s.peak/4 {
 		return
 	}
 	s.ents = slices.Clone(s.ents)
+	s.dues = slices.Clone(s.dues)
 	s.resize(tableSize(n))
 	s.peak = n
 	if s.cursor > n {

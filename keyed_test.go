@@ -173,7 +173,7 @@ func TestKeyedDropsIdleFullKeys(t *testing.T) {
 	clk.Advance(900 * time.Millisecond)
 	calls := drive(t, k, other, 10, 100_000)
 	t.Logf("%d calls on other keys dropped 990 idle keys", calls)
-	if calls > 4*callsPerStep*1000 {
+	if calls > 1000 {
 		t.Fatalf("took %d calls: the sweep is slower than promised", calls)
 	}
 	for key := range 10 {
@@ -703,8 +703,8 @@ func TestKeyedTable(t *testing.T) {
 }
 
 func TestKeyedShardIsCacheLines(t *testing.T) {
-	if n := unsafe.Sizeof(shard[string]{}); n != 128 {
-		t.Fatalf("shard is %d bytes, want 128", n)
+	if n := unsafe.Sizeof(shard[string]{}); n != 192 {
+		t.Fatalf("shard is %d bytes, want 192", n)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/throttlekit/throttle/internal/headers"
@@ -44,8 +45,13 @@ type LimitOption func(*limitHandler)
 // LimitCost sets what each request costs; the default is 1 on every
 // bucket. A server-side CostFunc that reads the body must put back what it
 // read (LLM.Cost does).
+//
+// Under PerKey, a key held in its Keyed's compact form is decided without
+// a Limiter of its own: f is then given a stand-in Limiter with the key's
+// limits (bucket names, capacities and rates, as CostFuncs read them),
+// whose levels are not the key's.
 func LimitCost(f CostFunc) LimitOption {
-	return func(h *limitHandler) { h.cost = f }
+	return func(h *limitHandler) { h.cost, h.customCost = f, true }
 }
 
 // LimitHeaders replaces WriteIETF as the writer of the rate-limit headers,
@@ -76,32 +82,107 @@ type LimitStatus struct {
 
 // RequestPermit returns the Permit LimitHandler took for r, so that
 // the handler can settle it against the request's actual cost (the tokens
-// an LLM call really used, say), or nil outside the middleware.
+// an LLM call really used, say), or nil outside the middleware or for a
+// request that took nothing.
+//
+// Under PerKey, a request admitted on a key held in compact form gets its
+// Permit here, on the first call: the key then gets a full Limiter (several
+// hundred bytes) until it is dropped, so call RequestPermit only to
+// settle, and early in the handler: a key left unused for its refill time
+// meanwhile may have been dropped, and the Permit is then the key's anew
+// (or, if the Keyed is at its WithMaxKeys cap, the overflow Limiter's).
 func RequestPermit(r *http.Request) *Permit {
-	p, _ := r.Context().Value(permitKey{}).(*Permit)
-	return p
+	st, _ := r.Context().Value(permitKey{}).(*reqState)
+	if st == nil {
+		return nil
+	}
+	return st.get()
 }
 
 type permitKey struct{}
 
+// reqState is LimitHandler's record of one request, in the request's
+// context from before pick runs: PerKey finds it there and takes the
+// request (keyed), and RequestPermit finds its Permit there.
+type reqState struct {
+	picking bool          // pick is running: a PerKey may take the request
+	keyed   keyedRequest  // the PerKey that took it
+	r       *http.Request // the request LimitHandler passes on
+	lazy    bool          // admitted on a compact key: the Permit is made on demand
+	once    sync.Once
+	p       Permit // the request's Permit once bs is set
+	status  [2]LimitStatus
+}
+
+// keyedRequest is a PerKey's side of LimitHandler (keyed_http.go).
+type keyedRequest interface {
+	serve(h *limitHandler, w http.ResponseWriter, r *http.Request, st *reqState)
+	permit(st *reqState)
+}
+
+// admit records costs, taken from bs, as the request's Permit.
+func (st *reqState) admit(bs []*Bucket, costs []int64) {
+	st.p.bs = bs
+	st.keep(costs)
+}
+
+// keep records a copy of costs for the Permit.
+func (st *reqState) keep(costs []int64) {
+	if len(costs) <= len(st.p.small) {
+		st.p.costs = st.p.small[:len(costs)]
+	} else {
+		st.p.costs = make([]int64, len(costs))
+	}
+	copy(st.p.costs, costs)
+}
+
+func (st *reqState) get() *Permit {
+	if st.lazy {
+		st.once.Do(func() { st.keyed.permit(st) })
+	}
+	if st.p.bs == nil {
+		return nil
+	}
+	return &st.p
+}
+
 type limitHandler struct {
-	next     http.Handler
-	pick     LimiterFunc
-	cost     CostFunc
-	headers  func(http.Header, []LimitStatus)
-	rejected func(http.ResponseWriter, *http.Request, time.Duration)
+	next       http.Handler
+	pick       LimiterFunc
+	cost       CostFunc
+	customCost bool // cost is not defaultCost
+	headers    func(http.Header, []LimitStatus)
+	rejected   func(http.ResponseWriter, *http.Request, time.Duration)
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := &reqState{picking: true}
+	r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
+	st.r = r
 	l, err := h.pick(r)
+	st.picking = false
 	if err != nil {
-		http.Error(w, "choosing the rate limiter: "+err.Error(), http.StatusInternalServerError)
+		h.pickFailed(w, err)
 		return
 	}
+	if l == nil && st.keyed != nil {
+		st.keyed.serve(h, w, r, st)
+		return
+	}
+	st.keyed = nil
 	if l == nil {
 		h.next.ServeHTTP(w, r)
 		return
 	}
+	h.serveLimiter(w, r, st, l)
+}
+
+func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
+	http.Error(w, "choosing the rate limiter: "+err.Error(), http.StatusInternalServerError)
+}
+
+// serveLimiter admits or refuses r on l.
+func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *reqState, l *Limiter) {
 	costs, err := h.cost(r, l)
 	if err != nil {
 		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
@@ -118,36 +199,49 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ok, err := l.TryAcquire(costs...)
 	if err != nil {
-		status := http.StatusInternalServerError
-		if errors.Is(err, ErrCostExceedsCapacity) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		http.Error(w, err.Error(), status)
+		h.costFailed(w, err)
 		return
 	}
-	h.headers(w.Header(), limitStatus(l))
+	h.headers(w.Header(), limitStatus(l, st.status[:0]))
 	if !ok {
 		wait, err := l.WaitTime(costs...)
 		if err != nil {
 			wait = -1
-			headers.SetShouldRetry(w.Header(), false)
-		} else {
-			headers.SetRetryAfter(w.Header(), wait)
 		}
-		h.rejected(w, r, wait)
+		h.refuse(w, r, wait)
 		return
 	}
-	p := &Permit{bs: l.bs, costs: slices.Clone(costs)}
-	h.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), permitKey{}, p)))
+	st.admit(l.bs, costs)
+	h.next.ServeHTTP(w, r)
+}
+
+// costFailed answers a request whose costs the limiter turned away.
+func (h *limitHandler) costFailed(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	if errors.Is(err, ErrCostExceedsCapacity) {
+		status = http.StatusRequestEntityTooLarge
+	}
+	http.Error(w, err.Error(), status)
+}
+
+// refuse answers a request the limiter does not cover now, wait being how
+// long until it would, or -1 if never.
+func (h *limitHandler) refuse(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	if wait < 0 {
+		headers.SetShouldRetry(w.Header(), false)
+	} else {
+		headers.SetRetryAfter(w.Header(), wait)
+	}
+	h.rejected(w, r, wait)
 }
 
 func rejectTooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
 	http.Error(w, "429 too many requests", http.StatusTooManyRequests)
 }
 
-// limitStatus reads the state of every bucket of l.
-func limitStatus(l *Limiter) []LimitStatus {
-	st := make([]LimitStatus, len(l.bs))
+// limitStatus reads the state of every bucket of l into buf's storage.
+func limitStatus(l *Limiter, buf []LimitStatus) []LimitStatus {
+	st := slices.Grow(buf[:0], len(l.bs))[:len(l.bs)]
 	for i, b := range l.bs {
 		capacity := b.Capacity()
 		reset, err := b.WaitTime(capacity)

@@ -35,9 +35,10 @@ type Bucket struct {
 type Option func(*options)
 
 type options struct {
-	clock clockwork.Clock
-	name  string
-	obs   Observer
+	clock   clockwork.Clock
+	name    string
+	obs     Observer
+	maxKeys int // WithMaxKeys, for a Keyed
 }
 
 // WithClock makes the bucket read time from c and sleep on c's timers.

@@ -1,0 +1,230 @@
+package throttle
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// ErrTooManyKeys is returned by the calls on a key that finds a Keyed at its
+// WithMaxKeys cap when the keys that overflow already use maxOverflowSets
+// distinct sets of limits, each with its overflow Limiter.
+var ErrTooManyKeys = errors.New("throttle: keyed limiter full")
+
+// maxOverflowSets bounds the overflow Limiters of a Keyed: one per distinct
+// set of limits that config returns for keys that overflow. A config gives
+// most keys one of a few sets (tiers, say), so the bound is only met by a
+// config that makes limits up per key.
+const maxOverflowSets = 64
+
+// WithMaxKeys caps a Keyed at n keys held at once (n > 0; 0 or less, the
+// default, is no cap), so that its memory is bounded whatever keys its
+// callers send: keys made up by clients, say, through PerKey.
+//
+// A key is held from its first use until the lazy sweep drops it, once it
+// has been full and unused for its refill time, exactly as without a cap:
+// the cap never drops a key early, so the decisions of every key held are
+// its own, whatever the traffic on other keys. A key that is not held when
+// the Keyed is at its cap (and the sweep of its shard finds nothing to drop
+// at once) overflows: its calls go, while the Keyed stays full, to one
+// overflow Limiter shared by every key that overflows with the same limits,
+// made from those limits and starting full. So an attack of new keys
+// throttles new keys only: together they get the limits of one key, while
+// the keys held go on as before. An overflowing key gets a Limiter of its
+// own, starting full, on its first call that finds room. Keyed.Limiter of
+// an overflowing key returns the shared overflow Limiter, and a pause or
+// SetRate on it applies to every overflowing key of those limits.
+//
+// Sweep, which drops every key that is full whatever its last use, makes
+// room early, at the cost of that guarantee for the keys it drops: one
+// that comes back while the Keyed is full overflows. Len never exceeds n. The overflow Limiters, at most 64 (one per distinct
+// set of limits that config returns for overflowing keys), are kept for the
+// life of the Keyed; a key whose limits would need a 65th fails with
+// ErrTooManyKeys.
+//
+// WithMaxKeys applies to NewKeyed only; other constructors ignore it.
+func WithMaxKeys(n int) Option {
+	return func(o *options) { o.maxKeys = max(n, 0) }
+}
+
+// reserve counts a key about to be inserted in s, if the cap allows. At the
+// cap it sweeps s for room and, if there is none and some shard may have a
+// key to drop, the other shards, within roomBudget steps in all. Called
+// with s locked, before any *entry is taken.
+func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
+	if k.max == 0 {
+		return true
+	}
+	for try := 0; ; try++ {
+		// Counted by compare-and-swap, not add-and-undo, so that the count
+		// never reads above the cap, even for an instant.
+		for c := k.count.Load(); c < k.max; c = k.count.Load() {
+			if k.count.CompareAndSwap(c, c+1) {
+				return true
+			}
+		}
+		if try == 1 || !k.makeRoom(s, now) {
+			return false
+		}
+	}
+}
+
+// hasRoom reports whether a key could be inserted in s now, as reserve
+// would, without counting it.
+func (k *Keyed[K]) hasRoom(s *shard[K], now int64) bool {
+	if k.max == 0 || k.count.Load() < k.max {
+		return true
+	}
+	return k.makeRoom(s, now) && k.count.Load() < k.max
+}
+
+// makeRoom sweeps for keys to drop, s first (which is locked), then other
+// shards in turn from k.help, taking their locks only if free, so that
+// shards are never waited for in two orders. It reports whether it swept
+// anything. A round of every shard that finds none due raises k.room to
+// the earliest next it saw, so that calls at the cap look again only from
+// then on: until then, the Keyed full of keys that are all in use, they
+// overflow at the cost of one comparison.
+func (k *Keyed[K]) makeRoom(s *shard[K], now int64) bool {
+	budget := roomBudget
+	if now >= s.next && len(s.ents) > 0 {
+		budget = s.sweepDue(now, budget)
+		if k.count.Load() < k.max {
+			return true
+		}
+	}
+	room := k.room.Load()
+	if now < room {
+		return budget < roomBudget
+	}
+	earliest, whole := int64(never), true
+	for range numShards {
+		if budget <= 0 {
+			whole = false
+			break
+		}
+		o := &k.shards[uint64(k.help.Add(1))%numShards]
+		budget--
+		if o == s {
+			earliest = min(earliest, s.next)
+			continue
+		}
+		if !o.mu.TryLock() {
+			whole = false
+			continue
+		}
+		if now >= o.next && len(o.ents) > 0 {
+			budget = o.sweepDue(now, budget)
+		}
+		earliest = min(earliest, o.next)
+		o.mu.Unlock()
+		if k.count.Load() < k.max {
+			return true
+		}
+	}
+	if whole && earliest > now {
+		k.room.CompareAndSwap(room, earliest)
+	}
+	return true
+}
+
+// lower lowers a to t if t is earlier.
+func lower(a *atomic.Int64, t int64) {
+	for {
+		cur := a.Load()
+		if t >= cur || a.CompareAndSwap(cur, t) {
+			return
+		}
+	}
+}
+
+// extras are the Limiters a Keyed keeps per set of limits rather than per
+// key: the overflow Limiter of WithMaxKeys and the stand-in that a
+// LimitHandler's cost function is shown for a key held compactly. A
+// profile caches its set's Limiters, so the lock is taken once per profile.
+type extras struct {
+	mu   sync.Mutex
+	sets map[string]*extraSet // by profile signature
+}
+
+type extraSet struct {
+	over, view *Limiter
+}
+
+// set returns the extras of p's limits, made if there is room for them.
+// Called with p's shard locked, which orders before extras.mu.
+func (x *extras) set(p *profile) (*extraSet, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if es, ok := x.sets[p.sig]; ok {
+		return es, nil
+	}
+	if len(x.sets) >= maxOverflowSets {
+		return nil, fmt.Errorf("%w: %d sets of limits already overflow", ErrTooManyKeys, len(x.sets))
+	}
+	if x.sets == nil {
+		x.sets = make(map[string]*extraSet)
+	}
+	es := &extraSet{}
+	x.sets[p.sig] = es
+	return es, nil
+}
+
+// overflow returns the overflow Limiter of p's limits. Called with p's
+// shard locked.
+func (k *Keyed[K]) overflow(p *profile) (*Limiter, error) {
+	if p.over != nil {
+		return p.over, nil
+	}
+	es, err := k.extras.set(p)
+	if err != nil {
+		return nil, err
+	}
+	k.extras.mu.Lock()
+	if es.over == nil {
+		es.over = newKeyLimiter(p.limits, k.clock, k.obs)
+	}
+	p.over = es.over
+	k.extras.mu.Unlock()
+	return p.over, nil
+}
+
+// view returns the stand-in Limiter of p's limits: buckets with the limits'
+// names, capacities and rates, always full, on which nothing is ever taken.
+// Called with p's shard locked.
+func (k *Keyed[K]) view(p *profile) (*Limiter, error) {
+	if p.view != nil {
+		return p.view, nil
+	}
+	es, err := k.extras.set(p)
+	if err != nil {
+		return nil, err
+	}
+	k.extras.mu.Lock()
+	if es.view == nil {
+		es.view = newKeyLimiter(p.limits, k.clock, nil)
+	}
+	p.view = es.view
+	k.extras.mu.Unlock()
+	return p.view, nil
+}
+
+// newKeyLimiter makes a Limiter of validated limits.
+func newKeyLimiter(limits []Limit, clock clockwork.Clock, obs Observer) *Limiter {
+	bs := make([]*Bucket, len(limits))
+	for i, l := range limits {
+		b, err := New(l.Capacity, l.Rate, WithName(l.Name), WithClock(clock), WithObserver(obs))
+		if err != nil {
+			panic("throttle: a validated limit failed: " + err.Error())
+		}
+		bs[i] = b
+	}
+	lim, err := NewLimiter(bs...)
+	if err != nil {
+		panic("throttle: joining fresh buckets failed: " + err.Error())
+	}
+	return lim
+}

@@ -1,0 +1,273 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// TestKeyedMaxKeysOverflow checks the policy of WithMaxKeys: at the cap,
+// keys not held share one overflow Limiter, the keys held keep their own
+// levels, Len never exceeds the cap, and room made by the sweep goes to the
+// next new key, which starts full.
+func TestKeyedMaxKeysOverflow(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(oneLimit, WithClock(clk), WithMaxKeys(100)) // 10 tokens, 10/s: refills from empty in 1s
+	for key := range 100 {
+		if ok, err := k.TryAcquire(key, 3); !ok || err != nil {
+			t.Fatalf("key %d: %v, %v", key, ok, err)
+		}
+	}
+	if n := k.Len(); n != 100 {
+		t.Fatalf("Len = %d, want 100", n)
+	}
+	// New keys overflow: together they get one key's 10 tokens.
+	granted := 0
+	for key := 1000; key < 1020; key++ {
+		if ok, err := k.TryAcquire(key, 1); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			granted++
+		}
+	}
+	if granted != 10 || k.Len() != 100 {
+		t.Fatalf("20 new keys at the cap: %d granted, Len %d; want 10 granted, Len 100", granted, k.Len())
+	}
+	if a, b := k.Limiter(1000), k.Limiter(2000); a == nil || a != b {
+		t.Fatalf("overflowing keys have Limiters %p and %p, want one shared", a, b)
+	}
+	if d, err := k.WaitTime(3000, 1); err != nil || d != 100*time.Millisecond {
+		t.Fatalf("WaitTime of an overflowing key = %v, %v; want the overflow's 100ms", d, err)
+	}
+	// The keys held keep their own levels: 7 tokens each.
+	for key := range 100 {
+		if ok, _ := k.TryAcquire(key, 7); !ok {
+			t.Fatalf("key %d refused its own 7 tokens", key)
+		}
+		if ok, _ := k.TryAcquire(key, 1); ok {
+			t.Fatalf("key %d granted an 11th token", key)
+		}
+	}
+	// Refilled but used less than a refill time ago: still held, and new
+	// keys still overflow however much they call.
+	clk.Advance(999 * time.Millisecond)
+	for key := 5000; key < 5100; key++ {
+		k.TryAcquire(key, 1)
+	}
+	if n := k.Len(); n != 100 {
+		t.Fatalf("Len = %d after new keys before the held ones were idle", n)
+	}
+	// Idle for their refill time: the next new keys find room, and each
+	// starts full.
+	clk.Advance(time.Millisecond)
+	for key := 6000; key < 6050; key++ {
+		if ok, _ := k.TryAcquire(key, 10); !ok {
+			t.Fatalf("new key %d, with room, refused a full bucket", key)
+		}
+	}
+	if n := k.Len(); n > 100 {
+		t.Fatalf("Len = %d above the cap", n)
+	}
+	if s, tag := k.shard(6000); s.locate(6000, tag) < 0 {
+		t.Fatal("a new key that found room was not made")
+	}
+}
+
+// TestKeyedMaxKeysAcquireOverflows checks Acquire on an overflowing key: it
+// waits on the overflow Limiter, in FIFO with the other overflowing keys.
+func TestKeyedMaxKeysAcquireOverflows(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(oneLimit, WithClock(clk), WithMaxKeys(1))
+	if ok, _ := k.TryAcquire(0, 10); !ok {
+		t.Fatal("refused")
+	}
+	p, err := k.Acquire(t.Context(), 1, 10)
+	if err != nil || p == nil {
+		t.Fatalf("Acquire on an overflowing key: %v", err)
+	}
+	if ok, _ := k.TryAcquire(2, 1); ok {
+		t.Fatal("another overflowing key was granted from the emptied overflow")
+	}
+	if n := k.Len(); n != 1 {
+		t.Fatalf("Len = %d, want 1", n)
+	}
+}
+
+// TestKeyedMaxKeysNeverEarly: a key with a waiter, a pause or a debt is
+// never dropped for room, however many new keys arrive.
+func TestKeyedMaxKeysNeverEarly(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(oneLimit, WithClock(clk), WithMaxKeys(2))
+	l := k.Limiter(0)
+	l.PauseUntil(clk.Now().Add(time.Hour))
+	if ok, _ := k.TryAcquire(1, 10); !ok {
+		t.Fatal("refused")
+	}
+	clk.Advance(10 * time.Second)
+	for key := 2; key < 200; key++ {
+		k.TryAcquire(key, 1)
+	}
+	if s, tag := k.shard(0); s.locate(0, tag) < 0 {
+		t.Fatal("the paused key was dropped for room")
+	}
+	if until, ok := k.Limiter(0).Buckets()[0].PausedUntil(); !ok || !until.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("key 0 paused until %v, %v", until, ok)
+	}
+}
+
+// TestKeyedMaxKeysTooManySets: overflow Limiters are bounded too.
+func TestKeyedMaxKeysTooManySets(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(key int) []Limit {
+		return []Limit{{Name: "req", Capacity: int64(1 + key%1000), Rate: Per(1, time.Hour)}}
+	}, WithClock(clk), WithMaxKeys(1))
+	k.TryAcquire(0, 1)
+	var err error
+	for key := 1; key <= maxOverflowSets+1 && err == nil; key++ {
+		_, err = k.TryAcquire(key, 1)
+	}
+	if !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("the %dth overflow set: error %v, want ErrTooManyKeys", maxOverflowSets+1, err)
+	}
+	if _, err := k.TryAcquire(1, 1); err != nil {
+		t.Fatalf("a key of an existing overflow set: %v", err)
+	}
+}
+
+// TestKeyedSweepBound checks the documented pace of the lazy sweep: N keys
+// that become droppable among M others in steady use are dropped within
+// (N+M)/4 calls on the keys in use the first time the sweep passes (every
+// chunk is due: their bounds date from the keys' insertion), and within
+// about N/4 calls once the sweep has looked at the keys in use.
+func TestKeyedSweepBound(t *testing.T) {
+	k, clk := newKeyedFake(t, oneLimit) // refills from empty in 1s
+	const active, idle = 10_000, 2_000
+	for key := range active {
+		k.TryAcquire(key, 1)
+	}
+	// The active keys are used every 200ms; the idle ones once, when they
+	// are added. It returns the calls made from the instant the idle keys
+	// became droppable until they were all dropped.
+	phase := func(first int) int {
+		for key := first; key < first+idle; key++ {
+			k.TryAcquire(key, 1)
+		}
+		calls := 0
+		for round := 0; k.Len() > active; round++ {
+			if round > 100 {
+				t.Fatalf("%d keys held after %d calls on %d active keys", k.Len(), calls, active)
+			}
+			clk.Advance(200 * time.Millisecond)
+			for key := range active {
+				if ok, _ := k.TryAcquire(key, 1); !ok {
+					t.Fatalf("active key %d refused", key)
+				}
+				if round >= 4 { // the idle keys are droppable from 1s on
+					calls++
+				}
+				if key%numShards == 0 && k.Len() == active {
+					break
+				}
+			}
+		}
+		return calls
+	}
+	first := phase(active)
+	t.Logf("first pass: %d idle keys among %d in use dropped in %d calls", idle, active, first)
+	if first > (active+idle)/2 {
+		t.Errorf("first pass: %d calls to drop %d idle keys among %d, want at most %d", first, idle, active, (active+idle)/2)
+	}
+	second := phase(2 * active)
+	t.Logf("later: %d idle keys among %d in use dropped in %d calls", idle, active, second)
+	if second > idle {
+		t.Errorf("later: %d calls to drop %d idle keys among %d, want at most %d", second, idle, active, idle)
+	}
+}
+
+func BenchmarkKeyedMaxKeysOverflow(b *testing.B) {
+	k := NewKeyed(oneLimit, WithMaxKeys(1000))
+	for key := range 1000 {
+		k.TryAcquire(key, 1)
+	}
+	key := 1 << 20
+	for b.Loop() {
+		key++
+		k.TryAcquire(key, 1)
+	}
+	b.ReportMetric(float64(k.Len()), "held")
+}
+
+// TestKeyedMaxKeysConcurrent drives a capped Keyed from many goroutines,
+// through every entry point and LimitHandler, on the real clock with keys
+// that refill in a millisecond, so that keys are made, overflow and are
+// dropped all the time: for the race detector, and for the cap, which Len
+// must never exceed and the key count must match once quiet.
+func TestKeyedMaxKeysConcurrent(t *testing.T) {
+	const maxKeys = 100
+	k := NewKeyed(func(int) []Limit {
+		return []Limit{{Name: "req", Capacity: 2, Rate: Per(2, time.Millisecond)}}
+	}, WithMaxKeys(maxKeys))
+	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := RequestPermit(r); p != nil && r.Header.Get("X-Settle") != "" {
+			p.Settle(2)
+		}
+	}), PerKey(k, func(r *http.Request) int { n, _ := strconv.Atoi(r.Header.Get("X-Api-Key")); return n }))
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 9))
+			for i := range 2000 {
+				key := rng.IntN(5000)
+				switch rng.IntN(8) {
+				case 0:
+					ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
+					if p, err := k.Acquire(ctx, key, 1); err == nil && rng.IntN(2) == 0 {
+						p.Settle(2)
+					}
+					cancel()
+				case 1:
+					k.Limiter(key).Buckets()[0].Tokens()
+				case 2:
+					k.WaitTime(key, 1)
+				case 3:
+					if rng.IntN(50) == 0 {
+						k.Sweep()
+					}
+				case 4, 5:
+					r := httptest.NewRequest(http.MethodGet, "/", nil)
+					r.Header.Set("X-Api-Key", strconv.Itoa(key))
+					if rng.IntN(3) == 0 {
+						r.Header.Set("X-Settle", "1")
+					}
+					h.ServeHTTP(httptest.NewRecorder(), r)
+				default:
+					k.TryAcquire(key, 1)
+				}
+				if i%100 == 0 {
+					if n := k.Len(); n > maxKeys {
+						t.Errorf("Len %d above the cap %d", n, maxKeys)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for i := range k.shards {
+		n += len(k.shards[i].ents)
+	}
+	if c := k.Len(); n != c || n > maxKeys {
+		t.Fatalf("%d keys in the shards, Len %d, cap %d", n, c, maxKeys)
+	}
+}

@@ -1,0 +1,201 @@
+package throttle
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// keyedPick is PerKey's side of LimitHandler: it decides a request on the
+// key's compact state, under one shard lock, so that a client key that is
+// merely spending stays a compact record and never gets a Limiter.
+type keyedPick[K comparable] struct {
+	k   *Keyed[K]
+	key func(*http.Request) K
+}
+
+func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Request, st *reqState) {
+	key := kp.key(r)
+	var costs []int64 // nil: one on every limit
+	if h.customCost {
+		lim, view, err := kp.k.costView(key)
+		if err != nil {
+			h.pickFailed(w, kp.pickErr(key, err))
+			return
+		}
+		if lim != nil {
+			h.serveLimiter(w, r, st, lim)
+			return
+		}
+		if costs, err = h.cost(r, view); err != nil {
+			http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if costsFree(costs) {
+			h.next.ServeHTTP(w, r)
+			return
+		}
+	}
+	lim, d, err := kp.k.admit(key, costs, st.status[:0])
+	switch {
+	case err != nil && (errors.Is(err, ErrInvalidLimit) || errors.Is(err, ErrTooManyKeys)):
+		h.pickFailed(w, kp.pickErr(key, err))
+		return
+	case err != nil:
+		h.costFailed(w, err)
+		return
+	case lim != nil:
+		h.serveLimiter(w, r, st, lim)
+		return
+	}
+	h.headers(w.Header(), d.status)
+	if !d.ok {
+		h.refuse(w, r, d.wait)
+		return
+	}
+	st.keep(d.costs)
+	st.lazy = true
+	h.next.ServeHTTP(w, r)
+}
+
+// pickErr is the error PerKey's LimiterFunc gives for err.
+func (kp *keyedPick[K]) pickErr(key K, err error) error {
+	if errors.Is(err, ErrInvalidLimit) {
+		return fmt.Errorf("%w: key %v", ErrInvalidLimit, key)
+	}
+	return err
+}
+
+// permit gives a request admitted on a compact key its Permit, over the
+// key's Limiter.
+func (kp *keyedPick[K]) permit(st *reqState) {
+	if l := kp.k.Limiter(kp.key(st.r)); l != nil {
+		st.p.bs = l.bs
+	}
+}
+
+// decision is what admit decided for a key held compactly.
+type decision struct {
+	ok     bool
+	costs  []int64       // the costs decided
+	status []LimitStatus // every limit after the decision
+	wait   time.Duration // refused: until the costs are covered, -1 if never
+}
+
+// admit is LimitHandler's TryAcquire of costs (nil: one on every limit) on
+// key, with the status and, for a refusal, the wait, all read at one instant
+// under the shard lock. For a key that has a Limiter, or that overflows, it
+// returns that Limiter instead, for LimitHandler to decide on. status is
+// storage for the decision's status.
+func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus) (*Limiter, decision, error) {
+	s, tag := k.shard(key)
+	s.mu.Lock()
+	e, p, now, err := s.lookup(k, key, tag, true)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, decision{}, err
+	}
+	steps := s.due()
+	if e != nil {
+		if h := e.held(); h != nil {
+			l := limiterOver(h.shared())
+			s.sweep(now, steps)
+			s.mu.Unlock()
+			return &l, decision{}, nil
+		}
+		p = e.p
+	}
+	if costs == nil {
+		costs = defaultCosts(len(p.shapes))
+	}
+	if err := p.check(costs); err != nil {
+		if e == nil {
+			s.forget(p)
+		}
+		s.mu.Unlock()
+		return nil, decision{}, err
+	}
+	if e == nil {
+		if !k.reserve(s, now) {
+			over, err := k.overflow(p)
+			s.forget(p)
+			s.sweep(now, steps)
+			s.mu.Unlock()
+			return over, decision{}, err
+		}
+		e, steps = s.insert(key, tag, p, now), stepsInsert
+	}
+	d := decision{ok: e.try(costs, now), costs: costs}
+	for i := range p.shapes {
+		sh, l := &p.shapes[i], e.level(i)
+		reset := time.Duration(-1)
+		if t := sh.readyAt(l, sh.capacity); t != never {
+			reset = time.Duration(t - now)
+		}
+		status = append(status, LimitStatus{
+			Name:      p.limits[i].Name,
+			Capacity:  sh.capacity,
+			Rate:      p.limits[i].Rate,
+			Remaining: max(l.tokens, 0),
+			Reset:     reset,
+		})
+	}
+	d.status = status
+	if !d.ok {
+		d.wait = -1
+		if t := e.readyAt(costs, now); t != never {
+			d.wait = time.Duration(t - now)
+		}
+	}
+	s.sweep(now, steps)
+	s.mu.Unlock()
+	if k.obs != nil {
+		kind := EventRejected
+		if d.ok {
+			kind = EventGranted
+		}
+		p.observe(k.obs, costs, kind)
+	}
+	return nil, d, nil
+}
+
+// costView returns what LimitHandler's cost function is shown for key: the
+// key's Limiter if it has one, or the overflow Limiter if the key would
+// overflow (lim), or else the stand-in of its limits (view).
+func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
+	s, tag := k.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, p, now, err := s.lookup(k, key, tag, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if e != nil {
+		if h := e.held(); h != nil {
+			l := limiterOver(h.shared())
+			return &l, nil, nil
+		}
+		view, err = k.view(e.p)
+		return nil, view, err
+	}
+	defer s.forget(p) // runs before the unlock
+	if !k.hasRoom(s, now) {
+		lim, err = k.overflow(p)
+		return lim, nil, err
+	}
+	view, err = k.view(p)
+	return nil, view, err
+}
+
+// defaultCosts is defaultCost for n limits.
+func defaultCosts(n int) []int64 {
+	if n <= len(oneEach) {
+		return oneEach[:n] // only read, as in defaultCost
+	}
+	costs := make([]int64, n)
+	for i := range costs {
+		costs[i] = 1
+	}
+	return costs
+}

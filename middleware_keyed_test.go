@@ -1,0 +1,250 @@
+package throttle
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// answer is what a client sees of a response: its status and every header.
+func answer(w *httptest.ResponseRecorder) string {
+	var b strings.Builder
+	fmt.Fprint(&b, w.Code)
+	keys := make([]string, 0, len(w.Header()))
+	for k := range w.Header() {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%q", k, w.Header()[k])
+	}
+	return b.String()
+}
+
+func apiRequest(key string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/api/", nil)
+	r.Header.Set("X-Api-Key", key)
+	return r
+}
+
+// TestLimitHandlerUnderAttack is the differential test of issue 16: the
+// legitimate clients (100; 10 in -short and race runs), each using its key
+// about once a second, well within its refill time, and two hot ones far
+// beyond their quota, get exactly the same answers, status and every
+// header, whether or not an attacker sends a new made-up key on every
+// other request (99 in 100; 19 in 20 in -short), with the Keyed capped at a tenth of the
+// attack's keys; Len never exceeds the cap, and the attack does fill it.
+func TestLimitHandlerUnderAttack(t *testing.T) {
+	total, maxKeys, clients, every, dt := 200_000, 20_000, 100, 100, 50*time.Microsecond
+	if testing.Short() || raceEnabled {
+		total, maxKeys, clients, every, dt = 20_000, 2_000, 10, 20, 500*time.Microsecond
+	}
+	limits := []Limit{{Name: "requests", Capacity: 20, Rate: Per(600, time.Minute)}} // refill from empty: 2s
+	run := func(withAttack bool) (answers []string, peak int) {
+		clk := clockwork.NewFakeClockAt(t0)
+		k := NewKeyed(func(uint64) []Limit { return limits }, WithClock(clk), WithMaxKeys(maxKeys))
+		h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if RequestPermit(r) == nil {
+				t.Error("an admitted request has no Permit")
+			}
+		}), PerKey(k, HashedHeaderKey("X-Api-Key")))
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := range total {
+			clk.Advance(dt)
+			if i%every != 0 {
+				if withAttack {
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, apiRequest("attacker-"+strconv.Itoa(i)))
+				}
+				continue
+			}
+			// Legitimate, one request in every: half of them every client
+			// in turn, the other half one of two hot clients.
+			j := i / every
+			key := (j / 2) % clients
+			if j%2 == 1 {
+				key = rng.IntN(2)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, apiRequest("client-"+strconv.Itoa(key)))
+			answers = append(answers, answer(w))
+			n := k.Len()
+			if n > maxKeys {
+				t.Fatalf("request %d: Len %d above the cap %d", i, n, maxKeys)
+			}
+			peak = max(peak, n)
+		}
+		return answers, peak
+	}
+	quiet, _ := run(false)
+	loud, peak := run(true)
+	if peak != maxKeys {
+		t.Errorf("the attack held at most %d keys, never the cap %d: nothing was tested", peak, maxKeys)
+	}
+	refused := 0
+	for i := range quiet {
+		if quiet[i] != loud[i] {
+			t.Fatalf("legitimate request %d: without the attack %s, with it %s", i, quiet[i], loud[i])
+		}
+		if strings.HasPrefix(quiet[i], "429") {
+			refused++
+		}
+	}
+	t.Logf("%d legitimate requests, %d refused, the same with the attack; peak %d keys held", len(quiet), refused, peak)
+	if refused == 0 || refused > len(quiet)/2 {
+		t.Errorf("%d of %d legitimate requests refused: the decisions test too little", refused, len(quiet))
+	}
+}
+
+// TestLimitHandlerCompactMatchesLimiter checks that PerKey under
+// LimitHandler, which decides on compact keys, answers exactly as a
+// LimitHandler over real per-key Limiters made from the same config:
+// statuses, RateLimit headers, Retry-After, with a custom cost and settled
+// permits (which give keys a Limiter mid-run), on several limits.
+func TestLimitHandlerCompactMatchesLimiter(t *testing.T) {
+	config := func(key string) []Limit {
+		n, _ := strconv.Atoi(strings.TrimPrefix(key, "k"))
+		switch n % 3 {
+		case 0:
+			return []Limit{{Name: "requests", Capacity: 3, Rate: Per(2, time.Second)}}
+		case 1:
+			return []Limit{
+				{Name: "requests", Capacity: 5, Rate: Per(5, 7*time.Second)},
+				{Name: "tokens", Capacity: 100, Rate: Per(100, time.Minute)},
+			}
+		default:
+			return []Limit{{Name: "once", Capacity: 2, Rate: Rate{}}} // never refills
+		}
+	}
+	for _, custom := range []bool{false, true} {
+		t.Run(fmt.Sprint("custom=", custom), func(t *testing.T) {
+			clk := clockwork.NewFakeClockAt(t0)
+			rng := rand.New(rand.NewPCG(3, 4))
+			k := NewKeyed(config, WithClock(clk))
+			ref := map[string]*Limiter{}
+			refPick := func(r *http.Request) (*Limiter, error) {
+				key := r.Header.Get("X-Api-Key")
+				if l, ok := ref[key]; ok {
+					return l, nil
+				}
+				var bs []*Bucket
+				for _, l := range config(key) {
+					b, err := New(l.Capacity, l.Rate, WithName(l.Name), WithClock(clk))
+					if err != nil {
+						return nil, err
+					}
+					bs = append(bs, b)
+				}
+				l, err := NewLimiter(bs...)
+				ref[key] = l
+				return l, err
+			}
+			var settle []int64
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if settle != nil {
+					if err := RequestPermit(r).Settle(settle...); err != nil {
+						t.Errorf("Settle: %v", err)
+					}
+				}
+			})
+			var opts []LimitOption
+			if custom {
+				opts = append(opts, LimitCost(func(r *http.Request, l *Limiter) ([]int64, error) {
+					costs := make([]int64, len(l.Buckets()))
+					for i, b := range l.Buckets() {
+						if b.Name() == "tokens" {
+							costs[i], _ = strconv.ParseInt(r.Header.Get("X-Tokens"), 10, 64)
+						} else {
+							costs[i] = 1
+						}
+					}
+					return costs, nil
+				}))
+			}
+			got := LimitHandler(next, PerKey(k, HeaderKey("X-Api-Key")), opts...)
+			want := LimitHandler(next, refPick, opts...)
+			for op := range 5000 {
+				clk.Advance(time.Duration(rng.Int64N(int64(400 * time.Millisecond))))
+				key := "k" + strconv.Itoa(rng.IntN(12))
+				tokens := strconv.Itoa(rng.IntN(130))
+				settle = nil
+				if rng.IntN(8) == 0 && len(config(key)) == 2 {
+					settle = []int64{1, rng.Int64N(150)}
+				}
+				var answers [2]string
+				for i, h := range []http.Handler{got, want} {
+					r := apiRequest(key)
+					r.Header.Set("X-Tokens", tokens)
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					answers[i] = answer(w)
+				}
+				if answers[0] != answers[1] {
+					t.Fatalf("op %d, key %s, tokens %s: keyed %s, limiters %s", op, key, tokens, answers[0], answers[1])
+				}
+			}
+		})
+	}
+}
+
+// TestPerKeyWrapped: a pick that wraps PerKey's LimiterFunc and passes its
+// result on unchanged keeps PerKey's compact path, and one that chooses
+// another Limiter is obeyed.
+func TestPerKeyWrapped(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(string) []Limit { return []Limit{{Name: "r", Capacity: 1, Rate: Per(1, time.Hour)}} }, WithClock(clk))
+	other, _ := New(5, Per(5, time.Hour), WithClock(clk))
+	ol, _ := NewLimiter(other)
+	perKey := PerKey(k, HeaderKey("X-Api-Key"))
+	h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+		if r.Header.Get("X-Api-Key") == "admin" {
+			return ol, nil
+		}
+		return perKey(r)
+	})
+	for _, c := range []struct {
+		key  string
+		want int
+	}{{"a", 200}, {"a", 429}, {"admin", 200}, {"admin", 200}, {"b", 200}} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, apiRequest(c.key))
+		if w.Code != c.want {
+			t.Errorf("key %s: %d, want %d", c.key, w.Code, c.want)
+		}
+	}
+	if n := heldKeys(k); n != 0 {
+		t.Errorf("%d keys got a Limiter through LimitHandler", n)
+	}
+	if n := k.Len(); n != 2 {
+		t.Errorf("Len = %d, want 2", n)
+	}
+	if tok := other.Tokens(); tok != 3 {
+		t.Errorf("the admin limiter has %v tokens, want 3", tok)
+	}
+}
+
+func TestHashedHeaderKey(t *testing.T) {
+	hk := HashedHeaderKey("x-api-key")
+	a, b := apiRequest("sk-secret-a"), apiRequest("sk-secret-b")
+	if hk(a) != hk(apiRequest("sk-secret-a")) {
+		t.Error("one value, two keys")
+	}
+	if hk(a) == hk(b) {
+		t.Error("two values, one key")
+	}
+	if HashedHeaderKey("X-Api-Key")(a) == hk(a) {
+		t.Error("two HashedHeaderKey functions share a seed")
+	}
+	none := httptest.NewRequest(http.MethodGet, "/", nil)
+	if hk(none) != hk(apiRequest("")) {
+		t.Error("a request without the header is not keyed as the empty value")
+	}
+}
