@@ -48,6 +48,8 @@ type keyState struct {
 	now        time.Duration   // the clock, as an offset from the epoch
 	free       time.Duration   // wait mode: grant of the key's previous request
 	lastTake   time.Duration   // instant of the key's latest grant
+	first      time.Duration   // arrival of the first request of this key state
+	last       time.Duration   // instant of its latest decision
 	emptyUntil []time.Duration // per limit: when it next holds a whole token
 }
 
@@ -59,8 +61,18 @@ type simStats struct {
 	first, end                           time.Duration // first arrival, last decision
 	spent                                []u128        // tokens taken, per limit
 	empty                                []u128        // ns below one token, per limit, summed over keys
-	multiKey                             bool          // more than one distinct key
-	firstKey                             string
+	// bound counts, per limit, the requests it held up: in wait mode
+	// those that waited for its tokens (it was among the last to cover
+	// them), in reject mode those refused because it did not cover them.
+	bound []uint64
+	// short is, per limit, the time requests waited for its tokens (wait
+	// mode), summed over keys.
+	short []u128
+	// lives is how many key states were made: each starts with a full
+	// burst. active sums their spans, first arrival to last decision.
+	lives  uint64
+	active u128
+	keys   keySet // distinct keys
 }
 
 // epoch is time 0 of a trace on every key's fake clock.
@@ -82,6 +94,9 @@ func newSimulator(cfg simConfig) *simulator {
 	}
 	s.stats.spent = make([]u128, len(cfg.limits))
 	s.stats.empty = make([]u128, len(cfg.limits))
+	s.stats.bound = make([]uint64, len(cfg.limits))
+	s.stats.short = make([]u128, len(cfg.limits))
+	s.stats.keys = newKeySet()
 	if cfg.chart {
 		s.series = newSeries(len(cfg.limits), chartBins)
 		s.before = make([]float64, len(cfg.limits))
@@ -146,11 +161,9 @@ func (s *simulator) add(req trace.Request, line int) error {
 			return err
 		}
 		s.keys[req.Key] = k
-	}
-	if st.requests == 1 {
-		st.firstKey = req.Key
-	} else if req.Key != st.firstKey {
-		st.multiKey = true
+		k.first = req.Time
+		st.lives++
+		st.keys.add(req.Key)
 	}
 
 	var ok bool
@@ -159,6 +172,13 @@ func (s *simulator) add(req trace.Request, line int) error {
 		k.advance(req.Time)
 		if ok, err = k.lim.TryAcquire(s.costs...); err != nil {
 			return fmt.Errorf("trace line %d: %w", line, err)
+		}
+		if !ok {
+			for i, b := range k.bs {
+				if w, err := b.WaitTime(s.costs[i]); err != nil || w > 0 {
+					st.bound[i]++
+				}
+			}
 		}
 	} else {
 		k.advance(max(req.Time, k.free))
@@ -178,6 +198,15 @@ func (s *simulator) add(req trace.Request, line int) error {
 			if w > never-k.now {
 				return usagef("trace line %d: the request would wait past the year 2292", line)
 			}
+			// Which limits held it up, and for how long each.
+			for i, b := range k.bs {
+				if wi, err := b.WaitTime(s.costs[i]); err == nil && wi > 0 {
+					st.short[i].add(uint64(wi))
+					if wi == w {
+						st.bound[i]++
+					}
+				}
+			}
 			k.advance(k.now + w)
 			if ok, err = k.lim.TryAcquire(s.costs...); err != nil || !ok {
 				return fmt.Errorf("trace line %d: internal error: not granted after waiting %v as WaitTime said (%v)", line, w, err)
@@ -192,6 +221,7 @@ func (s *simulator) add(req trace.Request, line int) error {
 	}
 	t := k.now
 	st.end = max(st.end, t)
+	k.last = t
 	if ok {
 		st.accepted++
 		for i, b := range k.bs {
@@ -263,8 +293,10 @@ func (s *simulator) sweepIdle(now time.Duration) {
 	s.sweep = max(s.cfg.sweepMin, 2*len(s.keys))
 }
 
-// retire adds the key's last stretch below one token, up to end.
+// retire adds the key's last stretch below one token, up to end, and its
+// span.
 func (s *simulator) retire(k *keyState, end time.Duration) {
+	s.stats.active.add(uint64(k.last - k.first))
 	for i := range k.bs {
 		if e := min(k.emptyUntil[i], end); e > k.lastTake {
 			s.stats.empty[i].add(uint64(e - k.lastTake))

@@ -9,19 +9,42 @@ import (
 	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
 )
 
-const simulateSynopsis = `simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--chart FILE.svg] TRACE.csv
+const simulateSynopsis = `simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--compare] [--chart FILE] TRACE.csv
 
 Replays a request trace against one or several limits, all or nothing as a
 throttle.Limiter spends them, and prints a summary. TRACE.csv ("-" for
 stdin) has one request per line: time in decimal seconds (never
-decreasing), then optionally a cost (a whole number, default 1) and a key.
-Each key gets its own set of limits, as a per-key limiter would. A limit's
-burst defaults to its tokens per period; a limit named "requests" costs 1
-per request, any other the trace's cost, unless per= says otherwise. A limit
-is empty while it holds less than one whole token.
+decreasing), then optionally a cost (a whole number, default 1) and a key;
+a header line "time,..." and a UTF-8 byte-order mark are skipped. Each key
+gets its own set of limits, as a per-key limiter would. A limit's burst
+defaults to its tokens per period; a limit named "requests" costs 1 per
+request, any other the trace's cost, unless per= says otherwise.
+
+The summary:
+  waited       requests granted later than they arrived (wait mode)
+  wait pN      the N-th percentile of the waits, arrival to grant, exact
+               to 0.2%
+  span         first arrival to last grant (wait) or last arrival (reject)
+  achieved     requests granted per second of the span
+and for each limit:
+  rate, burst  as configured; with several keys, per key
+  counts       what it counts: each request as 1, or the trace's cost
+  spent        tokens taken, over all keys
+  per second   spent per second of the span
+  % of rate    tokens taken beyond the burst each key started with, per
+               second each key was active (its first arrival to its last
+               decision), as a share of the rate: 100% when the limit
+               bound all along, never more
+  bound        wait mode: requests that waited for this limit's tokens (it
+               was among the last limits to cover them); reject mode:
+               requests refused because this limit did not cover them
+  short        wait mode: time requests waited for this limit's tokens,
+               summed over keys, and as a share of the span
+  empty        reject mode: time the limit held less than one whole token,
+               summed over keys, and as a share of the span
 
 Example:
-  throttle simulate --limit requests=500/1m --limit tokens=200000/1m calls.csv`
+  throttle simulate --limit requests=5/1s --limit tokens=3000/1s cmd/throttle/testdata/llm.csv`
 
 func runSimulate(e *env, args []string) error {
 	fs := newFlagSet("simulate", simulateSynopsis)
