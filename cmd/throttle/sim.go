@@ -48,7 +48,7 @@ type keyState struct {
 	now        time.Duration   // the clock, as an offset from the epoch
 	free       time.Duration   // wait mode: grant of the key's previous request
 	lastTake   time.Duration   // instant of the key's latest grant
-	first      time.Duration   // arrival of the first request of this key state
+	name       string          // the key
 	last       time.Duration   // instant of its latest decision
 	emptyUntil []time.Duration // per limit: when it next holds a whole token
 }
@@ -68,11 +68,7 @@ type simStats struct {
 	// short is, per limit, the time requests waited for its tokens (wait
 	// mode), summed over keys.
 	short []u128
-	// lives is how many key states were made: each starts with a full
-	// burst. active sums their spans, first arrival to last decision.
-	lives  uint64
-	active u128
-	keys   keySet // distinct keys
+	keys keySet // distinct keys, with their spans
 }
 
 // epoch is time 0 of a trace on every key's fake clock.
@@ -161,9 +157,8 @@ func (s *simulator) add(req trace.Request, line int) error {
 			return err
 		}
 		s.keys[req.Key] = k
-		k.first = req.Time
-		st.lives++
-		st.keys.add(req.Key)
+		k.name = req.Key
+		st.keys.arrive(req.Key, req.Time)
 	}
 
 	var ok bool
@@ -296,7 +291,7 @@ func (s *simulator) sweepIdle(now time.Duration) {
 // retire adds the key's last stretch below one token, up to end, and its
 // span.
 func (s *simulator) retire(k *keyState, end time.Duration) {
-	s.stats.active.add(uint64(k.last - k.first))
+	s.stats.keys.leave(k.name, k.last)
 	for i := range k.bs {
 		if e := min(k.emptyUntil[i], end); e > k.lastTake {
 			s.stats.empty[i].add(uint64(e - k.lastTake))

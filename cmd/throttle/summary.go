@@ -53,7 +53,7 @@ func writeSummary(w io.Writer, name string, sim *simulator) error {
 		rate, last, ofSpan = "rate per key", last+", summed over keys", ""
 	}
 	fmt.Fprintf(tw, "limit\t%s\tburst\tcounts\tspent\tper second\t%% of rate\tbound\t%s%s\n", rate, last, ofSpan)
-	active := st.active.float()
+	active := st.keys.active().float()
 	for i, l := range sim.cfg.limits {
 		counts := "cost"
 		if l.perRequest {
@@ -65,10 +65,10 @@ func writeSummary(w io.Writer, name string, sim *simulator) error {
 			perSec = fmtNum(spent.float() / span.Seconds())
 		}
 		if r := l.perSecond(); r > 0 && active > 0 {
-			// Beyond the burst each key state started with, over the time
-			// each was active: at most 100%, reached when the limit binds
-			// all along.
-			beyond := max(0, spent.float()-float64(l.capacity)*float64(st.lives))
+			// Beyond the burst each key started with, over the time each
+			// was active: at most 100%, since a key takes at most its burst
+			// and what refills over its span.
+			beyond := max(0, spent.float()-float64(l.capacity)*float64(nkeys))
 			ofRate = pct(beyond, r*active/float64(time.Second))
 		}
 		d := st.empty[i]
