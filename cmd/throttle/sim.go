@@ -68,7 +68,7 @@ type simStats struct {
 	// short is, per limit, the time requests waited for its tokens (wait
 	// mode), summed over keys.
 	short []u128
-	keys keySet // distinct keys, with their spans
+	keys  keySet // distinct keys, with their spans
 }
 
 // epoch is time 0 of a trace on every key's fake clock.
