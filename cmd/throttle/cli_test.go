@@ -1,6 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -56,5 +63,68 @@ func TestSimulateOneRequest(t *testing.T) {
 	out, stderr, code := runCmd(t, "2.5\n", "simulate", "--limit", "requests=1/1s", "-")
 	if code != 0 || stderr != "" || !strings.Contains(out, "stdin: 1 request, 1 key, arrivals from 2.5s to 2.5s\n") {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, stderr, out)
+	}
+}
+
+// TestChartFormats: --chart writes the format its name asks for, says
+// where it went, and refuses a name it cannot honour before running.
+func TestChartFormats(t *testing.T) {
+	dir := t.TempDir()
+	check := map[string]func([]byte) error{
+		"c.png": func(b []byte) error {
+			cfg, err := png.DecodeConfig(bytes.NewReader(b))
+			if err == nil && (cfg.Width != 1417 || cfg.Height != 1181) {
+				err = fmt.Errorf("%d×%d pixels, want 1417×1181", cfg.Width, cfg.Height)
+			}
+			return err
+		},
+		"c.PDF": func(b []byte) error {
+			if !bytes.HasPrefix(b, []byte("%PDF-")) {
+				return errors.New("no %PDF- header")
+			}
+			return nil
+		},
+		"c.svg": func(b []byte) error {
+			if !bytes.Contains(b[:min(len(b), 200)], []byte("<svg")) {
+				return errors.New("no <svg element")
+			}
+			return xml.NewDecoder(bytes.NewReader(b)).Decode(new(struct{}))
+		},
+	}
+	for name, ok := range check {
+		path := filepath.Join(dir, name)
+		for _, cmd := range [][]string{
+			{"simulate", "--limit", "requests=5/1s", "--chart", path, "testdata/llm.csv"},
+			{"simulate", "--limit", "requests=2/1s", "--chart", path, "testdata/keys.csv"},
+		} {
+			stdout, stderr, code := runCmd(t, "", cmd...)
+			format := strings.ToUpper(filepath.Ext(name)[1:])
+			if code != 0 || stderr != "" || !strings.HasSuffix(stdout, "\nchart: "+path+" ("+format+")\n") {
+				t.Fatalf("%s: exit %d, stderr %q, stdout:\n%s", name, code, stderr, stdout)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ok(b); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	}
+	for _, name := range []string{"c.jpg", "chart", "c.svg.txt"} {
+		path := filepath.Join(dir, name)
+		for _, cmd := range [][]string{
+			{"simulate", "--limit", "r=5/1s", "--chart", path, "testdata/llm.csv"},
+			{"demo", "--chart", path},
+		} {
+			stdout, stderr, code := runCmd(t, "", cmd...)
+			want := fmt.Sprintf("throttle %s: --chart %q: the name must end in .png, .svg or .pdf, the format to write\n", cmd[0], path)
+			if code != 2 || stdout != "" || stderr != want {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q", cmd, code, stdout, stderr)
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s: %s was created (%v)", cmd, path, err)
+			}
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"github.com/throttlekit/throttle/throttletest"
 )
 
-const demoSynopsis = `demo [--requests N] [--quota RATE] [--burst N] [--chart FILE.svg]
+const demoSynopsis = `demo [--requests N] [--quota RATE] [--burst N] [--chart FILE.png|.svg|.pdf]
 
 Starts a fake API vendor on a loopback port with a request quota per API
 key, sends the same requests through a plain http.Client and through one
@@ -37,7 +36,7 @@ func runDemo(e *env, args []string) error {
 	fs.Var(&quota, "quota", "the vendor's request quota per API key, as a `RATE` such as 20/1s")
 	burst := fs.Int64("burst", 10, "the vendor's burst: requests it admits at once")
 	var chartPath stringFlag
-	fs.Var(&chartPath, "chart", "write an SVG chart of the throttled client's run to `FILE`")
+	fs.Var(&chartPath, "chart", "write a chart of the throttled client's run to `FILE`, as PNG, SVG or PDF after its name's extension")
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return err
@@ -61,12 +60,12 @@ func runDemo(e *env, args []string) error {
 	client := vendor
 	client.capacity = max(1, vendor.capacity-1)
 	client.rateText = vendor.rateText
-	var chart *os.File
+	var chart *chartFile
 	if chartPath.set {
-		if chart, err = os.Create(chartPath.value); err != nil {
-			return usagef("--chart: %v", err)
+		if chart, err = createChart(chartPath.value); err != nil {
+			return err
 		}
-		defer chart.Close()
+		defer chart.discard()
 	}
 
 	srv := throttletest.NewServer(throttletest.Config{Requests: vendor.rate, RequestBurst: vendor.capacity})
@@ -94,7 +93,7 @@ func runDemo(e *env, args []string) error {
 	tr := throttle.NewTransport(base, throttle.Shared(lim))
 	var rec *demoRecorder
 	if chart != nil {
-		rec = &demoRecorder{s: newSeries(1, chartBins), b: b, capacity: float64(client.capacity)}
+		rec = &demoRecorder{s: newSeries(1, chartBins, []time.Duration{client.rate.Period()}), b: b, capacity: float64(client.capacity)}
 	}
 	throttled, err := fire(e.ctx, &http.Client{Transport: tr}, srv.URL, "throttled-client", *n, rec)
 	if err != nil {
@@ -106,12 +105,10 @@ func runDemo(e *env, args []string) error {
 	writeDemoTable(e.stdout, plain, throttled, client)
 	if chart != nil {
 		title := fmt.Sprintf("Throttled client (%s, burst %d) against the fake vendor", client.rateText, client.capacity)
-		if err := writeChart(chart, rec.s, []limitSpec{client}, title); err != nil {
+		if err := writeChart(chart, rec.s, []limitSpec{client}, title, chartKeys{}); err != nil {
 			return fmt.Errorf("--chart: %w", err)
 		}
-		if err := chart.Close(); err != nil {
-			return fmt.Errorf("--chart: %w", err)
-		}
+		chart.report(e.stdout)
 	}
 	return nil
 }
@@ -141,7 +138,7 @@ func (r *demoRecorder) record(ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lv := []float64{r.b.Tokens() / r.capacity * 100}
-	r.s.add(time.Since(r.start), ok, lv, lv, []int64{1})
+	r.s.add(time.Since(r.start), ok, 0, lv, lv, []int64{1})
 }
 
 // fire sends n GET requests at once, one goroutine each, with apiKey as the

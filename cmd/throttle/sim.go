@@ -38,7 +38,13 @@ type simulator struct {
 	decided     func(arrival, at time.Duration, ok bool)
 	lastArrival time.Duration
 	series      *series
+	drawn       []string // keys with level lines on the chart, in order
 }
+
+// keyLines is how many keys get level lines of their own on the chart:
+// the first keys of the trace. One line through the levels of several keys
+// would zigzag between them.
+const keyLines = 3
 
 // keyState is one key's limits and where its clock stands.
 type keyState struct {
@@ -51,6 +57,7 @@ type keyState struct {
 	name       string          // the key
 	last       time.Duration   // instant of its latest decision
 	emptyUntil []time.Duration // per limit: when it next holds a whole token
+	line       int             // its first level line on the chart; -1 for none
 }
 
 // simStats is what the summary reports.
@@ -94,7 +101,11 @@ func newSimulator(cfg simConfig) *simulator {
 	s.stats.short = make([]u128, len(cfg.limits))
 	s.stats.keys = newKeySet()
 	if cfg.chart {
-		s.series = newSeries(len(cfg.limits), chartBins)
+		periods := make([]time.Duration, len(cfg.limits))
+		for i, l := range cfg.limits {
+			periods[i] = l.rate.Period()
+		}
+		s.series = newSeries(keyLines*len(cfg.limits), chartBins, periods)
 		s.before = make([]float64, len(cfg.limits))
 		s.after = make([]float64, len(cfg.limits))
 	}
@@ -158,6 +169,7 @@ func (s *simulator) add(req trace.Request, line int) error {
 		}
 		s.keys[req.Key] = k
 		k.name = req.Key
+		k.line = s.lineOf(req.Key)
 		st.keys.arrive(req.Key, req.Time)
 	}
 
@@ -258,7 +270,25 @@ func (s *simulator) record(k *keyState, t time.Duration, ok bool) {
 			s.before[i] = (after + float64(s.costs[i])) / c * 100
 		}
 	}
-	s.series.add(t, ok, s.before, s.after, s.costs)
+	s.series.add(t, ok, k.line, s.before, s.after, s.costs)
+}
+
+// lineOf returns the first level line of key, giving it lines while fewer
+// than keyLines keys have them.
+func (s *simulator) lineOf(key string) int {
+	if s.series == nil {
+		return -1
+	}
+	for i, d := range s.drawn {
+		if d == key {
+			return i * len(s.cfg.limits)
+		}
+	}
+	if len(s.drawn) == keyLines {
+		return -1
+	}
+	s.drawn = append(s.drawn, key)
+	return (len(s.drawn) - 1) * len(s.cfg.limits)
 }
 
 // sweepIdle drops every key whose limits are all full at instant now with

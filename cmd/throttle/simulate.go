@@ -9,7 +9,7 @@ import (
 	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
 )
 
-const simulateSynopsis = `simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--compare] [--chart FILE] TRACE.csv
+const simulateSynopsis = `simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--compare] [--chart FILE.png|.svg|.pdf] TRACE.csv
 
 Replays a request trace against one or several limits, all or nothing as a
 throttle.Limiter spends them, and prints a summary. TRACE.csv ("-" for
@@ -53,7 +53,7 @@ func runSimulate(e *env, args []string) error {
 	mode.value = "wait"
 	fs.Var(&limits, "limit", "add the limit `NAME=RATE[,burst=N][,per=request|cost]`, such as tokens=200000/1m; repeat for several")
 	fs.Var(&mode, "mode", "`MODE` wait (requests wait their turn, as Acquire does) or reject (those that do not fit at once are rejected, as with TryAcquire)")
-	fs.Var(&chartPath, "chart", "write an SVG chart of the levels and throughput to `FILE`")
+	fs.Var(&chartPath, "chart", "write a chart of the levels and throughput to `FILE`, as PNG, SVG or PDF after its name's extension")
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return err
@@ -85,34 +85,27 @@ func runSimulate(e *env, args []string) error {
 		defer f.Close()
 		name, in = pos[0], f
 	}
-	var chart *os.File
+	var chart *chartFile
 	if chartPath.set {
-		// Created before the run, so that a bad path fails at once rather
-		// than after a long trace.
-		if chart, err = os.Create(chartPath.value); err != nil {
-			return usagef("--chart: %v", err)
+		if chart, err = createChart(chartPath.value); err != nil {
+			return err
 		}
-		defer chart.Close()
+		defer chart.discard()
 	}
 
 	sim, err := simulate(cfg, in)
 	if err != nil {
-		if chart != nil {
-			chart.Close()
-			os.Remove(chartPath.value)
-		}
 		return err
 	}
 	if err := writeSummary(e.stdout, name, sim); err != nil {
 		return err
 	}
 	if chart != nil {
-		if err := writeChart(chart, sim.series, cfg.limits, "Level of each limit: "+name); err != nil {
+		keys := chartKeys{drawn: sim.drawn, total: sim.stats.keys.len()}
+		if err := writeChart(chart, sim.series, cfg.limits, "Level of each limit: "+name, keys); err != nil {
 			return fmt.Errorf("--chart: %w", err)
 		}
-		if err := chart.Close(); err != nil {
-			return fmt.Errorf("--chart: %w", err)
-		}
+		chart.report(e.stdout)
 	}
 	return nil
 }
