@@ -71,11 +71,12 @@ func runDemo(e *env, args []string) error {
 	srv := throttletest.NewServer(throttletest.Config{Requests: vendor.rate, RequestBurst: vendor.capacity})
 	defer srv.Close()
 	fmt.Fprintf(e.stdout, "fake vendor at %s: %s requests per API key, burst %d\n", srv.URL, vendor.rateText, vendor.capacity)
-	fmt.Fprintf(e.stdout, "sending %d requests at once through each client...\n\n", *n)
+	fmt.Fprintf(e.stdout, "sending %d requests at once through each client...\n", *n)
 
 	plainBase := demoTransport()
 	defer plainBase.CloseIdleConnections()
-	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, nil)
+	prog := startProgress(e.stdout, "plain client", *n, nil)
+	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, nil, prog)
 	if err != nil {
 		return err
 	}
@@ -95,13 +96,15 @@ func runDemo(e *env, args []string) error {
 	if chart != nil {
 		rec = &demoRecorder{s: newSeries(1, chartBins, []time.Duration{client.rate.Period()}), b: b, capacity: float64(client.capacity)}
 	}
-	throttled, err := fire(e.ctx, &http.Client{Transport: tr}, srv.URL, "throttled-client", *n, rec)
+	prog = startProgress(e.stdout, "throttled client", *n, func() int64 { return tr.Stats().Throttled })
+	throttled, err := fire(e.ctx, &http.Client{Transport: tr}, srv.URL, "throttled-client", *n, rec, prog)
 	if err != nil {
 		return err
 	}
 	st := tr.Stats()
 	throttled.retries, throttled.throttled = st.Retried, st.Throttled
 
+	fmt.Fprintln(e.stdout)
 	writeDemoTable(e.stdout, plain, throttled, client)
 	if chart != nil {
 		title := fmt.Sprintf("Throttled client (%s, burst %d) against the fake vendor", client.rateText, client.capacity)
@@ -143,7 +146,7 @@ func (r *demoRecorder) record(ok bool) {
 
 // fire sends n GET requests at once, one goroutine each, with apiKey as the
 // bearer token, and waits for them all.
-func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *demoRecorder) (demoResult, error) {
+func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *demoRecorder, prog *progress) (demoResult, error) {
 	var (
 		mu  sync.Mutex
 		res = demoResult{requests: int64(n)}
@@ -171,6 +174,7 @@ func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *d
 			if rec != nil && e == nil {
 				rec.record(resp.StatusCode/100 == 2)
 			}
+			prog.answered(e == nil && resp.StatusCode == http.StatusTooManyRequests)
 			mu.Lock()
 			defer mu.Unlock()
 			res.maxLatency = max(res.maxLatency, lat)
@@ -191,6 +195,7 @@ func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *d
 	}
 	wg.Wait()
 	res.total = time.Since(start)
+	prog.finish()
 	return res, err
 }
 

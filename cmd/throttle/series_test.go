@@ -140,3 +140,22 @@ func TestWindowsMerge(t *testing.T) {
 		t.Errorf("points %v ... %v", p[:2], p[len(p)-2:])
 	}
 }
+
+// TestSeriesLinePerKey: each of the first keyLines keys gets its own level
+// line; later keys none.
+func TestSeriesLinePerKey(t *testing.T) {
+	limits := benchLimitsFrom(t, "r=1/1s,burst=2")
+	sim := newSimulator(simConfig{limits: limits, reject: true, chart: true})
+	if err := runTrace(sim, "0,1,a\n0,1,b\n0,1,c\n0,1,d\n0,1,a\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sim.drawn, []string{"a", "b", "c"}) {
+		t.Fatalf("drawn %q", sim.drawn)
+	}
+	want := [][]point{{{0, 100}, {0, 0}}, {{0, 100}, {0, 50}}, {{0, 100}, {0, 50}}}
+	for i, w := range want {
+		if got := sim.series.levels(i); !slices.Equal(got, w) {
+			t.Errorf("key %s: levels %v, want %v", sim.drawn[i], got, w)
+		}
+	}
+}
