@@ -167,11 +167,23 @@ func chartPlots(s *series, limits []limitSpec, title string, keys chartKeys) (le
 	return level, rate, nil
 }
 
-// writeChart renders the chart to f in format (see chartFormat).
-func writeChart(f *chartFile, s *series, limits []limitSpec, title string, keys chartKeys) error {
+// writeChart renders the chart to f, with the extra panels below.
+func writeChart(f *chartFile, s *series, limits []limitSpec, title string, keys chartKeys, extra ...*plot.Plot) error {
 	level, rate, err := chartPlots(s, limits, title, keys)
 	if err != nil {
 		return err
 	}
-	return f.write([][]*plot.Plot{{level}, {rate}})
+	panels := [][]*plot.Plot{{level}, {rate}}
+	for _, p := range extra {
+		panels = append(panels, []*plot.Plot{p})
+	}
+	// One time axis for every panel, so that they line up.
+	lo, hi := level.X.Min, level.X.Max
+	for _, row := range panels {
+		lo, hi = min(lo, row[0].X.Min), max(hi, row[0].X.Max)
+	}
+	for _, row := range panels {
+		row[0].X.Min, row[0].X.Max = lo, hi
+	}
+	return f.write(panels)
 }

@@ -43,7 +43,8 @@ func createChart(path string) (*chartFile, error) {
 
 // write draws the plots, one tile each, and closes the file.
 func (c *chartFile) write(plots [][]*plot.Plot) error {
-	const width, height = 24 * vg.Centimeter, 20 * vg.Centimeter
+	// 10 cm a panel.
+	width, height := 24*vg.Centimeter, vg.Length(len(plots))*10*vg.Centimeter
 	var cw interface {
 		vg.CanvasSizer
 		io.WriterTo

@@ -16,6 +16,7 @@ type simConfig struct {
 	limits   []limitSpec
 	reject   bool // non-blocking: a request that does not fit is rejected
 	chart    bool // collect the chart's series
+	compare  bool // run the trace through every algorithm too (--compare)
 	sweepMin int  // keys held before idle ones are first swept out
 }
 
@@ -38,7 +39,8 @@ type simulator struct {
 	decided     func(arrival, at time.Duration, ok bool)
 	lastArrival time.Duration
 	series      *series
-	drawn       []string // keys with level lines on the chart, in order
+	drawn       []string  // keys with level lines on the chart, in order
+	cmp         *comparer // with compare
 }
 
 // keyLines is how many keys get level lines of their own on the chart:
@@ -100,6 +102,9 @@ func newSimulator(cfg simConfig) *simulator {
 	s.stats.bound = make([]uint64, len(cfg.limits))
 	s.stats.short = make([]u128, len(cfg.limits))
 	s.stats.keys = newKeySet()
+	if cfg.compare {
+		s.cmp = newComparer(cfg.limits, cfg.reject, cfg.chart)
+	}
 	if cfg.chart {
 		periods := make([]time.Duration, len(cfg.limits))
 		for i, l := range cfg.limits {
@@ -253,6 +258,9 @@ func (s *simulator) add(req trace.Request, line int) error {
 	}
 	if len(s.keys) >= s.sweep {
 		s.sweepIdle(req.Time)
+	}
+	if s.cmp != nil {
+		return s.cmp.add(req, line, s.costs)
 	}
 	return nil
 }

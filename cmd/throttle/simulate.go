@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
+	"gonum.org/v1/plot"
 )
 
 const simulateSynopsis = `simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--compare] [--chart FILE.png|.svg|.pdf] TRACE.csv
@@ -50,9 +51,11 @@ func runSimulate(e *env, args []string) error {
 	fs := newFlagSet("simulate", simulateSynopsis)
 	var limits limitsFlag
 	var mode, chartPath stringFlag
+	var compare bool
 	mode.value = "wait"
 	fs.Var(&limits, "limit", "add the limit `NAME=RATE[,burst=N][,per=request|cost]`, such as tokens=200000/1m; repeat for several")
 	fs.Var(&mode, "mode", "`MODE` wait (requests wait their turn, as Acquire does) or reject (those that do not fit at once are rejected, as with TryAcquire)")
+	fs.BoolVar(&compare, "compare", false, "also replay the trace through other algorithms set to the same rates and bursts, and compare them (see above)")
 	fs.Var(&chartPath, "chart", "write a chart of the levels and throughput to `FILE`, as PNG, SVG or PDF after its name's extension")
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
@@ -61,7 +64,12 @@ func runSimulate(e *env, args []string) error {
 	if len(limits) == 0 {
 		return usagef("at least one --limit is required, such as --limit requests=500/1m")
 	}
-	cfg := simConfig{limits: limits, chart: chartPath.set}
+	cfg := simConfig{limits: limits, chart: chartPath.set, compare: compare}
+	if compare {
+		if err := checkCompare(limits); err != nil {
+			return err
+		}
+	}
 	switch mode.value {
 	case "wait":
 	case "reject":
@@ -100,9 +108,22 @@ func runSimulate(e *env, args []string) error {
 	if err := writeSummary(e.stdout, name, sim); err != nil {
 		return err
 	}
+	if sim.cmp != nil {
+		if err := writeCompare(e.stdout, sim.cmp); err != nil {
+			return err
+		}
+	}
 	if chart != nil {
 		keys := chartKeys{drawn: sim.drawn, total: sim.stats.keys.len()}
-		if err := writeChart(chart, sim.series, cfg.limits, "Level of each limit: "+name, keys); err != nil {
+		var extra []*plot.Plot
+		if sim.cmp != nil {
+			p, err := comparePlot(sim.cmp)
+			if err != nil {
+				return fmt.Errorf("--chart: %w", err)
+			}
+			extra = append(extra, p)
+		}
+		if err := writeChart(chart, sim.series, cfg.limits, "Level of each limit: "+name, keys, extra...); err != nil {
 			return fmt.Errorf("--chart: %w", err)
 		}
 		chart.report(e.stdout)
