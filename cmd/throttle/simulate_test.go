@@ -48,6 +48,8 @@ func TestSimulateSummaryGolden(t *testing.T) {
 		{"keys_reject.golden", "--mode reject --limit requests=2/1s,burst=3 --limit units=3/1s testdata/keys.csv", ""},
 		{"stdin_one_instant.golden", "--limit requests=0.5/1s,burst=2 -", "time\n3,1\n3\n3\n"},
 		{"empty.golden", "--limit requests=1/1s -", "time,cost,key\n"},
+		{"llm_compare_wait.golden", "--compare --limit requests=5/1s --limit tokens=3000/1s testdata/llm.csv", ""},
+		{"keys_compare_reject.golden", "--compare --mode reject --limit requests=2/1s,burst=3 --limit units=3/1s testdata/keys.csv", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
