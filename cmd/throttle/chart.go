@@ -89,9 +89,9 @@ func chartPlots(s *series, limits []limitSpec, title string, keys chartKeys) (le
 	rate = plot.New()
 	rate.Title.Text = "Tokens spent in each window of the limit's period"
 	rate.X.Label.Text = "time (s)"
-	rate.Y.Label.Text = "% of configured rate"
+	rate.Y.Label.Text = "tokens a window, % of rate"
 	if multi {
-		rate.Y.Label.Text = "% of one key's rate, keys summed"
+		rate.Y.Label.Text = "tokens a window, % of one key's rate"
 	}
 	rate.Y.Min, rate.Y.Max = 0, 100
 	rate.Legend.Top = true

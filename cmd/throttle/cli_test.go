@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -124,6 +125,51 @@ func TestChartFormats(t *testing.T) {
 			}
 			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("%s: %s was created (%v)", cmd, path, err)
+			}
+		}
+	}
+}
+
+// TestSimulateHelpDefinesColumns: every column of every table simulate
+// prints is defined in its --help.
+func TestSimulateHelpDefinesColumns(t *testing.T) {
+	help, _, _ := runCmd(t, "", "simulate", "--help")
+	// The term --help defines each column by.
+	term := map[string]string{
+		"limit": "for each limit:", "rate": "rate, burst", "rate per key": "with several keys, per key", "burst": "rate, burst",
+		"counts": "\n  counts ", "spent": "\n  spent ", "per second": "\n  per second ", "% of rate": "\n  % of rate ",
+		"bound": "\n  bound ", "short": "\n  short ", "empty": "\n  empty ", "% of span": "as a share of the span",
+		"algorithm": "\n  token bucket (throttle) ", "admitted": "admitted and refused", "refused": "admitted and refused",
+		"wait p50": "wait p50, p95", "wait p95": "wait p50, p95", "wait max": "p95,\nmax",
+	}
+	for _, args := range [][]string{
+		{"--limit", "requests=5/1s", "--limit", "tokens=3000/1s", "--compare", "testdata/llm.csv"},
+		{"--mode", "reject", "--limit", "requests=5/1s", "--compare", "testdata/llm.csv"},
+		{"--limit", "requests=2/1s,burst=3", "testdata/keys.csv"},
+		{"--mode", "reject", "--limit", "requests=2/1s,burst=3", "testdata/keys.csv"},
+	} {
+		out, stderr, code := runCmd(t, "", append([]string{"simulate"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, %s", args, code, stderr)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(line, "limit ") && !strings.HasPrefix(line, "algorithm ") {
+				continue
+			}
+			for _, col := range regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(line), -1) {
+				col = strings.TrimSuffix(col, ", summed over keys")
+				if strings.HasPrefix(col, "most ") {
+					col = "most"
+					term[col] = "\nin P, the most tokens"
+				}
+				want, ok := term[col]
+				if !ok {
+					t.Errorf("column %q has no definition known to the test", col)
+					continue
+				}
+				if !strings.Contains(help, want) {
+					t.Errorf("column %q: --help lacks %q", col, want)
+				}
 			}
 		}
 	}

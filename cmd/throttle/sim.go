@@ -31,6 +31,7 @@ type simulator struct {
 	keys  map[string]*keyState
 	sweep int // sweep idle keys once this many are held
 	costs []int64
+	waits []time.Duration // per limit, for the request being decided
 	stats simStats
 
 	before, after []float64 // levels around a decision, in % of capacity
@@ -96,6 +97,7 @@ func newSimulator(cfg simConfig) *simulator {
 		keys:  make(map[string]*keyState),
 		sweep: cfg.sweepMin,
 		costs: make([]int64, len(cfg.limits)),
+		waits: make([]time.Duration, len(cfg.limits)),
 	}
 	s.stats.spent = make([]u128, len(cfg.limits))
 	s.stats.empty = make([]u128, len(cfg.limits))
@@ -185,7 +187,9 @@ func (s *simulator) add(req trace.Request, line int) error {
 		if ok, err = k.lim.TryAcquire(s.costs...); err != nil {
 			return fmt.Errorf("trace line %d: %w", line, err)
 		}
-		if !ok {
+		if !ok && len(k.bs) == 1 {
+			st.bound[0]++
+		} else if !ok {
 			for i, b := range k.bs {
 				if w, err := b.WaitTime(s.costs[i]); err != nil || w > 0 {
 					st.bound[i]++
@@ -200,7 +204,21 @@ func (s *simulator) add(req trace.Request, line int) error {
 			return fmt.Errorf("trace line %d: %w", line, err)
 		}
 		if !ok {
-			w, err := k.lim.WaitTime(s.costs...)
+			// Nothing is queued and levels only rise, so the wait is the
+			// longest of the limits' own, and asking each says which held
+			// the request up and for how long.
+			var w time.Duration
+			var err error
+			for i, b := range k.bs {
+				if s.waits[i], err = b.WaitTime(s.costs[i]); err != nil {
+					// The Limiter's error names the limit.
+					if _, lerr := k.lim.WaitTime(s.costs...); lerr != nil {
+						err = lerr
+					}
+					break
+				}
+				w = max(w, s.waits[i])
+			}
 			if errors.Is(err, throttle.ErrNoRefill) {
 				return usagef("trace line %d: the request would wait forever: %v", line, err)
 			}
@@ -210,9 +228,8 @@ func (s *simulator) add(req trace.Request, line int) error {
 			if w > never-k.now {
 				return usagef("trace line %d: the request would wait past the year 2292", line)
 			}
-			// Which limits held it up, and for how long each.
-			for i, b := range k.bs {
-				if wi, err := b.WaitTime(s.costs[i]); err == nil && wi > 0 {
+			for i, wi := range s.waits {
+				if wi > 0 {
 					st.short[i].add(uint64(wi))
 					if wi == w {
 						st.bound[i]++

@@ -44,6 +44,25 @@ and for each limit:
   empty        reject mode: time the limit held less than one whole token,
                summed over keys, and as a share of the span
 
+With --compare, the trace also goes through other algorithms, each set per
+limit to the same rate and burst, and a table compares them. With burst B
+and rate R per period P, a token takes T = P/R and a window lasts B*T:
+  token bucket (throttle)      the library's Bucket, exact: the summary's
+  GCRA                         a theoretical arrival time pushed cost*T on,
+                               admitted while within B*T of now
+  fixed window                 at most B tokens a window, windows from time 0
+  sliding window log           at most B tokens in any trailing window
+  sliding window counter       the previous window's count weighted by its
+                               share of the trailing window, plus the
+                               current window's, at most B
+  leaky bucket queue (pacing)  requests leave cost*T apart, never in a
+                               burst, from a queue of B tokens
+All but the first are reference models in this command, in float64
+nanoseconds. Columns: admitted and refused (reject mode); wait p50, p95,
+max, arrival to leaving (in reject mode only the queue delays); most NAME
+in P, the most tokens of that limit that left in any window of its period,
+per key. With --compare every key is kept in memory.
+
 Example:
   throttle simulate --limit requests=5/1s --limit tokens=3000/1s cmd/throttle/testdata/llm.csv`
 

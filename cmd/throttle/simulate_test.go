@@ -190,7 +190,7 @@ func TestChartGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Level of each limit: testdata/llm.csv", "Tokens spent in each window of the limit's period", "requests, per 1s window", "tokens, per 1s window", "requests 5/1s", "tokens 3000/1s",
-		"accepted", "rejected", "configured rate", "time (s)", "level (% of burst)", "% of configured rate"} {
+		"accepted", "rejected", "configured rate", "time (s)", "level (% of burst)", "tokens a window, % of rate"} {
 		if !contains(texts, want) {
 			t.Errorf("chart has no text %q; texts: %q", want, texts)
 		}
