@@ -94,9 +94,12 @@ func TestChartFormats(t *testing.T) {
 	}
 	for name, ok := range check {
 		path := filepath.Join(dir, name)
+		trace := "testdata/llm.csv"
+		if name == "c.svg" {
+			trace = "testdata/keys.csv" // a line per key
+		}
 		for _, cmd := range [][]string{
-			{"simulate", "--limit", "requests=5/1s", "--chart", path, "testdata/llm.csv"},
-			{"simulate", "--limit", "requests=2/1s", "--chart", path, "testdata/keys.csv"},
+			{"simulate", "--limit", "requests=5/1s", "--chart", path, trace},
 		} {
 			stdout, stderr, code := runCmd(t, "", cmd...)
 			format := strings.ToUpper(filepath.Ext(name)[1:])

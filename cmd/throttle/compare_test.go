@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +136,51 @@ func TestCompareErrors(t *testing.T) {
 	stdout, stderr, code := runCmd(t, "0\n", "simulate", "--compare", "--limit", "r=0/1s,burst=1", "-")
 	if code != 2 || stdout != "" || stderr != "throttle simulate: --compare: limit \"r\" never refills, so every algorithm admits its burst and no more\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestCompareChart: with --chart, a third panel draws a line per
+// algorithm, and the fixed window's reaches twice the limit.
+func TestCompareChart(t *testing.T) {
+	var b strings.Builder
+	for range 100 {
+		b.WriteString("59.9\n")
+	}
+	for range 100 {
+		b.WriteString("60.1\n")
+	}
+	svg := filepath.Join(t.TempDir(), "c.svg")
+	_, stderr, code := runCmd(t, b.String(), "simulate", "--mode", "reject", "--compare", "--limit", "requests=100/1m", "--chart", svg, "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	f, err := os.Open(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	texts, _ := svgShape(t, f)
+	for _, want := range []string{"Requests admitted in the trailing 1m0s, by algorithm (highest of each time bin, of any key)", "requests in 1m0s"} {
+		if !contains(texts, want) {
+			t.Errorf("chart has no text %q; texts: %q", want, texts)
+		}
+	}
+	for _, alg := range algorithms() {
+		if !contains(texts, alg.name) {
+			t.Errorf("no legend entry for %s", alg.name)
+		}
+	}
+	sim := newSimulator(simConfig{limits: benchLimitsFrom(t, "requests=100/1m"), reject: true, compare: true, chart: true})
+	if err := runTrace(sim, b.String()); err != nil {
+		t.Fatal(err)
+	}
+	for a, alg := range sim.cmp.algs {
+		top := 0.0
+		for _, p := range sim.cmp.chart.line(a) {
+			top = max(top, p.y)
+		}
+		if want := sim.cmp.res[a].worst[0]; top != want {
+			t.Errorf("%s: line peaks at %v, want its most in a minute, %v", alg.name, top, want)
+		}
 	}
 }
