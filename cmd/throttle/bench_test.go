@@ -46,20 +46,22 @@ func benchLimitsFrom(tb testing.TB, specs ...string) []limitSpec {
 // memory, CSV parsing included. The target is under 5 s per run.
 func BenchmarkSimulate1M(b *testing.B) {
 	for _, c := range []struct {
-		name   string
-		reject bool
-		chart  bool
-		keys   int
+		name    string
+		reject  bool
+		chart   bool
+		keys    int
+		compare bool
 	}{
-		{"wait", false, false, 0},
-		{"wait+chart", false, true, 0},
-		{"reject", true, false, 0},
-		{"wait+1000keys", false, false, 1000},
+		{"wait", false, false, 0, false},
+		{"wait+chart", false, true, 0, false},
+		{"reject", true, false, 0, false},
+		{"wait+1000keys", false, false, 1000, false},
+		{"wait+compare", false, false, 0, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var tr bytes.Buffer
 			genTrace(&tr, 1_000_000, 10, c.keys, 1)
-			cfg := simConfig{limits: benchLimits(b), reject: c.reject, chart: c.chart}
+			cfg := simConfig{limits: benchLimits(b), reject: c.reject, chart: c.chart, compare: c.compare}
 			b.ResetTimer()
 			for b.Loop() {
 				sim, err := simulate(cfg, bytes.NewReader(tr.Bytes()))

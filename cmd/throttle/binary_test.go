@@ -44,6 +44,8 @@ func TestBinary(t *testing.T) {
 		{name: "simulate bad trace", args: []string{"simulate", "--limit", "r=1/1s", "-"}, stdin: "1\n0\n", code: 2, errLine: `throttle simulate: trace line 2: time "0": earlier than the previous request`},
 		{name: "simulate help", args: []string{"simulate", "-h"}, inOut: "Usage: throttle simulate"},
 		{name: "top help", args: []string{"--help"}, inOut: "Commands:"},
+		{name: "help demo", args: []string{"help", "demo"}, inOut: "Usage: throttle demo "},
+		{name: "version", args: []string{"--version"}, stdout: "throttle " + modVersion(t, bin) + "\n"},
 		{name: "no command", args: nil, code: 2},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, errLine: `throttle: unknown command "frobnicate"`},
 	}
@@ -83,4 +85,41 @@ func TestBinary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// modVersion returns the module version and what follows it in the line
+// the binary's --version must print, from "go version -m": the same build
+// information, read by the toolchain rather than by the binary.
+func modVersion(t *testing.T, bin string) string {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatalf("go version -m: %v", err)
+	}
+	var goVersion, mod, rev, at, dirty string
+	for i, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case i == 0 && len(f) == 2:
+			goVersion = f[1]
+		case len(f) >= 3 && f[0] == "mod":
+			mod = f[2]
+		case len(f) == 2 && f[0] == "build":
+			k, v, _ := strings.Cut(f[1], "=")
+			switch k {
+			case "vcs.revision":
+				rev = v
+			case "vcs.time":
+				at = v
+			case "vcs.modified":
+				if v == "true" {
+					dirty = ", modified"
+				}
+			}
+		}
+	}
+	if rev != "" {
+		mod += " (" + rev + " " + at + dirty + ")"
+	}
+	return mod + " " + goVersion
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"io"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Chart colours. The golden test finds the series by these.
@@ -60,12 +58,28 @@ func xys(ps []point) plotter.XYs {
 	return out
 }
 
+// chartKeys says whose levels a chart draws: the keys with level lines,
+// in line order ("" for a trace without keys), and how many keys the
+// trace had.
+type chartKeys struct {
+	drawn []string
+	total int
+}
+
 // chartPlots builds the two panels of the chart: the level of each limit
-// with the accepted and rejected requests as marks, and the throughput of
-// each limit against its configured rate.
-func chartPlots(s *series, limits []limitSpec, title string) (level, rate *plot.Plot, err error) {
+// (of each key drawn) with the accepted and rejected requests as marks,
+// and the throughput of each limit, over windows of its own period,
+// against its configured rate.
+func chartPlots(s *series, limits []limitSpec, title string, keys chartKeys) (level, rate *plot.Plot, err error) {
+	multi := keys.total > 1
 	level = plot.New()
 	level.Title.Text = title
+	switch {
+	case multi && len(keys.drawn) < keys.total:
+		level.Title.Text += fmt.Sprintf("\nlevels of the first %d of %d keys; marks for every key", len(keys.drawn), keys.total)
+	case multi:
+		level.Title.Text += fmt.Sprintf("\nlevels of each of the %d keys", keys.total)
+	}
 	level.X.Label.Text = "time (s)"
 	level.Y.Label.Text = "level (% of burst)"
 	level.Y.Min, level.Y.Max = 0, 100
@@ -73,32 +87,43 @@ func chartPlots(s *series, limits []limitSpec, title string) (level, rate *plot.
 	level.Add(plotter.NewGrid())
 
 	rate = plot.New()
-	rate.Title.Text = "Tokens spent per second"
+	rate.Title.Text = "Tokens spent in each window of the limit's period"
 	rate.X.Label.Text = "time (s)"
-	rate.Y.Label.Text = "% of configured rate"
+	rate.Y.Label.Text = "tokens a window, % of rate"
+	if multi {
+		rate.Y.Label.Text = "tokens a window, % of one key's rate"
+	}
 	rate.Y.Min, rate.Y.Max = 0, 100
 	rate.Legend.Top = true
 	rate.Add(plotter.NewGrid())
 
-	for i, l := range limits {
-		c := limitColor(i)
-		line, err := plotter.NewLine(xys(s.levels(i)))
-		if err != nil {
-			return nil, nil, fmt.Errorf("level of %s: %w", l.name, err)
+	drawn := max(1, len(keys.drawn))
+	for k := range drawn {
+		for i, l := range limits {
+			c := limitColor(k*len(limits) + i)
+			line, err := plotter.NewLine(xys(s.levels(k*len(limits) + i)))
+			if err != nil {
+				return nil, nil, fmt.Errorf("level of %s: %w", l.name, err)
+			}
+			line.Color = c
+			line.Width = vg.Points(0.75)
+			level.Add(line)
+			name := l.name + " " + l.rateText
+			if multi {
+				name = fmt.Sprintf("key %q: %s", keys.drawn[k], name)
+			}
+			level.Legend.Add(name, line)
 		}
-		line.Color = c
-		line.Width = vg.Points(0.75)
-		level.Add(line)
-		level.Legend.Add(l.name+" "+l.rateText, line)
-
-		tp, err := plotter.NewLine(xys(s.throughput(i, l.perSecond())))
+	}
+	for i, l := range limits {
+		tp, err := plotter.NewLine(xys(s.throughput(i, l)))
 		if err != nil {
 			return nil, nil, fmt.Errorf("throughput of %s: %w", l.name, err)
 		}
-		tp.Color = c
+		tp.Color = limitColor(i)
 		tp.Width = vg.Points(1)
 		rate.Add(tp)
-		rate.Legend.Add(l.name, tp)
+		rate.Legend.Add(l.name+", "+s.spent[i].label(), tp)
 	}
 	for _, m := range []struct {
 		accepted bool
@@ -120,13 +145,13 @@ func chartPlots(s *series, limits []limitSpec, title string) (level, rate *plot.
 
 	// Headroom above the data for the legend, which gonum draws inside the
 	// plot area.
-	level.Y.Max = 100 * legendRoom(len(limits)+2)
+	level.Y.Max = 100 * legendRoom(drawn*len(limits)+2)
 	level.Y.Tick.Marker = upTo{100}
 	rate.Y.Max = max(rate.Y.Max, 100) * legendRoom(len(limits)+1)
 	rate.Y.Tick.Marker = upTo{max(rate.Y.Max/legendRoom(len(limits)+1), 100)}
 
 	// The configured rate is 100% of every limit's own rate.
-	x0, x1 := secs(s.origin), secs(s.end)
+	x0, x1 := secs(s.origin), secs(s.throughputEnd())
 	if x1 == x0 {
 		x1 = x0 + 1
 	}
@@ -142,20 +167,23 @@ func chartPlots(s *series, limits []limitSpec, title string) (level, rate *plot.
 	return level, rate, nil
 }
 
-// writeChart renders the chart as SVG.
-func writeChart(w io.Writer, s *series, limits []limitSpec, title string) error {
-	level, rate, err := chartPlots(s, limits, title)
+// writeChart renders the chart to f, with the extra panels below.
+func writeChart(f *chartFile, s *series, limits []limitSpec, title string, keys chartKeys, extra ...*plot.Plot) error {
+	level, rate, err := chartPlots(s, limits, title, keys)
 	if err != nil {
 		return err
 	}
-	const width, height = 24 * vg.Centimeter, 20 * vg.Centimeter
-	c := vgsvg.New(width, height)
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
-		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadY: vg.Millimeter * 6}
-	canvases := plot.Align([][]*plot.Plot{{level}, {rate}}, tiles, dc)
-	level.Draw(canvases[0][0])
-	rate.Draw(canvases[1][0])
-	_, err = c.WriteTo(w)
-	return err
+	panels := [][]*plot.Plot{{level}, {rate}}
+	for _, p := range extra {
+		panels = append(panels, []*plot.Plot{p})
+	}
+	// One time axis for every panel, so that they line up.
+	lo, hi := level.X.Min, level.X.Max
+	for _, row := range panels {
+		lo, hi = min(lo, row[0].X.Min), max(hi, row[0].X.Max)
+	}
+	for _, row := range panels {
+		row[0].X.Min, row[0].X.Max = lo, hi
+	}
+	return f.write(panels)
 }

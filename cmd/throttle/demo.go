@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"github.com/throttlekit/throttle/throttletest"
 )
 
-const demoSynopsis = `demo [--requests N] [--quota RATE] [--burst N] [--chart FILE.svg]
+const demoSynopsis = `demo [--requests N] [--quota RATE] [--burst N] [--chart FILE.png|.svg|.pdf]
 
 Starts a fake API vendor on a loopback port with a request quota per API
 key, sends the same requests through a plain http.Client and through one
@@ -37,7 +36,7 @@ func runDemo(e *env, args []string) error {
 	fs.Var(&quota, "quota", "the vendor's request quota per API key, as a `RATE` such as 20/1s")
 	burst := fs.Int64("burst", 10, "the vendor's burst: requests it admits at once")
 	var chartPath stringFlag
-	fs.Var(&chartPath, "chart", "write an SVG chart of the throttled client's run to `FILE`")
+	fs.Var(&chartPath, "chart", "write a chart of the throttled client's run to `FILE`, as PNG, SVG or PDF after its name's extension")
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return err
@@ -61,22 +60,23 @@ func runDemo(e *env, args []string) error {
 	client := vendor
 	client.capacity = max(1, vendor.capacity-1)
 	client.rateText = vendor.rateText
-	var chart *os.File
+	var chart *chartFile
 	if chartPath.set {
-		if chart, err = os.Create(chartPath.value); err != nil {
-			return usagef("--chart: %v", err)
+		if chart, err = createChart(chartPath.value); err != nil {
+			return err
 		}
-		defer chart.Close()
+		defer chart.discard()
 	}
 
 	srv := throttletest.NewServer(throttletest.Config{Requests: vendor.rate, RequestBurst: vendor.capacity})
 	defer srv.Close()
 	fmt.Fprintf(e.stdout, "fake vendor at %s: %s requests per API key, burst %d\n", srv.URL, vendor.rateText, vendor.capacity)
-	fmt.Fprintf(e.stdout, "sending %d requests at once through each client...\n\n", *n)
+	fmt.Fprintf(e.stdout, "sending %d requests at once through each client...\n", *n)
 
 	plainBase := demoTransport()
 	defer plainBase.CloseIdleConnections()
-	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, nil)
+	prog := startProgress(e.stdout, "plain client", *n, nil)
+	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, nil, prog)
 	if err != nil {
 		return err
 	}
@@ -94,24 +94,24 @@ func runDemo(e *env, args []string) error {
 	tr := throttle.NewTransport(base, throttle.Shared(lim))
 	var rec *demoRecorder
 	if chart != nil {
-		rec = &demoRecorder{s: newSeries(1, chartBins), b: b, capacity: float64(client.capacity)}
+		rec = &demoRecorder{s: newSeries(1, chartBins, []time.Duration{client.rate.Period()}), b: b, capacity: float64(client.capacity)}
 	}
-	throttled, err := fire(e.ctx, &http.Client{Transport: tr}, srv.URL, "throttled-client", *n, rec)
+	prog = startProgress(e.stdout, "throttled client", *n, func() int64 { return tr.Stats().Throttled })
+	throttled, err := fire(e.ctx, &http.Client{Transport: tr}, srv.URL, "throttled-client", *n, rec, prog)
 	if err != nil {
 		return err
 	}
 	st := tr.Stats()
 	throttled.retries, throttled.throttled = st.Retried, st.Throttled
 
+	fmt.Fprintln(e.stdout)
 	writeDemoTable(e.stdout, plain, throttled, client)
 	if chart != nil {
 		title := fmt.Sprintf("Throttled client (%s, burst %d) against the fake vendor", client.rateText, client.capacity)
-		if err := writeChart(chart, rec.s, []limitSpec{client}, title); err != nil {
+		if err := writeChart(chart, rec.s, []limitSpec{client}, title, chartKeys{}); err != nil {
 			return fmt.Errorf("--chart: %w", err)
 		}
-		if err := chart.Close(); err != nil {
-			return fmt.Errorf("--chart: %w", err)
-		}
+		chart.report(e.stdout)
 	}
 	return nil
 }
@@ -141,12 +141,12 @@ func (r *demoRecorder) record(ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lv := []float64{r.b.Tokens() / r.capacity * 100}
-	r.s.add(time.Since(r.start), ok, lv, lv, []int64{1})
+	r.s.add(time.Since(r.start), ok, 0, lv, lv, []int64{1})
 }
 
 // fire sends n GET requests at once, one goroutine each, with apiKey as the
 // bearer token, and waits for them all.
-func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *demoRecorder) (demoResult, error) {
+func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *demoRecorder, prog *progress) (demoResult, error) {
 	var (
 		mu  sync.Mutex
 		res = demoResult{requests: int64(n)}
@@ -174,6 +174,7 @@ func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *d
 			if rec != nil && e == nil {
 				rec.record(resp.StatusCode/100 == 2)
 			}
+			prog.answered(e == nil && resp.StatusCode == http.StatusTooManyRequests)
 			mu.Lock()
 			defer mu.Unlock()
 			res.maxLatency = max(res.maxLatency, lat)
@@ -194,6 +195,7 @@ func fire(ctx context.Context, c *http.Client, url, apiKey string, n int, rec *d
 	}
 	wg.Wait()
 	res.total = time.Since(start)
+	prog.finish()
 	return res, err
 }
 

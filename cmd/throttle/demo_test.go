@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -64,6 +66,20 @@ func TestDemo(t *testing.T) {
 	if d < 520*time.Millisecond || d > elapsed {
 		t.Errorf("throttled total time %v, want at least 520ms and at most the %v the run took", d, elapsed)
 	}
+	// Progress: plain lines (stdout is no terminal), ending with the whole
+	// run of each client.
+	if want := fmt.Sprintf("plain client: 30/30 done, %d 429s returned to the caller\n", 30-plainOK); !strings.Contains(stdout, want) {
+		t.Errorf("no progress line %q in:\n%s", want, stdout)
+	}
+	if !regexp.MustCompile(`(?m)^throttled client: 30/30 done, 0 429s returned to the caller, \d+ received and retried$`).MatchString(stdout) {
+		t.Errorf("no final progress line for the throttled client in:\n%s", stdout)
+	}
+	if strings.Contains(stdout, "\r") {
+		t.Errorf("carriage return in output that is no terminal:\n%q", stdout)
+	}
+	if !strings.HasSuffix(stdout, "\nchart: "+svg+" (SVG)\n") {
+		t.Errorf("stdout does not say where the chart went:\n%s", stdout)
+	}
 	if !strings.Contains(stdout, "throttled (50/1s, burst 4)") {
 		t.Errorf("header does not show the client's limit:\n%s", stdout)
 	}
@@ -90,5 +106,21 @@ func TestDemoErrors(t *testing.T) {
 		if code != 2 || stdout != "" || stderr != "throttle demo: "+tt.want+"\n" {
 			t.Errorf("demo %s: exit %d, stdout %q, stderr %q", tt.args, code, stdout, stderr)
 		}
+	}
+}
+
+// TestProgressTerminal: on a terminal the line is rewritten in place, and
+// the final one ends it.
+func TestProgressTerminal(t *testing.T) {
+	var b bytes.Buffer
+	p := &progress{w: &b, tty: true, name: "plain client", total: 3}
+	p.answered(true)
+	p.print(false)
+	p.answered(false)
+	p.print(true)
+	want := "\r\033[Kplain client: 1/3 done, 1 429s returned to the caller" +
+		"\r\033[Kplain client: 2/3 done, 1 429s returned to the caller\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }

@@ -4,9 +4,12 @@
 //
 //	throttle demo     [--chart out.svg]
 //	throttle replay   --capacity N --rate R [--cost C] [TIME[:COST] ...]
-//	throttle simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--chart out.svg] TRACE.csv
+//	throttle simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--compare] [--chart out.svg] TRACE.csv
+//	throttle help COMMAND
+//	throttle --version
 //
-// Run "throttle COMMAND --help" for the flags of each command. Bad input
+// Run "throttle COMMAND --help" (or "throttle help COMMAND") for the flags
+// of each command. Bad input
 // gets a one-line error on stderr and exit status 2; a failure while running
 // gets exit status 1.
 package main
@@ -77,8 +80,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		printUsage(stdout)
+		return 0
+	case "help":
+		if len(args) == 1 {
+			printUsage(stdout)
+			return 0
+		}
+		// "throttle help demo" is "throttle demo --help".
+		args = []string{args[1], "--help"}
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, version())
 		return 0
 	}
 	for _, c := range commands() {
@@ -112,5 +125,6 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `Run "throttle COMMAND --help" for a command's flags.`)
+	fmt.Fprintln(w, `Run "throttle help COMMAND" or "throttle COMMAND --help" for a command's flags,`)
+	fmt.Fprintln(w, `"throttle --version" for the version.`)
 }

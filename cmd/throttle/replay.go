@@ -165,7 +165,12 @@ func readReplayEntries(r io.Reader, source string) ([]replayEntry, error) {
 	var out []replayEntry
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
-		s := strings.TrimSpace(sc.Text())
+		s := sc.Text()
+		if line == 1 {
+			// A file saved by a spreadsheet starts with a byte-order mark.
+			s = strings.TrimPrefix(s, "\ufeff")
+		}
+		s = strings.TrimSpace(s)
 		if s == "" || s[0] == '#' {
 			continue
 		}

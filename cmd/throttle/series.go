@@ -12,19 +12,20 @@ const chartBins = 512
 // bins, for the chart. The bins start at the first arrival and are all as
 // wide; when a decision falls past the last bin, neighbouring bins are
 // merged in pairs and the width doubles, so the span needs not be known in
-// advance and memory stays fixed. Each bin keeps, per limit, the lowest and
-// the highest level seen (with their instants: the line drawn through them
-// keeps every dip and peak) and the tokens spent; and for each outcome the
-// count and the decision that left the least headroom.
+// advance and memory stays fixed. Each bin keeps, per level line (a limit
+// of one of the keys drawn), the lowest and the highest level seen (with
+// their instants: the line drawn through them keeps every dip and peak);
+// and for each outcome the count and the decision that left the least
+// headroom. The tokens each limit spent go to windows of its own period.
 type series struct {
-	limits int
+	lines  int // level lines: limits × keys drawn
 	n      int
 	origin time.Duration
 	width  time.Duration
 	end    time.Duration // the latest decision
 	bins   []bin
-	lv     []levelAgg // bin j, limit i at j*limits+i
-	spent  []float64  // likewise
+	lv     []levelAgg // bin j, line i at j*lines+i
+	spent  []windows  // per limit
 }
 
 type bin struct {
@@ -74,15 +75,20 @@ func (a *levelAgg) merge(o levelAgg) {
 	}
 }
 
-func newSeries(limits, n int) *series {
-	return &series{
-		limits: limits,
-		n:      n,
-		width:  time.Microsecond,
-		bins:   make([]bin, n),
-		lv:     make([]levelAgg, n*limits),
-		spent:  make([]float64, n*limits),
+// newSeries returns a series of n bins for lines level lines and a
+// throughput line for each limit, of the given periods.
+func newSeries(lines, n int, periods []time.Duration) *series {
+	s := &series{
+		lines: lines,
+		n:     n,
+		width: time.Microsecond,
+		bins:  make([]bin, n),
+		lv:    make([]levelAgg, n*lines),
 	}
+	for _, p := range periods {
+		s.spent = append(s.spent, newWindows(p))
+	}
+	return s
 }
 
 // index returns the bin of t, widening the bins until t fits.
@@ -98,7 +104,7 @@ func (s *series) index(t time.Duration) int {
 
 // halve merges bins in pairs, doubling their width.
 func (s *series) halve() {
-	L := s.limits
+	L := s.lines
 	for j := 0; j < s.n/2; j++ {
 		a, b := s.bins[2*j], s.bins[2*j+1]
 		a.accepted += b.accepted
@@ -110,7 +116,6 @@ func (s *series) halve() {
 			la := s.lv[2*j*L+i]
 			la.merge(s.lv[(2*j+1)*L+i])
 			s.lv[j*L+i] = la
-			s.spent[j*L+i] = s.spent[2*j*L+i] + s.spent[(2*j+1)*L+i]
 		}
 	}
 	if s.n%2 == 1 {
@@ -118,29 +123,30 @@ func (s *series) halve() {
 		j := s.n / 2
 		s.bins[j] = s.bins[s.n-1]
 		copy(s.lv[j*L:(j+1)*L], s.lv[(s.n-1)*L:])
-		copy(s.spent[j*L:(j+1)*L], s.spent[(s.n-1)*L:])
 	}
 	keep := (s.n + 1) / 2
 	clear(s.bins[keep:])
 	clear(s.lv[keep*L:])
-	clear(s.spent[keep*L:])
 	s.width *= 2
 }
 
-// add records a decision at t: the levels before and after it, in % of
-// capacity, and the costs it took when ok.
-func (s *series) add(t time.Duration, ok bool, before, after []float64, costs []int64) {
+// add records a decision at t: the levels of each limit before and after
+// it, in % of capacity, drawn on the level lines from line on (line < 0
+// for a key not drawn), and the costs it took when ok.
+func (s *series) add(t time.Duration, ok bool, line int, before, after []float64, costs []int64) {
 	j := s.index(t)
 	s.end = max(s.end, t)
 	b := &s.bins[j]
 	m := mark{t: t, v: after[0], set: true}
-	for i := range s.limits {
-		agg := &s.lv[j*s.limits+i]
-		agg.add(t, before[i])
-		agg.add(t, after[i])
+	for i := range before {
+		if line >= 0 {
+			agg := &s.lv[j*s.lines+line+i]
+			agg.add(t, before[i])
+			agg.add(t, after[i])
+		}
 		m.v = min(m.v, after[i])
 		if ok {
-			s.spent[j*s.limits+i] += float64(costs[i])
+			s.spent[i].add(t-s.origin, float64(costs[i]))
 		}
 	}
 	if ok {
@@ -157,11 +163,11 @@ type point struct{ x, y float64 }
 
 func secs(t time.Duration) float64 { return t.Seconds() }
 
-// levels returns the level line of limit i, in time order.
+// levels returns level line i, in time order.
 func (s *series) levels(i int) []point {
 	var out []point
 	for j := range s.n {
-		a := s.lv[j*s.limits+i]
+		a := s.lv[j*s.lines+i]
 		if !a.set {
 			continue
 		}
@@ -194,36 +200,19 @@ func (s *series) marks(accepted bool) []point {
 	return out
 }
 
-// throughputGroup is how many bins one point of the throughput line
-// covers: a rate over single bins is mostly noise.
-const throughputGroup = 4
+// throughput returns the tokens limit l, the i-th, spent in each window of
+// its period, in % of the tokens its rate adds over one.
+func (s *series) throughput(i int, l limitSpec) []point {
+	w := &s.spent[i]
+	perWindow := float64(l.rate.Tokens()) * float64(w.width) / float64(l.rate.Period())
+	return w.points(s.origin, perWindow)
+}
 
-// throughput returns the tokens limit i spent per second, in % of
-// perSecond, over groups of bins up to the last decision, each at the
-// middle of its group.
-func (s *series) throughput(i int, perSecond float64) []point {
-	var out []point
-	w := s.width * throughputGroup
-	for j := 0; j < s.n && perSecond > 0; j += throughputGroup {
-		start := s.origin + time.Duration(j)*s.width
-		// The last group is cut at the last decision, so that its rate is
-		// not diluted by time the trace does not cover.
-		var spent float64
-		for k := j; k < min(j+throughputGroup, s.n); k++ {
-			spent += s.spent[k*s.limits+i]
-		}
-		d := min(w, s.end-start)
-		if d <= 0 {
-			if spent == 0 || j == 0 {
-				// Nothing after, or every decision at one instant: no
-				// rate to speak of.
-				break
-			}
-			// The last decision starts this group: spread it over one
-			// bin rather than lose it.
-			d = s.width
-		}
-		out = append(out, point{secs(start + d/2), spent / d.Seconds() / perSecond * 100})
+// throughputEnd returns the end of the last throughput window.
+func (s *series) throughputEnd() time.Duration {
+	end := s.end
+	for _, w := range s.spent {
+		end = max(end, s.origin+time.Duration(w.n)*w.width)
 	}
-	return out
+	return end
 }

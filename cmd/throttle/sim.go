@@ -16,6 +16,7 @@ type simConfig struct {
 	limits   []limitSpec
 	reject   bool // non-blocking: a request that does not fit is rejected
 	chart    bool // collect the chart's series
+	compare  bool // run the trace through every algorithm too (--compare)
 	sweepMin int  // keys held before idle ones are first swept out
 }
 
@@ -30,6 +31,7 @@ type simulator struct {
 	keys  map[string]*keyState
 	sweep int // sweep idle keys once this many are held
 	costs []int64
+	waits []time.Duration // per limit, for the request being decided
 	stats simStats
 
 	before, after []float64 // levels around a decision, in % of capacity
@@ -38,7 +40,14 @@ type simulator struct {
 	decided     func(arrival, at time.Duration, ok bool)
 	lastArrival time.Duration
 	series      *series
+	drawn       []string  // keys with level lines on the chart, in order
+	cmp         *comparer // with compare
 }
+
+// keyLines is how many keys get level lines of their own on the chart:
+// the first keys of the trace. One line through the levels of several keys
+// would zigzag between them.
+const keyLines = 3
 
 // keyState is one key's limits and where its clock stands.
 type keyState struct {
@@ -48,7 +57,10 @@ type keyState struct {
 	now        time.Duration   // the clock, as an offset from the epoch
 	free       time.Duration   // wait mode: grant of the key's previous request
 	lastTake   time.Duration   // instant of the key's latest grant
+	name       string          // the key
+	last       time.Duration   // instant of its latest decision
 	emptyUntil []time.Duration // per limit: when it next holds a whole token
+	line       int             // its first level line on the chart; -1 for none
 }
 
 // simStats is what the summary reports.
@@ -59,8 +71,14 @@ type simStats struct {
 	first, end                           time.Duration // first arrival, last decision
 	spent                                []u128        // tokens taken, per limit
 	empty                                []u128        // ns below one token, per limit, summed over keys
-	multiKey                             bool          // more than one distinct key
-	firstKey                             string
+	// bound counts, per limit, the requests it held up: in wait mode
+	// those that waited for its tokens (it was among the last to cover
+	// them), in reject mode those refused because it did not cover them.
+	bound []uint64
+	// short is, per limit, the time requests waited for its tokens (wait
+	// mode), summed over keys.
+	short []u128
+	keys  keySet // distinct keys, with their spans
 }
 
 // epoch is time 0 of a trace on every key's fake clock.
@@ -79,11 +97,22 @@ func newSimulator(cfg simConfig) *simulator {
 		keys:  make(map[string]*keyState),
 		sweep: cfg.sweepMin,
 		costs: make([]int64, len(cfg.limits)),
+		waits: make([]time.Duration, len(cfg.limits)),
 	}
 	s.stats.spent = make([]u128, len(cfg.limits))
 	s.stats.empty = make([]u128, len(cfg.limits))
+	s.stats.bound = make([]uint64, len(cfg.limits))
+	s.stats.short = make([]u128, len(cfg.limits))
+	s.stats.keys = newKeySet()
+	if cfg.compare {
+		s.cmp = newComparer(cfg.limits, cfg.reject, cfg.chart)
+	}
 	if cfg.chart {
-		s.series = newSeries(len(cfg.limits), chartBins)
+		periods := make([]time.Duration, len(cfg.limits))
+		for i, l := range cfg.limits {
+			periods[i] = l.rate.Period()
+		}
+		s.series = newSeries(keyLines*len(cfg.limits), chartBins, periods)
 		s.before = make([]float64, len(cfg.limits))
 		s.after = make([]float64, len(cfg.limits))
 	}
@@ -146,11 +175,9 @@ func (s *simulator) add(req trace.Request, line int) error {
 			return err
 		}
 		s.keys[req.Key] = k
-	}
-	if st.requests == 1 {
-		st.firstKey = req.Key
-	} else if req.Key != st.firstKey {
-		st.multiKey = true
+		k.name = req.Key
+		k.line = s.lineOf(req.Key)
+		st.keys.arrive(req.Key, req.Time)
 	}
 
 	var ok bool
@@ -160,6 +187,15 @@ func (s *simulator) add(req trace.Request, line int) error {
 		if ok, err = k.lim.TryAcquire(s.costs...); err != nil {
 			return fmt.Errorf("trace line %d: %w", line, err)
 		}
+		if !ok && len(k.bs) == 1 {
+			st.bound[0]++
+		} else if !ok {
+			for i, b := range k.bs {
+				if w, err := b.WaitTime(s.costs[i]); err != nil || w > 0 {
+					st.bound[i]++
+				}
+			}
+		}
 	} else {
 		k.advance(max(req.Time, k.free))
 		// Nothing is ever queued, so TryAcquire succeeds exactly when
@@ -168,7 +204,21 @@ func (s *simulator) add(req trace.Request, line int) error {
 			return fmt.Errorf("trace line %d: %w", line, err)
 		}
 		if !ok {
-			w, err := k.lim.WaitTime(s.costs...)
+			// Nothing is queued and levels only rise, so the wait is the
+			// longest of the limits' own, and asking each says which held
+			// the request up and for how long.
+			var w time.Duration
+			var err error
+			for i, b := range k.bs {
+				if s.waits[i], err = b.WaitTime(s.costs[i]); err != nil {
+					// The Limiter's error names the limit.
+					if _, lerr := k.lim.WaitTime(s.costs...); lerr != nil {
+						err = lerr
+					}
+					break
+				}
+				w = max(w, s.waits[i])
+			}
 			if errors.Is(err, throttle.ErrNoRefill) {
 				return usagef("trace line %d: the request would wait forever: %v", line, err)
 			}
@@ -177,6 +227,14 @@ func (s *simulator) add(req trace.Request, line int) error {
 			}
 			if w > never-k.now {
 				return usagef("trace line %d: the request would wait past the year 2292", line)
+			}
+			for i, wi := range s.waits {
+				if wi > 0 {
+					st.short[i].add(uint64(wi))
+					if wi == w {
+						st.bound[i]++
+					}
+				}
 			}
 			k.advance(k.now + w)
 			if ok, err = k.lim.TryAcquire(s.costs...); err != nil || !ok {
@@ -192,6 +250,7 @@ func (s *simulator) add(req trace.Request, line int) error {
 	}
 	t := k.now
 	st.end = max(st.end, t)
+	k.last = t
 	if ok {
 		st.accepted++
 		for i, b := range k.bs {
@@ -217,6 +276,9 @@ func (s *simulator) add(req trace.Request, line int) error {
 	if len(s.keys) >= s.sweep {
 		s.sweepIdle(req.Time)
 	}
+	if s.cmp != nil {
+		return s.cmp.add(req, line, s.costs)
+	}
 	return nil
 }
 
@@ -233,7 +295,25 @@ func (s *simulator) record(k *keyState, t time.Duration, ok bool) {
 			s.before[i] = (after + float64(s.costs[i])) / c * 100
 		}
 	}
-	s.series.add(t, ok, s.before, s.after, s.costs)
+	s.series.add(t, ok, k.line, s.before, s.after, s.costs)
+}
+
+// lineOf returns the first level line of key, giving it lines while fewer
+// than keyLines keys have them.
+func (s *simulator) lineOf(key string) int {
+	if s.series == nil {
+		return -1
+	}
+	for i, d := range s.drawn {
+		if d == key {
+			return i * len(s.cfg.limits)
+		}
+	}
+	if len(s.drawn) == keyLines {
+		return -1
+	}
+	s.drawn = append(s.drawn, key)
+	return (len(s.drawn) - 1) * len(s.cfg.limits)
 }
 
 // sweepIdle drops every key whose limits are all full at instant now with
@@ -263,8 +343,10 @@ func (s *simulator) sweepIdle(now time.Duration) {
 	s.sweep = max(s.cfg.sweepMin, 2*len(s.keys))
 }
 
-// retire adds the key's last stretch below one token, up to end.
+// retire adds the key's last stretch below one token, up to end, and its
+// span.
 func (s *simulator) retire(k *keyState, end time.Duration) {
+	s.stats.keys.leave(k.name, k.last)
 	for i := range k.bs {
 		if e := min(k.emptyUntil[i], end); e > k.lastTake {
 			s.stats.empty[i].add(uint64(e - k.lastTake))

@@ -21,10 +21,13 @@ type model struct {
 	lastTake   int64
 	emptyUntil []int64
 	empty      []int64
+	bound      []uint64
+	short      []int64
 }
 
 func newModel(limits []limitSpec, reject bool) *model {
-	m := &model{limits: limits, reject: reject, emptyUntil: make([]int64, len(limits)), empty: make([]int64, len(limits))}
+	m := &model{limits: limits, reject: reject, emptyUntil: make([]int64, len(limits)), empty: make([]int64, len(limits)),
+		bound: make([]uint64, len(limits)), short: make([]int64, len(limits))}
 	for _, l := range limits {
 		m.lv = append(m.lv, new(big.Rat).SetInt64(l.capacity))
 	}
@@ -91,13 +94,26 @@ func (m *model) decide(arrival, cost int64) (int64, bool) {
 		for i := range m.limits {
 			g = max(g, t+m.until(i, cs[i]))
 		}
+		for i := range m.limits {
+			if u := m.until(i, cs[i]); u > 0 {
+				m.short[i] += u
+				if t+u == g {
+					m.bound[i]++
+				}
+			}
+		}
 		t = g
 	}
 	m.advance(t)
+	refused := false
 	for i := range m.limits {
 		if m.lv[i].Cmp(new(big.Rat).SetInt64(cs[i])) < 0 {
-			return t, false
+			m.bound[i]++
+			refused = true
 		}
+	}
+	if refused {
+		return t, false
 	}
 	for i := range m.limits {
 		m.lv[i].Sub(m.lv[i], new(big.Rat).SetInt64(cs[i]))
@@ -202,6 +218,9 @@ func TestSimulateMatchesModel(t *testing.T) {
 		for i := range limits {
 			if got := sim.stats.empty[i]; got.hi != 0 || int64(got.lo) != m.empty[i] {
 				t.Fatalf("trial %d: limit %d empty %v, model %d\ntrace:\n%s", trial, i, got, m.empty[i], tr)
+			}
+			if got := sim.stats.short[i]; got.hi != 0 || int64(got.lo) != m.short[i] || sim.stats.bound[i] != m.bound[i] {
+				t.Fatalf("trial %d (reject %v): limit %d bound %d, short %v; model %d, %d\ntrace:\n%s", trial, reject, i, sim.stats.bound[i], got, m.bound[i], m.short[i], tr)
 			}
 		}
 	}

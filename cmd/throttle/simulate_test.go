@@ -48,6 +48,8 @@ func TestSimulateSummaryGolden(t *testing.T) {
 		{"keys_reject.golden", "--mode reject --limit requests=2/1s,burst=3 --limit units=3/1s testdata/keys.csv", ""},
 		{"stdin_one_instant.golden", "--limit requests=0.5/1s,burst=2 -", "time\n3,1\n3\n3\n"},
 		{"empty.golden", "--limit requests=1/1s -", "time,cost,key\n"},
+		{"llm_compare_wait.golden", "--compare --limit requests=5/1s --limit tokens=3000/1s testdata/llm.csv", ""},
+		{"keys_compare_reject.golden", "--compare --mode reject --limit requests=2/1s,burst=3 --limit units=3/1s testdata/keys.csv", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -162,9 +164,12 @@ func svgShape(t *testing.T, r io.Reader) (texts []string, paths map[string][]int
 func TestChartGolden(t *testing.T) {
 	dir := t.TempDir()
 	svg := filepath.Join(dir, "chart.svg")
-	_, stderr, code := runCmd(t, "", "simulate", "--mode", "reject", "--limit", "requests=5/1s", "--limit", "tokens=3000/1s", "--chart", svg, "testdata/llm.csv")
+	stdout, stderr, code := runCmd(t, "", "simulate", "--mode", "reject", "--limit", "requests=5/1s", "--limit", "tokens=3000/1s", "--chart", svg, "testdata/llm.csv")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.HasSuffix(stdout, "\nchart: "+svg+" (SVG)\n") {
+		t.Errorf("stdout does not say where the chart went:\n%s", stdout)
 	}
 	f, err := os.Open(svg)
 	if err != nil {
@@ -184,24 +189,26 @@ func TestChartGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Level of each limit: testdata/llm.csv", "Tokens spent per second", "requests 5/1s", "tokens 3000/1s",
-		"accepted", "rejected", "configured rate", "time (s)", "level (% of burst)", "% of configured rate"} {
+	for _, want := range []string{"Level of each limit: testdata/llm.csv", "Tokens spent in each window of the limit's period", "requests, per 1s window", "tokens, per 1s window", "requests 5/1s", "tokens 3000/1s",
+		"accepted", "rejected", "configured rate", "time (s)", "level (% of burst)", "tokens a window, % of rate"} {
 		if !contains(texts, want) {
 			t.Errorf("chart has no text %q; texts: %q", want, texts)
 		}
 	}
-	// Each limit's level line and throughput line: one path each with as
-	// many points as the series, plus a two-point legend sample.
+	// Each limit's level line and throughput line, in its colour: one path
+	// each with as many points as the series, plus a two-point legend
+	// sample; the level line thinner.
 	for i, l := range limits {
-		style := ""
+		var levelOK, rateOK bool
 		for s, counts := range paths {
-			if strings.HasSuffix(s, "stroke-width:0.75") && containsInt(counts, len(sim.series.levels(i))) && containsInt(counts, len(sim.series.throughput(i, l.perSecond()))) {
-				style = s
+			if strings.HasSuffix(s, ";stroke-width:0.75") && containsInt(counts, len(sim.series.levels(i))) {
+				levelOK = true
+				rateOK = containsInt(paths[strings.TrimSuffix(s, ";stroke-width:0.75")], len(sim.series.throughput(i, l)))
 			}
 		}
-		if style == "" {
-			t.Errorf("no path style carries limit %s's level line (%d points) and throughput line (%d points); paths: %v",
-				l.name, len(sim.series.levels(i)), len(sim.series.throughput(i, l.perSecond())), paths)
+		if !levelOK || !rateOK {
+			t.Errorf("limit %s: level line (%d points) drawn %v, throughput line (%d points) in its colour %v; paths: %v",
+				l.name, len(sim.series.levels(i)), levelOK, len(sim.series.throughput(i, l)), rateOK, paths)
 		}
 	}
 	// Marks: one glyph per mark, plus one in the legend.

@@ -8,22 +8,23 @@ import (
 	"time"
 )
 
-// writeSummary prints what a simulation did.
+// writeSummary prints what a simulation did. simulateSynopsis defines
+// each line and column; keep the two in step.
 func writeSummary(w io.Writer, name string, sim *simulator) error {
 	st := &sim.stats
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	nkeys := st.keys.len()
+	multiKey := nkeys > 1
 	keys := "1 key"
-	if st.multiKey {
-		// A distinct count would need memory growing with the keys;
-		// idle keys are dropped instead.
-		keys = "several keys, each with its own limits"
+	if multiKey {
+		keys = fmt.Sprintf("%d keys, each with its own limits", nkeys)
 	}
 	span := st.end - st.first
 	if st.requests == 0 {
 		fmt.Fprintf(tw, "trace\t%s: no requests\n", name)
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "trace\t%s: %d requests, %s, arrivals from %ss to %ss\n", name, st.requests, keys, seconds(st.first), seconds(sim.lastArrival))
+	fmt.Fprintf(tw, "trace\t%s: %s, %s, arrivals from %ss to %ss\n", name, plural(st.requests, "request"), keys, seconds(st.first), seconds(sim.lastArrival))
 	if sim.cfg.reject {
 		fmt.Fprintf(tw, "mode\treject: a request that does not fit at once is turned away (TryAcquire)\n")
 		fmt.Fprintf(tw, "accepted\t%d (%s)\n", st.accepted, pct(float64(st.accepted), float64(st.requests)))
@@ -44,42 +45,59 @@ func writeSummary(w io.Writer, name string, sim *simulator) error {
 		fmt.Fprintf(tw, "achieved rate\tn/a: every decision at one instant\n")
 	}
 	fmt.Fprintln(tw)
-	if st.multiKey {
-		fmt.Fprintf(tw, "limit\trate per key\tburst\tcounts\tspent\tper second\t%% of one key's rate\tempty, summed over keys\n")
-	} else {
-		fmt.Fprintf(tw, "limit\trate\tburst\tcounts\tspent\tper second\t%% of rate\tempty\t%% of span\n")
+	rate, last, ofSpan := "rate", "empty", "\t% of span"
+	if !sim.cfg.reject {
+		last = "short"
 	}
+	if multiKey {
+		rate, last, ofSpan = "rate per key", last+", summed over keys", ""
+	}
+	fmt.Fprintf(tw, "limit\t%s\tburst\tcounts\tspent\tper second\t%% of rate\tbound\t%s%s\n", rate, last, ofSpan)
+	active := st.keys.active().float()
 	for i, l := range sim.cfg.limits {
 		counts := "cost"
 		if l.perRequest {
 			counts = "request"
 		}
 		spent := st.spent[i]
-		perSec, ofRate, ofSpan := "-", "-", ""
+		perSec, ofRate := "-", "-"
 		if span > 0 {
-			v := spent.float() / span.Seconds()
-			perSec = fmtNum(v)
-			if r := l.perSecond(); r > 0 {
-				ofRate = pct(v, r)
-			}
+			perSec = fmtNum(spent.float() / span.Seconds())
 		}
-		empty := time.Duration(0)
-		if st.empty[i].hi == 0 && st.empty[i].lo <= uint64(never) {
-			empty = time.Duration(st.empty[i].lo)
-		} else {
-			empty = never
+		if r := l.perSecond(); r > 0 && active > 0 {
+			// Beyond the burst each key started with, over the time each
+			// was active: at most 100%, since a key takes at most its burst
+			// and what refills over its span.
+			beyond := max(0, spent.float()-float64(l.capacity)*float64(nkeys))
+			ofRate = pct(beyond, r*active/float64(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s", l.name, l.rateText, l.capacity, counts, spent, perSec, ofRate, fmtDur(empty))
-		if !st.multiKey {
-			ofSpan = "-"
+		d := st.empty[i]
+		if !sim.cfg.reject {
+			d = st.short[i]
+		}
+		dur := never
+		if d.hi == 0 && d.lo <= uint64(never) {
+			dur = time.Duration(d.lo)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%s", l.name, l.rateText, l.capacity, counts, spent, perSec, ofRate, st.bound[i], fmtDur(dur))
+		if !multiKey {
+			p := "-"
 			if span > 0 {
-				ofSpan = pct(float64(empty), float64(span))
+				p = pct(float64(dur), float64(span))
 			}
-			fmt.Fprintf(tw, "\t%s", ofSpan)
+			fmt.Fprintf(tw, "\t%s", p)
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// plural returns "1 request" or "n requests".
+func plural(n uint64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func pct(a, b float64) string {

@@ -31,7 +31,7 @@ func main() {
 	fmt.Printf("each client sends %d requests at once; the quota allows them in %v at best\n\n", requests, time.Duration(requests-10)*time.Second/20)
 
 	ok, refused, took := send(http.DefaultTransport, vendor.URL, "sk-plain")
-	fmt.Printf("plain client:            %2d OK, %2d refused with 429, in %v\n", ok, refused, took.Round(time.Millisecond))
+	fmt.Printf("plain client:            %2d OK, %2d 429s returned to the caller, in %v\n", ok, refused, took.Round(time.Millisecond))
 
 	for _, c := range []struct {
 		name string
@@ -48,8 +48,8 @@ func main() {
 		tr := throttle.NewTransport(nil, throttle.Shared(limiter))
 		ok, refused, took := send(tr, vendor.URL, fmt.Sprintf("sk-%d", c.rate))
 		st := tr.Stats()
-		fmt.Printf("%-24s %2d OK, %2d refused with 429, in %v (limiter at %d/s)\n", c.name, ok, refused, took.Round(time.Millisecond), c.rate)
-		fmt.Printf("%-24s %d attempts sent, %d answered 429 and paused every goroutine, %d retried; requests waited %v in all for permits\n",
+		fmt.Printf("%-24s %2d OK, %2d 429s returned to the caller, in %v (limiter at %d/s)\n", c.name, ok, refused, took.Round(time.Millisecond), c.rate)
+		fmt.Printf("%-24s %d attempts sent; %d answered 429, paused every goroutine and were retried (%d retries), not returned to the caller; requests waited %v in all for permits\n",
 			"", st.Sent, st.Throttled, st.Retried, st.Waited.Round(time.Millisecond))
 	}
 	st := vendor.Stats()
@@ -57,7 +57,8 @@ func main() {
 }
 
 // send makes the requests concurrently with the API key key through rt and
-// counts what the caller got back.
+// counts what the caller got back: responses, not the attempts the
+// transport retried.
 func send(rt http.RoundTripper, url, key string) (ok, refused int, took time.Duration) {
 	client := &http.Client{Transport: rt}
 	var mu sync.Mutex

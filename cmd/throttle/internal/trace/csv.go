@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -11,6 +12,9 @@ import (
 
 // ErrOrder is returned for a request time earlier than the one before it.
 var ErrOrder = errors.New("earlier than the previous request")
+
+// bom is the UTF-8 encoding of U+FEFF, the byte-order mark.
+const bom = "\ufeff"
 
 // Request is one line of a trace.
 type Request struct {
@@ -52,9 +56,14 @@ type Reader struct {
 	keyBuf string
 }
 
-// NewReader returns a Reader reading from r.
+// NewReader returns a Reader reading from r. A UTF-8 byte-order mark at
+// the start, as spreadsheet programs write, is skipped.
 func NewReader(r io.Reader) *Reader {
-	c := csv.NewReader(r)
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(len(bom)); err == nil && string(b) == bom {
+		br.Discard(len(bom))
+	}
+	c := csv.NewReader(br)
 	c.FieldsPerRecord = -1
 	c.Comment = '#'
 	c.ReuseRecord = true

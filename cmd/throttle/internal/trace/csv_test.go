@@ -101,3 +101,21 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderBOM: a trace saved by a spreadsheet starts with a UTF-8
+// byte-order mark, which is skipped, header or not; elsewhere it is text.
+func TestReaderBOM(t *testing.T) {
+	for _, in := range []string{"\ufefftime,cost\n0.5,2\n", "\ufeff0.5,2\n"} {
+		r := NewReader(strings.NewReader(in))
+		q, err := r.Next()
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if q != (Request{Time: 500 * time.Millisecond, Cost: 2, HasCost: true}) || r.Line() != strings.Count(in, "\n") {
+			t.Errorf("%q: got %+v on line %d", in, q, r.Line())
+		}
+	}
+	if _, err := readAll("0\n\ufeff1\n"); err == nil || !strings.Contains(err.Error(), "trace line 2: time") {
+		t.Errorf("a byte-order mark on line 2: %v, want a bad time", err)
+	}
+}
