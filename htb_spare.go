@@ -79,11 +79,13 @@ func (x *Class) spareCovers(n, now int64) bool {
 	if len(x.kids) == 0 {
 		return x.gl.tokens >= n
 	}
+	den := x.g.den
+	s := units(&x.gl, den)
 	for _, k := range x.kids {
 		k.g.advance(&k.gl, now)
+		s = s.sub(units(&k.gl, den))
 	}
-	s := x.spareUnits(&x.gl, func(i int) *level { return &x.kids[i].gl })
-	return !s.less(units(&level{tokens: n}, x.g.den))
+	return !s.less(units(&level{tokens: n}, den))
 }
 
 // spareCoversAt reports whether x's spare would cover n at t, with no
