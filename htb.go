@@ -192,7 +192,7 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	d := c.lock()
 	defer d.mu.Unlock()
 	if c.removed {
-		return nil, fmt.Errorf("throttle: NewClass: class %q was removed", c.name)
+		return nil, fmt.Errorf("throttle: NewClass: %s: %w", className(c), ErrClassRemoved)
 	}
 	if cfg.Rate.tokens <= 0 {
 		return nil, fmt.Errorf("throttle: NewClass %q: guaranteed rate must be positive, got %v", cfg.Name, cfg.Rate)
@@ -311,14 +311,17 @@ func (c *Class) Remove() error {
 	case c.head != nil:
 		return fmt.Errorf("throttle: Remove: class %q has waiters", c.name)
 	}
+	c.removeLocked(d, max(d.now(), d.seen))
+	return nil
+}
+
+func (c *Class) removeLocked(d *domain, now int64) {
 	c.removed = true
 	p := c.parent
 	p.kids = deleteClass(p.kids, c)
 	c.tree.classes = deleteClass(c.tree.classes, c)
 	d.classes = deleteClass(d.classes, c)
-	now := max(d.now(), d.seen)
 	d.changed(now)
-	return nil
 }
 
 func deleteClass(cs []*Class, c *Class) []*Class {

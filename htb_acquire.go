@@ -186,7 +186,7 @@ func checkClasses(cs []*Class, costs []int64) error {
 			return fmt.Errorf("%s: %w", className(c), ErrInvalidCost)
 		}
 		if c.removed {
-			return fmt.Errorf("throttle: %s was removed", className(c))
+			return fmt.Errorf("%s: %w", className(c), ErrClassRemoved)
 		}
 		if n == 0 {
 			continue

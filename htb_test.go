@@ -427,3 +427,35 @@ func TestClassInterleaved(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyedClasses(t *testing.T) {
+	clk := newClock()
+	org, _ := NewQuota(100, Per(100, time.Second), WithClock(clk))
+	tenants := NewKeyedClasses(org, func(name string) ClassConfig {
+		return ClassConfig{Name: name, Rate: Per(40, time.Second)}
+	})
+	for _, n := range []string{"a", "b"} {
+		if ok, err := tenants.TryAcquire(n, 40); !ok || err != nil {
+			t.Fatalf("%s: TryAcquire(40) = %v, %v", n, ok, err)
+		}
+	}
+	// A third tenant's 40 a second do not fit next to a's and b's 80, and
+	// neither is idle.
+	if _, err := tenants.TryAcquire("c", 1); err == nil {
+		t.Fatal("a third guarantee of 40 fit in 100")
+	}
+	// a borrows the root's spare of 20.
+	if ok, _ := tenants.TryAcquire("a", 20); !ok {
+		t.Fatal("a could not borrow the spare")
+	}
+	clk.Advance(2 * time.Second) // b idle and full again; a too
+	if ok, err := tenants.TryAcquire("c", 40); !ok || err != nil {
+		t.Fatalf("c after the others went idle: %v, %v", ok, err)
+	}
+	if n := tenants.Len(); n != 1 {
+		t.Fatalf("%d keys, want 1: the sweep dropped both idle ones", n)
+	}
+	if ok, err := tenants.TryAcquire("a", 1); !ok || err != nil {
+		t.Fatalf("a made again: %v, %v", ok, err)
+	}
+}
