@@ -31,9 +31,14 @@ func runSimulate(e *env, args []string) error {
 	fs.Var(&limits, "limit", "add the limit `NAME=RATE[,burst=N][,per=request|cost]`, such as tokens=200000/1m; repeat for several")
 	fs.Var(&mode, "mode", "`MODE` wait (requests wait their turn, as Acquire does) or reject (those that do not fit at once are rejected, as with TryAcquire)")
 	fs.Var(&chartPath, "chart", "write an SVG chart of the levels and throughput to `FILE`")
+	var classes classesFlag
+	fs.Var(&classes, "class", classUsage)
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return err
+	}
+	if len(classes) > 0 {
+		return runClassSimulate(e, limits, classes, mode, pos)
 	}
 	if len(limits) == 0 {
 		return usagef("at least one --limit is required, such as --limit requests=500/1m")
