@@ -220,8 +220,8 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	if err != nil {
 		return nil, fmt.Errorf("throttle: NewClass %q: %w", cfg.Name, err)
 	}
-	den := c.tree.den / gcd(c.tree.den, gs.den) * gs.den
-	if den > maxTreeDen || den/gs.den > maxTreeDen/gs.den {
+	dhi, den := bits.Mul64(c.tree.den/gcd(c.tree.den, gs.den), gs.den)
+	if dhi != 0 || den > maxTreeDen {
 		return nil, fmt.Errorf("throttle: NewClass %q: the periods of the hierarchy have no common denominator below 2^62 ns", cfg.Name)
 	}
 	scaled := func(num, dn uint64) (uint64, bool) {

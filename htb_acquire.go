@@ -259,10 +259,20 @@ func (d *domain) take(c *Class, n int64, j int, t int64) {
 	p := c.path
 	for _, m := range p[:len(p)-1] {
 		m.c.advance(&m.cl, t)
-		m.cl.take(n)
 	}
 	for _, m := range p[j:] {
 		m.g.advance(&m.gl, t)
+	}
+	d.spend(c, n, j)
+}
+
+// spend is take once planNow has advanced the levels it spends.
+func (d *domain) spend(c *Class, n int64, j int) {
+	p := c.path
+	for _, m := range p[:len(p)-1] {
+		m.cl.take(n)
+	}
+	for _, m := range p[j:] {
 		m.gl.take(n)
 	}
 	if j > 0 {
@@ -332,7 +342,7 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 		j = c.planNow(cost, now, d.queued == 0)
 	}
 	if j >= 0 {
-		d.take(c, cost, j, now)
+		d.spend(c, cost, j)
 		if d.onGrant != nil {
 			d.onGrant(c.self[:], []int64{cost}, now)
 		}
@@ -363,7 +373,7 @@ func (d *domain) tryAll(cs []*Class, costs []int64, plan []int, now int64) bool 
 	}
 	for i, c := range cs {
 		if costs[i] > 0 {
-			d.take(c, costs[i], plan[i], now)
+			d.spend(c, costs[i], plan[i])
 		}
 	}
 	if d.onGrant != nil {
