@@ -459,3 +459,33 @@ func TestKeyedClasses(t *testing.T) {
 		t.Fatalf("a made again: %v, %v", ok, err)
 	}
 }
+
+// FuzzClassConfig builds hierarchies from arbitrary configs (what a
+// program reads from its configuration) and spends on them: no panic, and
+// every class holds what its children hold.
+func FuzzClassConfig(f *testing.F) {
+	f.Add(int64(100), int64(100), int64(1e9), int64(50), int64(1e9), int64(0), int64(30), int64(6e10), int64(7), uint64(1))
+	f.Add(int64(1<<62), int64(999_999_937), int64(1e9), int64(1<<20), int64(3), int64(1), int64(5), int64(7), int64(0), uint64(99))
+	f.Fuzz(func(t *testing.T, capacity, tok, per, tokA, perA, burstA, tokB, perB, burstB int64, seed uint64) {
+		clk := newClock()
+		root, err := NewQuota(capacity, Per(tok, time.Duration(per)), WithClock(clk))
+		if err != nil {
+			return
+		}
+		a, err := root.NewClass(ClassConfig{Name: "a", Rate: Per(tokA, time.Duration(perA)), Burst: burstA})
+		if err != nil {
+			return
+		}
+		b, err := a.NewClass(ClassConfig{Name: "b", Rate: Per(tokB, time.Duration(perB)), Burst: burstB})
+		if err != nil {
+			b = a
+		}
+		rng := rand.New(rand.NewPCG(seed, 1))
+		for range 20 {
+			c := []*Class{root, a, b}[rng.IntN(3)]
+			c.TryAcquire(rng.Int64N(max(capacity/4, 1)) + 1)
+			clk.Advance(time.Duration(rng.Int64N(int64(time.Second))))
+			invariants(t, root)
+		}
+	})
+}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle"
 )
 
 // teamsTrace: search and batch ask for 3000 tokens every 100 ms for a
@@ -65,4 +68,28 @@ func TestSimulateClassesErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func FuzzParseClass(f *testing.F) {
+	for _, s := range []string{"search=100000/1m", "batch=40000/1m,ceil=200000/1m,ceilburst=200000", "x=30/1s,parent=team,burst=5", "c=0.5/1s", "c=5/1s,size=2", "=1/1s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := parseClass(s)
+		if err != nil {
+			return
+		}
+		if name, _, _ := strings.Cut(s, "="); name != c.name || c.name == "" {
+			t.Fatalf("parseClass(%q) named %q", s, c.name)
+		}
+		// Whatever is accepted is either a class of a large quota or a
+		// clear error from NewClass; never a panic.
+		q, err := throttle.NewQuota(1<<40, throttle.Per(1<<40, time.Nanosecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, err := q.NewClass(c.cfg); err == nil {
+			k.TryAcquire(1)
+		}
+	})
 }
