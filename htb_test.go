@@ -489,3 +489,102 @@ func FuzzClassConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestClassWaitTimeExact: on random hierarchies and states, with nobody
+// waiting, TryAcquire fails one nanosecond before WaitTime and succeeds at
+// it, whether the grant comes from the class's own guarantee or is
+// borrowed.
+func TestClassWaitTimeExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	checked := 0
+	for range 2000 {
+		clk := newClock()
+		root, _ := NewQuota(rng.Int64N(500)+100, Per(rng.Int64N(1000)+100, time.Second), WithClock(clk))
+		var cs []*Class
+		for _, share := range []int64{5, 3, 2} {
+			r := root.rate.tokens * share / 10
+			c, err := root.NewClass(ClassConfig{Rate: Per(r, time.Second), Burst: max(root.g.capacity*share/20, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		sub, err := cs[0].NewClass(ClassConfig{Rate: Per(cs[0].rate.tokens/3, time.Second), Burst: 1 + rng.Int64N(cs[0].g.capacity/2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, sub)
+		for range 10 {
+			c := cs[rng.IntN(len(cs))]
+			c.TryAcquire(rng.Int64N(c.g.capacity) + 1)
+			clk.Advance(time.Duration(rng.Int64N(int64(50 * time.Millisecond))))
+		}
+		c := cs[rng.IntN(len(cs))]
+		n := rng.Int64N(c.c.capacity) + 1
+		w, err := c.WaitTime(n)
+		if err != nil || w == 0 {
+			continue
+		}
+		checked++
+		clk.Advance(w - 1)
+		if ok, _ := c.TryAcquire(n); ok {
+			t.Fatalf("granted %d one ns before WaitTime %v", n, w)
+		}
+		clk.Advance(1)
+		if ok, _ := c.TryAcquire(n); !ok {
+			t.Fatalf("refused %d at WaitTime %v", n, w)
+		}
+	}
+	if checked < 200 {
+		t.Fatalf("only %d cases waited", checked)
+	}
+}
+
+// TestClassLimiterQueued: a waiter on two hierarchies is served when both
+// cover it, at that instant, and meanwhile holds nothing in either.
+func TestClassLimiterQueued(t *testing.T) {
+	clk := newClock()
+	reqs, _ := NewQuota(10, Per(10, time.Second), WithClock(clk))
+	toks, _ := NewQuota(1000, Per(1000, time.Second), WithClock(clk))
+	ar := mustClass(t, reqs, ClassConfig{Name: "a-requests", Rate: Per(5, time.Second)})
+	at := mustClass(t, toks, ClassConfig{Name: "a-tokens", Rate: Per(500, time.Second)})
+	l, err := NewClassLimiter(ar, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := l.TryAcquire(1, 500); !ok {
+		t.Fatal("first grant refused")
+	}
+	// The tokens class is empty and the root holds 500 for the others'
+	// guarantee... of which there are none: the root's spare is 500.
+	if ok, _ := l.TryAcquire(1, 500); !ok {
+		t.Fatal("borrowed grant refused")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(t.Context(), 1, 250)
+		done <- err
+	}()
+	waitClassQueued(t, at, 1)
+	// The tokens class refills 500/s; so does the root's spare (the root
+	// refills 1000/s, 500 of them held for the class): 250 tokens after
+	// 500 ms either way. Meanwhile the waiter holds nothing in either
+	// hierarchy.
+	if got := ar.Tokens(); got != 3 {
+		t.Fatalf("requests class %v while waiting, want 3", got)
+	}
+	if err := clk.BlockUntilContext(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(500*time.Millisecond - 1)
+	// Still queued, its timer still armed.
+	bctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(bctx, 1); err != nil || classQueued(at) != 1 {
+		t.Fatalf("served early (%v)", err)
+	}
+	clk.Advance(1)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
