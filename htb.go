@@ -30,23 +30,28 @@ import (
 // a grandparent, and so on. Every grant is also taken from the guarantee
 // buckets of the lender and every node above it, and from the ceiling of
 // every class on the path, all or nothing: the root, the quota, is never
-// exceeded, and no class goes past its ceiling. Because a borrower takes
-// only spare, a class within its guarantee always finds its tokens in
-// every ancestor.
+// exceeded, and no class goes past its ceiling (a class's ceiling caps its
+// whole subtree, as in Linux). Because a borrower takes only spare, a
+// class within its guarantee always finds its tokens in the guarantee
+// buckets of its ancestors; only a ceiling set tight on an ancestor, or
+// the debt of an overrun settled on the class itself, can hold it back.
 //
-// Borrowing order: classes that wait (Acquire) to borrow from the same
-// lender are served in the order of start-time fair queuing weighted by
-// their guarantees: each child of a lender keeps a tag, advanced by
-// cost/guarantee on every grant it borrows, that starts no earlier than
-// the lender's virtual time (the tag of the latest borrow it granted), and
-// the waiting borrower with the smallest tag gets the spare first; the
-// others wait for it, unless it can never be covered. Borrowers that all
-// saturate therefore share the spare in proportion to their guarantees,
-// and a class that was idle gets no credit for the time it did not
-// borrow. A grant from the class's own guarantee never waits for
-// borrowers. TryAcquire borrows only when nobody waits in the hierarchy,
-// so it never takes spare a waiter is owed; among callers that only use
-// TryAcquire, spare goes to whoever asks first.
+// Borrowing order: borrowers that wait (Acquire) for the spare of the
+// same lender are served by start-time fair queuing weighted by
+// guarantees. Each child k of a lender keeps a tag; a borrow of n by a
+// class below k starts at the later of k's tag and the lender's virtual
+// time, which becomes that start, and k's tag becomes start + n / (k's
+// guaranteed rate). The lender's spare is kept for the waiting borrower
+// whose borrow would start first (the earliest arrival on a tie), even
+// while that borrower is served from its own guarantee meanwhile; the
+// others wait for it, unless its wait for the spare never ends. Borrowers
+// that all saturate therefore share the spare in proportion to their
+// guarantees, a class that keeps borrowing never loses its place, and a
+// class that was idle earns no credit for the time it did not borrow. A
+// grant from a class's own guarantee never waits for borrowers.
+// TryAcquire borrows only when nobody waits in the hierarchy, so it never
+// takes spare a waiter is owed; among callers that only use TryAcquire,
+// spare goes to whoever asks first.
 //
 // Acquire, TryAcquire, WaitTime and AcquirePermit behave as on a Bucket:
 // exact integer arithmetic, FIFO within a class, a cancelled waiter spends
@@ -378,6 +383,14 @@ func (c *Class) Rate() Rate { return c.rate }
 
 // Ceil returns the ceiling rate.
 func (c *Class) Ceil() Rate { return c.ceil }
+
+// Capacity returns the capacity of the class's guarantee bucket (the
+// quota's capacity for the root).
+func (c *Class) Capacity() int64 {
+	d := c.lock()
+	defer d.mu.Unlock()
+	return c.g.capacity
+}
 
 // Tokens returns the level of the class's guarantee bucket right now,
 // fractions included.

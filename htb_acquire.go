@@ -804,7 +804,9 @@ func (w *classWaiter) cancel(ctx context.Context) error {
 // see Class for where they come from and in which order waiters are
 // served. It fails at once, spending nothing, with a *WaitError when ctx's
 // deadline comes before the projected instant; a waiter whose ctx is done
-// leaves the queue, spends nothing and returns ctx.Err().
+// leaves the queue, spends nothing and returns ctx.Err(). A call that
+// must queue projects its instant by replaying the waiters already
+// queued, so its cost grows with their number.
 func (c *Class) Acquire(ctx context.Context, cost int64) error {
 	if cost <= 0 {
 		return ErrInvalidCost
