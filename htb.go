@@ -34,7 +34,8 @@ import (
 // whole subtree, as in Linux). Because a borrower takes only spare, a
 // class within its guarantee always finds its tokens in the guarantee
 // buckets of its ancestors; only a ceiling set tight on an ancestor, or
-// the debt of an overrun settled on the class itself, can hold it back.
+// an overrun charged by ClassPermit.Settle (quota used beyond what was
+// granted, which the root has to repay like anyone), can hold it back.
 //
 // Borrowing order: borrowers that wait (Acquire) for the spare of the
 // same lender are served by start-time fair queuing weighted by
