@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -60,7 +61,8 @@ func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
 		w.oneC[0], w.oneCost[0] = cs[0], costs[0]
 		w.cs, w.costs, w.plan, w.ents = w.oneC[:], w.oneCost[:], w.onePlan[:], w.oneEnt[:]
 	} else {
-		w.cs, w.costs = cs, costs
+		// Copies, so that the callers' slices can live on their stacks.
+		w.cs, w.costs = slices.Clone(cs), slices.Clone(costs)
 		w.plan, w.ents = make([]int, len(cs)), make([]centry, len(cs))
 	}
 	for i := range w.ents {
@@ -377,7 +379,8 @@ func (d *domain) tryAll(cs []*Class, costs []int64, plan []int, now int64) bool 
 		}
 	}
 	if d.onGrant != nil {
-		d.onGrant(cs, costs, now)
+		// Copies: the hook must not make the callers' slices escape.
+		d.onGrant(slices.Clone(cs), slices.Clone(costs), now)
 	}
 	return true
 }
@@ -811,8 +814,8 @@ func (c *Class) Acquire(ctx context.Context, cost int64) error {
 	if cost <= 0 {
 		return ErrInvalidCost
 	}
-	cs, costs, plan := [1]*Class{c}, [1]int64{cost}, [1]int{}
-	return acquireClasses(ctx, cs[:], costs[:], plan[:])
+	costs, plan := [1]int64{cost}, [1]int{}
+	return acquireClasses(ctx, c.self[:], costs[:], plan[:])
 }
 
 // WaitTime reports how long until c could be granted cost, given the
