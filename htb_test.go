@@ -588,3 +588,92 @@ func TestClassLimiterQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestClassCancelRace cancels a waiter as its instant comes: whichever
+// way the race goes, it either got its tokens or spent nothing.
+func TestClassCancelRace(t *testing.T) {
+	for i := range 50 {
+		clk, root, a, _ := newPair(t)
+		mustTry(t, a, 50, true)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- a.Acquire(ctx, 10) }()
+		waitClassQueued(t, a, 0+1)
+		if err := clk.BlockUntilContext(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(200 * time.Millisecond)
+		cancel()
+		err := <-done
+		// At 200 ms a holds 10 and the root 70 before the grant.
+		want := 0.0
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+			want = 10
+		}
+		if got := a.Tokens(); got != want {
+			t.Fatalf("run %d: err %v, a holds %v, want %v", i, err, got, want)
+		}
+		if got := root.Tokens(); got != 60+want {
+			t.Fatalf("run %d: err %v, root holds %v, want %v", i, err, got, 60+want)
+		}
+		invariants(t, root)
+	}
+}
+
+// TestClassSettleBorrowed: a refund of a borrowed grant goes back to the
+// lender, not to the borrower's own guarantee.
+func TestClassSettleBorrowed(t *testing.T) {
+	clk := newClock()
+	root, _ := NewQuota(100, Per(100, time.Second), WithClock(clk))
+	a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(20, time.Second), Burst: 20})
+	mustTry(t, a, 20, true)
+	p, err := a.AcquirePermit(t.Context(), 50) // borrowed: the root's spare is 80
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Settle(30); err != nil {
+		t.Fatal(err)
+	}
+	if a.Tokens() != 0 || root.Tokens() != 50 {
+		t.Fatalf("after the refund: a %v (want 0), root %v (want 50)", a.Tokens(), root.Tokens())
+	}
+	invariants(t, root)
+}
+
+// TestClassRescaleWithWaiters adds a class whose period needs a new common
+// denominator while a waiter is queued: the waiter keeps its instant.
+func TestClassRescaleWithWaiters(t *testing.T) {
+	clk := newClock()
+	root, _ := NewQuota(100, Per(100, time.Second), WithClock(clk))
+	a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(50, time.Second), Burst: 50})
+	b := mustClass(t, root, ClassConfig{Name: "b", Rate: Per(45, time.Second), Burst: 45})
+	mustTry(t, a, 50, true)
+	mustTry(t, b, 45, true)
+	// The root's spare is 5 and grows 5 a second; a's own 7 take 140 ms.
+	done := make(chan error, 1)
+	go func() { done <- a.Acquire(t.Context(), 7) }()
+	waitClassQueued(t, a, 1)
+	den := root.tree.den
+	// One token every 370 ms: a period that needs a new common denominator.
+	mustClass(t, root, ClassConfig{Name: "odd", Rate: Per(1, 370*time.Millisecond), Burst: 1})
+	if root.tree.den == den {
+		t.Fatal("no new common denominator")
+	}
+	if err := clk.BlockUntilContext(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(140*time.Millisecond - 1)
+	bctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(bctx, 1); err != nil || classQueued(a) != 1 {
+		t.Fatalf("served early (%v)", err)
+	}
+	clk.Advance(1)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	invariants(t, root)
+}
