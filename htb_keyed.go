@@ -16,8 +16,9 @@ var ErrClassRemoved = errors.New("throttle: class was removed")
 // ClassConfig its config returns: an organisation's quota shared by
 // tenants who each have a guarantee and borrow what the others leave.
 //
-// A key's class is dropped by Sweep once it is idle: its guarantee and
-// ceiling buckets full, nobody waiting. Its guarantee then goes back to the
+// A key's class is dropped by a sweep once it is idle: its guarantee and
+// ceiling buckets full, nobody waiting. Sweep runs one; so does adding a
+// key once the keys held have doubled since the last. Its guarantee then goes back to the
 // parent, so that the guarantees of the keys in use, not of every key ever
 // seen, must fit in the parent's; a key made again starts with as much of
 // its burst as the parent's spare covers. When a new key's guarantee does
@@ -29,13 +30,17 @@ type KeyedClasses[K comparable] struct {
 	config func(K) ClassConfig
 	mu     sync.Mutex
 	m      map[K]*Class
+	next   int // sweep when a new key would make this many
 }
 
 // NewKeyedClasses returns an empty set of classes under parent, key K
 // getting the class config(K) describes. config must be deterministic.
 func NewKeyedClasses[K comparable](parent *Class, config func(K) ClassConfig) *KeyedClasses[K] {
-	return &KeyedClasses[K]{parent: parent, config: config, m: map[K]*Class{}}
+	return &KeyedClasses[K]{parent: parent, config: config, m: map[K]*Class{}, next: minKeyedSweep}
 }
+
+// minKeyedSweep is the fewest keys held before new keys trigger a sweep.
+const minKeyedSweep = 64
 
 // Class returns key's class, making it if needed.
 func (k *KeyedClasses[K]) Class(key K) (*Class, error) {
@@ -43,6 +48,12 @@ func (k *KeyedClasses[K]) Class(key K) (*Class, error) {
 	defer k.mu.Unlock()
 	if c := k.m[key]; c != nil && !c.isRemoved() {
 		return c, nil
+	}
+	if len(k.m) >= k.next {
+		// Amortized: the keys double between sweeps, so memory follows
+		// the keys in use.
+		k.sweepLocked()
+		k.next = max(minKeyedSweep, 2*len(k.m))
 	}
 	cfg := k.config(key)
 	c, err := k.parent.NewClass(cfg)

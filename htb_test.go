@@ -677,3 +677,21 @@ func TestClassRescaleWithWaiters(t *testing.T) {
 	}
 	invariants(t, root)
 }
+
+// TestKeyedClassesSweepsLazily: many short-lived tenants do not pile up.
+func TestKeyedClassesSweepsLazily(t *testing.T) {
+	clk := newClock()
+	org, _ := NewQuota(1_000_000, Per(1_000_000, time.Second), WithClock(clk))
+	tenants := NewKeyedClasses(org, func(n int) ClassConfig {
+		return ClassConfig{Rate: Per(100, time.Second), Burst: 10}
+	})
+	for i := range 2000 {
+		if ok, err := tenants.TryAcquire(i, 1); !ok || err != nil {
+			t.Fatalf("tenant %d: %v, %v", i, ok, err)
+		}
+		clk.Advance(10 * time.Millisecond) // each is full again 10 ms later
+	}
+	if n := tenants.Len(); n > 2*minKeyedSweep {
+		t.Fatalf("%d keys held", n)
+	}
+}
