@@ -76,9 +76,17 @@ func runSimulate(e *env, args []string) error {
 	fs.Var(&mode, "mode", "`MODE` wait (requests wait their turn, as Acquire does) or reject (those that do not fit at once are rejected, as with TryAcquire)")
 	fs.BoolVar(&compare, "compare", false, "also replay the trace through other algorithms set to the same rates and bursts, and compare them (see above)")
 	fs.Var(&chartPath, "chart", "write a chart of the levels and throughput to `FILE`, as PNG, SVG or PDF after its name's extension")
+	var classes classesFlag
+	fs.Var(&classes, "class", classUsage)
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return err
+	}
+	if len(classes) > 0 {
+		if compare || chartPath.set {
+			return usagef("--class replays a hierarchy alone: without --compare or --chart")
+		}
+		return runClassSimulate(e, limits, classes, mode, pos)
 	}
 	if len(limits) == 0 {
 		return usagef("at least one --limit is required, such as --limit requests=500/1m")

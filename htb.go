@@ -1,0 +1,425 @@
+package throttle
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Class is one node of a hierarchical token bucket (HTB, after Linux
+// traffic control): a quota shared by classes, each of which may have
+// classes of its own, to any depth. NewQuota makes the root, the quota
+// itself; NewClass adds a class under a parent.
+//
+// Every class has a guaranteed rate and burst (its guarantee bucket) and a
+// ceiling (a second bucket, at least the guarantee and at most the
+// parent's ceiling). The guarantees of a parent's children add up to at
+// most the parent's, and the parent's bucket always holds at least what
+// its children's buckets hold: the difference, exact to the fraction of a
+// token, is the parent's spare, the tokens no child is guaranteed or
+// their unused guarantee. A grant of n tokens to a class is taken from the
+// lowest node on its path to the root whose spare covers n: the class
+// itself when its own guarantee does (its own spare is its guarantee minus
+// what its children hold), otherwise it borrows from its parent, or from
+// a grandparent, and so on. Every grant is also taken from the guarantee
+// buckets of the lender and every node above it, and from the ceiling of
+// every class on the path, all or nothing: the root, the quota, is never
+// exceeded, and no class goes past its ceiling (a class's ceiling caps its
+// whole subtree, as in Linux). Because a borrower takes only spare, a
+// class within its guarantee always finds its tokens in the guarantee
+// buckets of its ancestors; only a ceiling set tight on an ancestor, or
+// an overrun charged by ClassPermit.Settle (quota used beyond what was
+// granted, which the root has to repay like anyone), can hold it back.
+//
+// Borrowing order: borrowers that wait (Acquire) for the spare of the
+// same lender are served by start-time fair queuing weighted by
+// guarantees. Each child k of a lender keeps a tag; a borrow of n by a
+// class below k starts at the later of k's tag and the lender's virtual
+// time, which becomes that start, and k's tag becomes start + n / (k's
+// guaranteed rate). The lender's spare is kept for the waiting borrower
+// whose borrow would start first (the earliest arrival on a tie), even
+// while that borrower is served from its own guarantee meanwhile; the
+// others wait for it, unless its wait for the spare never ends. Borrowers
+// that all saturate therefore share the spare in proportion to their
+// guarantees, a class that keeps borrowing never loses its place, and a
+// class that was idle earns no credit for the time it did not borrow. A
+// grant from a class's own guarantee never waits for borrowers.
+// TryAcquire borrows only when nobody waits in the hierarchy, so it never
+// takes spare a waiter is owed; among callers that only use TryAcquire,
+// spare goes to whoever asks first.
+//
+// Acquire, TryAcquire, WaitTime and AcquirePermit behave as on a Bucket:
+// exact integer arithmetic, FIFO within a class, a cancelled waiter spends
+// nothing, a deadline too near fails at once (the wait is projected from
+// the waiters queued now; a waiter that borrows can be served later than
+// projected when guaranteed traffic of other classes comes meanwhile, and
+// its context then ends it), and a ClassPermit settles after the response.
+//
+// A Class is safe for concurrent use. All the classes of a hierarchy share
+// one lock.
+type Class struct {
+	d      atomic.Pointer[domain]
+	name   string
+	parent *Class
+	tree   *tree
+	path   []*Class // the class, its parent, ..., the root
+	kids   []*Class
+	rate   Rate // guaranteed, as given
+	gnum   uint64
+	gden   uint64 // the guarantee, reduced, before scaling to the tree's denominator
+	ceil   Rate
+	self   [1]*Class
+
+	// Guarded by the domain's mutex.
+	g       shape // guarantee bucket, over the tree's common denominator
+	gl      level
+	c       shape // ceiling bucket; unused at the root
+	cl      level
+	tag     vtag // as a borrower from the parent
+	vt      vtag // as a lender: the start tag of the latest borrow granted
+	head    *centry
+	last    *centry
+	removed bool
+	snap    classSnap // saved state, while a wait is projected
+}
+
+// tree is what the guarantee buckets of one hierarchy share: a common
+// denominator, so that a parent's level and the sum of its children's are
+// compared exactly.
+type tree struct {
+	den     uint64
+	classes []*Class
+}
+
+// maxTreeDen bounds the common denominator; a hierarchy whose periods
+// need more is refused.
+const maxTreeDen = 1 << 62
+
+// ClassConfig configures a class made by NewClass.
+type ClassConfig struct {
+	// Name names the class in errors.
+	Name string
+	// Rate is the guaranteed rate; it must be positive. The guarantees of a
+	// parent's children add up to at most the parent's.
+	Rate Rate
+	// Burst is the capacity of the guarantee bucket. Zero gives the class
+	// its share of the parent's: parent burst x Rate / parent rate, at
+	// least 1. The bursts of a parent's children add up to at most the
+	// parent's.
+	Burst int64
+	// Ceil is the most the class takes, borrowing included: at least Rate
+	// and at most the parent's ceiling. The zero Rate means the parent's
+	// ceiling.
+	Ceil Rate
+	// CeilBurst is the capacity of the ceiling bucket: at least Burst and at
+	// most the parent's ceiling burst. Zero means the parent's ceiling
+	// burst.
+	CeilBurst int64
+}
+
+// domain is what the classes acquired together share: one mutex, one time
+// line, one set of queues (one FIFO per class) and one armed timer.
+type domain struct {
+	mu      sync.Mutex
+	clock   clockwork.Clock // nil: the real clock
+	timers  clockwork.Clock
+	epoch   time.Time
+	classes []*Class
+	queued  int            // waiters in the queues
+	seen    int64          // latest instant served; projections start there
+	armed   *classWaiter   // the waiter whose timer is set
+	removed []*classWaiter // granted in a projection, to put back
+	gen     uint64
+	idle    sync.Pool
+	// onGrant, when set (tests), is told of every grant, under the lock.
+	onGrant func(cs []*Class, costs []int64, at int64)
+}
+
+func (d *domain) now() int64 {
+	if d.clock == nil {
+		return int64(time.Since(d.epoch))
+	}
+	return int64(d.clock.Since(d.epoch))
+}
+
+func (d *domain) wall() time.Time {
+	if d.clock == nil {
+		return time.Now()
+	}
+	return d.clock.Now()
+}
+
+// NewQuota returns the root of a new hierarchy: a quota of capacity
+// tokens refilling at rate, which starts full. Its classes are added with
+// NewClass. The rate must be positive. WithName names it, WithClock sets
+// its clock; WithObserver is not supported on classes and is ignored.
+func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
+	if rate.tokens <= 0 {
+		return nil, fmt.Errorf("throttle: NewQuota: rate must be positive, got %v", rate)
+	}
+	s, err := rate.shape(capacity)
+	if err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	d := &domain{clock: o.clock, timers: o.clock}
+	if o.clock == nil {
+		d.timers = clockwork.NewRealClock()
+		d.epoch = time.Now()
+	} else {
+		d.epoch = o.clock.Now()
+	}
+	r := &Class{name: o.name, rate: rate, ceil: rate, gnum: s.num, gden: s.den, g: s}
+	r.tree = &tree{den: s.den, classes: []*Class{r}}
+	r.self[0] = r
+	r.path = []*Class{r}
+	now := d.now()
+	r.gl = level{tokens: capacity, last: now}
+	r.c, r.cl = s, level{tokens: capacity, last: now}
+	d.seen = now
+	d.classes = []*Class{r}
+	r.d.Store(d)
+	return r, nil
+}
+
+// NewClass adds a class under c. The class's guarantee bucket starts with
+// as much of its burst as c's spare covers now, so that the classes
+// already there keep theirs; its ceiling starts full.
+func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
+	d := c.lock()
+	defer d.mu.Unlock()
+	if c.removed {
+		return nil, fmt.Errorf("throttle: NewClass: %s: %w", className(c), ErrClassRemoved)
+	}
+	if cfg.Rate.tokens <= 0 {
+		return nil, fmt.Errorf("throttle: NewClass %q: guaranteed rate must be positive, got %v", cfg.Name, cfg.Rate)
+	}
+	if cfg.Rate.period <= 0 {
+		return nil, fmt.Errorf("throttle: NewClass %q: rate period must be positive, got %v", cfg.Name, cfg.Rate.period)
+	}
+	sumBurst := int64(0)
+	for _, k := range c.kids {
+		sumBurst += k.g.capacity
+	}
+	burst := cfg.Burst
+	if burst == 0 {
+		burst = shareOf(c.g.capacity, cfg.Rate, c.rate)
+	}
+	if burst <= 0 {
+		return nil, fmt.Errorf("throttle: NewClass %q: burst must be positive, got %d", cfg.Name, burst)
+	}
+	if sumBurst+burst > c.g.capacity {
+		return nil, fmt.Errorf("throttle: NewClass %q: bursts of the children of %q would add up to %d, above its %d", cfg.Name, c.name, sumBurst+burst, c.g.capacity)
+	}
+	// The guarantees may not exceed the parent's: compare sums over the
+	// tree's denominator after admitting the new one.
+	gs, err := cfg.Rate.shape(burst)
+	if err != nil {
+		return nil, fmt.Errorf("throttle: NewClass %q: %w", cfg.Name, err)
+	}
+	dhi, den := bits.Mul64(c.tree.den/gcd(c.tree.den, gs.den), gs.den)
+	if dhi != 0 || den > maxTreeDen {
+		return nil, fmt.Errorf("throttle: NewClass %q: the periods of the hierarchy have no common denominator below 2^62 ns", cfg.Name)
+	}
+	scaled := func(num, dn uint64) (uint64, bool) {
+		hi, lo := bits.Mul64(num, den/dn)
+		return lo, hi == 0 && lo <= maxTreeDen
+	}
+	var sum uint64
+	for _, k := range c.kids {
+		n, ok := scaled(k.gnum, k.gden)
+		if !ok {
+			return nil, fmt.Errorf("throttle: NewClass %q: rates too large for a common denominator", cfg.Name)
+		}
+		sum += n
+	}
+	nn, ok1 := scaled(gs.num, gs.den)
+	pn, ok2 := scaled(c.gnum, c.gden)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("throttle: NewClass %q: rates too large for a common denominator", cfg.Name)
+	}
+	if sum+nn > pn {
+		return nil, fmt.Errorf("throttle: NewClass %q: guarantees of the children of %q would add up to more than its %v", cfg.Name, c.name, c.rate)
+	}
+	// The ceiling.
+	ceil, ceilBurst := cfg.Ceil, cfg.CeilBurst
+	if ceil == (Rate{}) {
+		ceil = c.ceil
+	}
+	if ceilBurst == 0 {
+		ceilBurst = c.c.capacity
+	}
+	if rateLess(ceil, cfg.Rate) || rateLess(c.ceil, ceil) {
+		return nil, fmt.Errorf("throttle: NewClass %q: ceiling %v must be at least the rate %v and at most the parent's ceiling %v", cfg.Name, ceil, cfg.Rate, c.ceil)
+	}
+	if ceilBurst < burst || ceilBurst > c.c.capacity {
+		return nil, fmt.Errorf("throttle: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.capacity)
+	}
+	cs, err := ceil.shape(ceilBurst)
+	if err != nil {
+		return nil, fmt.Errorf("throttle: NewClass %q: %w", cfg.Name, err)
+	}
+	for _, k := range c.tree.classes {
+		if _, ok := scaled(k.gnum, k.gden); !ok {
+			return nil, fmt.Errorf("throttle: NewClass %q: rates too large for a common denominator", cfg.Name)
+		}
+	}
+
+	now := max(d.now(), d.seen)
+	d.serve(now)
+	if den != c.tree.den {
+		c.tree.rescale(den)
+	}
+	k := &Class{name: cfg.Name, parent: c, tree: c.tree, rate: cfg.Rate, gnum: gs.num, gden: gs.den, ceil: ceil}
+	k.self[0] = k
+	k.g = shape{capacity: burst, num: nn, den: den, perDen: c.g.perDen}
+	k.c = cs
+	k.path = append([]*Class{k}, c.path...)
+	// Start with what c can spare, whole tokens, so that every ancestor
+	// still holds what its children hold.
+	start := int64(0)
+	if spare := c.spareTokens(now); spare > 0 {
+		start = min(spare, burst)
+	}
+	k.gl = level{tokens: start, last: now}
+	k.cl = level{tokens: ceilBurst, last: now}
+	k.tag = c.vt
+	c.kids = append(c.kids, k)
+	c.tree.classes = append(c.tree.classes, k)
+	d.classes = append(d.classes, k)
+	k.d.Store(d)
+	d.changed(now)
+	return k, nil
+}
+
+// Remove takes a class without children or waiters out of the hierarchy;
+// what its guarantee bucket held becomes its parent's spare. Calls on a
+// removed class fail. The root cannot be removed.
+func (c *Class) Remove() error {
+	d := c.lock()
+	defer d.mu.Unlock()
+	switch {
+	case c.parent == nil:
+		return errors.New("throttle: Remove: the root of a hierarchy cannot be removed")
+	case c.removed:
+		return nil
+	case len(c.kids) > 0:
+		return fmt.Errorf("throttle: Remove: class %q has classes of its own", c.name)
+	case c.head != nil:
+		return fmt.Errorf("throttle: Remove: class %q has waiters", c.name)
+	}
+	c.removeLocked(d, max(d.now(), d.seen))
+	return nil
+}
+
+func (c *Class) removeLocked(d *domain, now int64) {
+	c.removed = true
+	p := c.parent
+	p.kids = deleteClass(p.kids, c)
+	c.tree.classes = deleteClass(c.tree.classes, c)
+	d.classes = deleteClass(d.classes, c)
+	d.changed(now)
+}
+
+func deleteClass(cs []*Class, c *Class) []*Class {
+	for i, k := range cs {
+		if k == c {
+			copy(cs[i:], cs[i+1:])
+			cs[len(cs)-1] = nil
+			return cs[:len(cs)-1]
+		}
+	}
+	return cs
+}
+
+// rescale moves every guarantee bucket of the tree to the denominator
+// den, a multiple of the current one: exactly, fractions included.
+func (t *tree) rescale(den uint64) {
+	f := den / t.den
+	div := newDivider(den)
+	for _, k := range t.classes {
+		k.gl.frac *= f
+		k.g.num = k.gnum * (den / k.gden)
+		k.g.den, k.g.perDen = den, div
+	}
+	t.den = den
+}
+
+// rateLess reports a < b as rates.
+// shareOf returns capacity x r/parent, rounded down, at least 1.
+func shareOf(capacity int64, r, parent Rate) int64 {
+	n := new(big.Int).Mul(big.NewInt(capacity), big.NewInt(r.tokens))
+	n.Mul(n, big.NewInt(int64(parent.period)))
+	m := new(big.Int).Mul(big.NewInt(int64(r.period)), big.NewInt(parent.tokens))
+	n.Quo(n, m)
+	if !n.IsInt64() || n.Int64() > capacity {
+		return capacity
+	}
+	return max(n.Int64(), 1)
+}
+
+func rateLess(a, b Rate) bool {
+	h1, l1 := bits.Mul64(uint64(a.tokens), uint64(b.period))
+	h2, l2 := bits.Mul64(uint64(b.tokens), uint64(a.period))
+	return h1 < h2 || h1 == h2 && l1 < l2
+}
+
+// Name returns the class's name.
+func (c *Class) Name() string { return c.name }
+
+// Parent returns the class's parent, nil for the root.
+func (c *Class) Parent() *Class { return c.parent }
+
+// Rate returns the guaranteed rate (the quota's rate for the root).
+func (c *Class) Rate() Rate { return c.rate }
+
+// Ceil returns the ceiling rate.
+func (c *Class) Ceil() Rate { return c.ceil }
+
+// Capacity returns the capacity of the class's guarantee bucket (the
+// quota's capacity for the root).
+func (c *Class) Capacity() int64 {
+	d := c.lock()
+	defer d.mu.Unlock()
+	return c.g.capacity
+}
+
+// Tokens returns the level of the class's guarantee bucket right now,
+// fractions included.
+func (c *Class) Tokens() float64 {
+	d := c.lock()
+	defer d.mu.Unlock()
+	now := max(d.now(), d.seen)
+	d.serve(now)
+	c.g.advance(&c.gl, now)
+	return c.g.value(&c.gl)
+}
+
+// lock locks the class's domain and returns it; classes move between
+// domains when joined by NewClassLimiter.
+func (c *Class) lock() *domain {
+	for {
+		d := c.d.Load()
+		d.mu.Lock()
+		if c.d.Load() == d {
+			return d
+		}
+		d.mu.Unlock()
+	}
+}
+
+func className(c *Class) string {
+	if c.name == "" {
+		return "class"
+	}
+	return fmt.Sprintf("class %q", c.name)
+}

@@ -1,0 +1,858 @@
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// centry is a waiter's place in one class's FIFO queue.
+type centry struct {
+	w          *classWaiter
+	c          *Class
+	prev, next *centry
+}
+
+// classWaiter is one Acquire call on one or several classes (one per
+// hierarchy). It is a candidate once it heads the queue of every class it
+// waits on. As with a Bucket's waiters, only the waiter to be served next
+// has its timer armed, so a grant wakes one goroutine.
+type classWaiter struct {
+	cs      []*Class
+	costs   []int64
+	plan    []int // the lender's index on each class's path, once granted
+	ents    []centry
+	since   int64
+	done    chan struct{}
+	timer   clockwork.Timer
+	armed   int64
+	granted bool
+	err     error
+	virtual bool // a projection, never put in the queues for real
+
+	gen  uint64 // serve round in which it was last looked at
+	at   int64  // instant computed for it in this round
+	opts []classOpt
+
+	oneC    [1]*Class
+	oneCost [1]int64
+	onePlan [1]int
+	oneEnt  [1]centry
+}
+
+// classOpt is one way to cover one class's cost: from the spare of the
+// node at index j of its path.
+type classOpt struct {
+	t     int64 // first instant it covers the cost
+	bound bool  // the lender's spare is what it waits for
+	skip  bool  // another borrower is owed the lender's spare first
+}
+
+func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
+	w, _ := d.idle.Get().(*classWaiter)
+	if w == nil {
+		w = &classWaiter{}
+	}
+	if len(cs) == 1 {
+		w.oneC[0], w.oneCost[0] = cs[0], costs[0]
+		w.cs, w.costs, w.plan, w.ents = w.oneC[:], w.oneCost[:], w.onePlan[:], w.oneEnt[:]
+	} else {
+		// Copies, so that the callers' slices can live on their stacks.
+		w.cs, w.costs = slices.Clone(cs), slices.Clone(costs)
+		w.plan, w.ents = make([]int, len(cs)), make([]centry, len(cs))
+	}
+	for i := range w.ents {
+		w.ents[i] = centry{w: w, c: w.cs[i]}
+	}
+	w.armed = never
+	return w
+}
+
+func (d *domain) recycle(w *classWaiter) {
+	if w.done != nil {
+		select {
+		case <-w.done:
+		default:
+		}
+		select {
+		case <-w.timer.Chan():
+		default:
+		}
+	}
+	*w = classWaiter{done: w.done, timer: w.timer, opts: w.opts[:0]}
+	d.idle.Put(w)
+}
+
+func (d *domain) idleTimer() clockwork.Timer {
+	if d.clock == nil {
+		t := d.timers.NewTimer(time.Hour)
+		t.Stop()
+		return t
+	}
+	t := d.timers.NewTimer(0)
+	t.Stop()
+	select {
+	case <-t.Chan():
+	default:
+	}
+	return t
+}
+
+func (w *classWaiter) setTimer(t, now int64) {
+	if t == w.armed {
+		return
+	}
+	w.armed = t
+	if t == never {
+		w.timer.Stop()
+	} else {
+		w.timer.Reset(time.Duration(t - now))
+	}
+}
+
+func (d *domain) push(w *classWaiter) {
+	for i := range w.ents {
+		e := &w.ents[i]
+		c := e.c
+		e.prev, e.next = c.last, nil
+		if c.last == nil {
+			c.head = e
+		} else {
+			c.last.next = e
+		}
+		c.last = e
+	}
+	d.queued++
+}
+
+func (d *domain) remove(w *classWaiter) {
+	for i := range w.ents {
+		e := &w.ents[i]
+		c := e.c
+		if e.prev == nil {
+			c.head = e.next
+		} else {
+			e.prev.next = e.next
+		}
+		if e.next == nil {
+			c.last = e.prev
+		} else {
+			e.next.prev = e.prev
+		}
+		e.prev, e.next = nil, nil
+	}
+	d.queued--
+}
+
+// pushFront puts w back at the head of its queues, undoing remove of a
+// head.
+func (d *domain) pushFront(w *classWaiter) {
+	for i := range w.ents {
+		e := &w.ents[i]
+		c := e.c
+		e.prev, e.next = nil, c.head
+		if c.head == nil {
+			c.last = e
+		} else {
+			c.head.prev = e
+		}
+		c.head = e
+	}
+	d.queued++
+}
+
+// heads reports whether w heads every queue it is in.
+func (w *classWaiter) heads() bool {
+	for i := range w.ents {
+		if w.ents[i].prev != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// checkClasses validates costs on cs, one per class and at least one
+// positive; a cost must fit the quota and every ceiling on the path.
+func checkClasses(cs []*Class, costs []int64) error {
+	if len(costs) != len(cs) {
+		return ErrInvalidCost
+	}
+	any := false
+	for i, c := range cs {
+		n := costs[i]
+		if n < 0 {
+			return fmt.Errorf("%s: %w", className(c), ErrInvalidCost)
+		}
+		if c.removed {
+			return fmt.Errorf("%s: %w", className(c), ErrClassRemoved)
+		}
+		if n == 0 {
+			continue
+		}
+		any = true
+		for _, m := range c.path {
+			capacity := m.c.capacity
+			if m.parent == nil {
+				capacity = m.g.capacity
+			}
+			if n > capacity {
+				return fmt.Errorf("%s: %w: cost %d, capacity %d", className(m), ErrCostExceedsCapacity, n, capacity)
+			}
+		}
+	}
+	if !any {
+		return ErrInvalidCost
+	}
+	return nil
+}
+
+// coversNow reports, advancing levels to now, whether cost n on c can be
+// taken now from the spare of path[j]: the ceilings of the path and the
+// guarantee buckets above the lender cover n, and so does the lender's
+// spare.
+func (c *Class) coversNow(n int64, j int, now int64) bool {
+	p := c.path
+	for _, m := range p[j+1:] {
+		m.g.advance(&m.gl, now)
+		if m.gl.tokens < n {
+			return false
+		}
+	}
+	return p[j].spareCovers(n, now)
+}
+
+// ceilsCover advances the ceilings of c's path to now and reports whether
+// they cover n.
+func (c *Class) ceilsCover(n, now int64) bool {
+	p := c.path
+	for _, m := range p[:len(p)-1] {
+		m.c.advance(&m.cl, now)
+		if m.cl.tokens < n {
+			return false
+		}
+	}
+	return true
+}
+
+// planNow returns the lowest index on c's path whose spare covers n now,
+// or -1; borrow says whether it may be above c.
+func (c *Class) planNow(n, now int64, borrow bool) int {
+	if !c.ceilsCover(n, now) {
+		return -1
+	}
+	top := len(c.path)
+	if !borrow {
+		top = 1
+	}
+	for j := 0; j < top; j++ {
+		if c.coversNow(n, j, now) {
+			return j
+		}
+	}
+	return -1
+}
+
+// take spends n on c's path at t, from the spare of path[j].
+func (d *domain) take(c *Class, n int64, j int, t int64) {
+	p := c.path
+	for _, m := range p[:len(p)-1] {
+		m.c.advance(&m.cl, t)
+	}
+	for _, m := range p[j:] {
+		m.g.advance(&m.gl, t)
+	}
+	d.spend(c, n, j)
+}
+
+// spend is take once planNow has advanced the levels it spends.
+func (d *domain) spend(c *Class, n int64, j int) {
+	p := c.path
+	for _, m := range p[:len(p)-1] {
+		m.cl.take(n)
+	}
+	for _, m := range p[j:] {
+		m.gl.take(n)
+	}
+	if j > 0 {
+		l, k := p[j], p[j-1]
+		start := maxTag(k.tag, l.vt)
+		k.tag = start.plus(n, k.g.den, k.g.num)
+		l.vt = start
+	}
+}
+
+// giveBack corrects a grant of cost on c's path from path[j] to actual
+// use: a refund goes back where the grant was taken (never above
+// capacity); an overrun is charged to every bucket on the path, the
+// class's own guarantee included, so that the class itself repays it and
+// every ancestor still holds what its children hold.
+func giveBack(c *Class, cost, actual int64, j int, now int64) {
+	p := c.path
+	diff := actual - cost
+	if diff == 0 {
+		return
+	}
+	for _, m := range p[:len(p)-1] {
+		m.c.advance(&m.cl, now)
+		if diff < 0 {
+			m.c.give(&m.cl, -diff)
+		} else {
+			m.cl.take(diff)
+		}
+	}
+	if diff < 0 {
+		for _, m := range p[j:] {
+			m.g.advance(&m.gl, now)
+			m.g.give(&m.gl, -diff)
+		}
+		return
+	}
+	for _, m := range p {
+		m.g.advance(&m.gl, now)
+		m.gl.take(diff)
+	}
+}
+
+// TryAcquire takes cost tokens for c if it can now: from c's own
+// guarantee when nobody waits in c's queue, or borrowed when nobody waits
+// anywhere in the hierarchy. It never blocks, and a refusal spends
+// nothing.
+func (c *Class) TryAcquire(cost int64) (bool, error) {
+	if cost <= 0 {
+		return false, ErrInvalidCost
+	}
+	d := c.lock()
+	now := d.now()
+	if now < d.seen {
+		now = d.seen
+	}
+	if c.removed || cost > c.path[len(c.path)-1].g.capacity || (c.parent != nil && cost > c.c.capacity) {
+		d.mu.Unlock()
+		cs, costs := [1]*Class{c}, [1]int64{cost}
+		return false, checkClasses(cs[:], costs[:])
+	}
+	if d.queued > 0 {
+		d.serve(now)
+	}
+	d.seen = now
+	j := -1
+	if c.head == nil {
+		j = c.planNow(cost, now, d.queued == 0)
+	}
+	if j >= 0 {
+		d.spend(c, cost, j)
+		if d.onGrant != nil {
+			d.onGrant(c.self[:], []int64{cost}, now)
+		}
+		if d.queued > 0 {
+			d.serve(now)
+		}
+	}
+	d.mu.Unlock()
+	return j >= 0, nil
+}
+
+// tryAll takes costs from cs now if every class can, reporting whether it
+// did and filling plan.
+func (d *domain) tryAll(cs []*Class, costs []int64, plan []int, now int64) bool {
+	for i, c := range cs {
+		if c.head != nil && costs[i] > 0 {
+			return false
+		}
+	}
+	for i, c := range cs {
+		plan[i] = 0
+		if costs[i] == 0 {
+			continue
+		}
+		if plan[i] = c.planNow(costs[i], now, d.queued == 0); plan[i] < 0 {
+			return false
+		}
+	}
+	for i, c := range cs {
+		if costs[i] > 0 {
+			d.spend(c, costs[i], plan[i])
+		}
+	}
+	if d.onGrant != nil {
+		// Copies: the hook must not make the callers' slices escape.
+		d.onGrant(slices.Clone(cs), slices.Clone(costs), now)
+	}
+	return true
+}
+
+// options fills w.opts with, for every class of w and every node of its
+// path, the first instant at or after lo that node's spare covers the cost
+// (and the ceilings and the guarantees above it do).
+func (w *classWaiter) options(lo int64) {
+	w.opts = w.opts[:0]
+	for i, c := range w.cs {
+		n := w.costs[i]
+		if n == 0 {
+			w.opts = append(w.opts, classOpt{t: lo})
+			continue
+		}
+		base := lo
+		p := c.path
+		for _, m := range p[:len(p)-1] {
+			base = max(base, m.c.readyAt(&m.cl, n))
+		}
+		above := make([]int64, len(p))
+		t := int64(math.MinInt64)
+		for j := len(p) - 1; j >= 0; j-- {
+			above[j] = t
+			t = max(t, p[j].g.readyAt(&p[j].gl, n))
+		}
+		for j, m := range p {
+			other := max(base, above[j])
+			free := m.spareReady(n, lo)
+			w.opts = append(w.opts, classOpt{t: max(other, free), bound: free >= other && free != never})
+		}
+	}
+}
+
+// optsOf returns the options of class i of w.
+func (w *classWaiter) optsOf(i int) []classOpt {
+	k := 0
+	for m := 0; m < i; m++ {
+		if w.costs[m] == 0 {
+			k++
+		} else {
+			k += len(w.cs[m].path)
+		}
+	}
+	if w.costs[i] == 0 {
+		return w.opts[k : k+1]
+	}
+	return w.opts[k : k+len(w.cs[i].path)]
+}
+
+// borrowTag is the start tag a borrow for c from path[j] would have: the
+// later of the tag of c's ancestor below the lender and the lender's
+// virtual time. Serving borrowers in order of start tags keeps the
+// lender's virtual time at or below the tag of every waiting borrower, so
+// a class that keeps borrowing never loses its place.
+func borrowTag(c *Class, j int) vtag {
+	l, k := c.path[j], c.path[j-1]
+	return maxTag(k.tag, l.vt)
+}
+
+// owner is the borrower a lender's spare is kept for.
+type owner struct {
+	lender *Class
+	w      *classWaiter
+	tag    vtag
+}
+
+// serve grants, in order of their instants, every candidate whose instant
+// has come, each at that instant, and arms the timer of the next one. It
+// is an event simulation of the hierarchy from d.seen to now, so a timer
+// that fires late loses nothing.
+func (d *domain) serve(now int64) {
+	d.schedule(now, nil)
+}
+
+// changed must follow any change to a level: it re-times the waiters.
+func (d *domain) changed(now int64) {
+	d.serve(now)
+	if now > d.seen {
+		d.seen = now
+	}
+}
+
+// schedule runs serve's simulation; with target set (a projection) it
+// stops once target is granted and returns its instant.
+func (d *domain) schedule(now int64, target *classWaiter) int64 {
+	cur := d.seen
+	var cands []*classWaiter
+	var owners []owner
+	for d.queued > 0 {
+		d.gen++
+		cands = cands[:0]
+		for _, c := range d.classes {
+			if c.head == nil {
+				continue
+			}
+			w := c.head.w
+			if w.gen == d.gen || !w.heads() {
+				continue
+			}
+			w.gen = d.gen
+			w.options(max(cur, w.since))
+			cands = append(cands, w)
+		}
+		// The spare of each lender is kept for the waiting borrower with
+		// the smallest start tag among those who wait for its spare,
+		// even while that one is served from its own guarantee: it takes
+		// the spare when its own runs out, and only then does the next
+		// tag come up.
+		owners = owners[:0]
+		for _, w := range cands {
+			for i, c := range w.cs {
+				if w.costs[i] == 0 {
+					continue
+				}
+				os := w.optsOf(i)
+				for best := 1; best < len(os); best++ {
+					if !os[best].bound || os[best].t == never {
+						continue
+					}
+					tg := borrowTag(c, best)
+					lender := c.path[best]
+					found := false
+					for k := range owners {
+						if owners[k].lender == lender {
+							found = true
+							if tg.less(owners[k].tag) || !owners[k].tag.less(tg) && w.since < owners[k].w.since {
+								owners[k].w, owners[k].tag = w, tg
+							}
+						}
+					}
+					if !found {
+						owners = append(owners, owner{lender, w, tg})
+					}
+				}
+			}
+		}
+		var best *classWaiter
+		bestOwn := false
+		for _, w := range cands {
+			at, own := int64(math.MinInt64), true
+			for i, c := range w.cs {
+				os := w.optsOf(i)
+				t := int64(never)
+				pick := -1
+				for j := range os {
+					os[j].skip = false
+					if j > 0 {
+						for _, o := range owners {
+							if o.lender == c.path[j] && o.w != w {
+								os[j].skip = true
+							}
+						}
+					}
+					if !os[j].skip && os[j].t < t {
+						t, pick = os[j].t, j
+					}
+				}
+				at = max(at, t)
+				own = own && pick <= 0
+			}
+			w.at = at
+			if at == never {
+				continue
+			}
+			if best == nil || at < best.at || at == best.at && own && !bestOwn ||
+				at == best.at && own == bestOwn && w.since < best.since {
+				best, bestOwn = w, own
+			}
+		}
+		if best == nil || best.at > now {
+			if target == nil {
+				d.arm(best, now)
+			}
+			return never
+		}
+		t := best.at
+		if !d.plan(best, t) {
+			// A lender's spare fell between the instants of two of the
+			// waiter's classes; it is looked at again on the next change.
+			if target == nil {
+				d.arm(nil, now)
+			}
+			return never
+		}
+		for i, c := range best.cs {
+			if best.costs[i] > 0 {
+				d.take(c, best.costs[i], best.plan[i], t)
+			}
+		}
+		cur = max(cur, t)
+		d.remove(best)
+		if best == target {
+			return t
+		}
+		if target != nil {
+			d.removed = append(d.removed, best)
+			continue
+		}
+		if d.onGrant != nil {
+			d.onGrant(best.cs, best.costs, t)
+		}
+		if d.armed == best {
+			d.armed = nil
+		}
+		best.finish(nil)
+	}
+	if target == nil {
+		d.arm(nil, now)
+	}
+	return never
+}
+
+// plan picks, for each class of w, the lowest node on its path whose
+// spare covers the cost at t, skipping lenders kept for others.
+func (d *domain) plan(w *classWaiter, t int64) bool {
+	for i, c := range w.cs {
+		w.plan[i] = 0
+		if w.costs[i] == 0 {
+			continue
+		}
+		os := w.optsOf(i)
+		ok := false
+		for j := range os {
+			if os[j].skip || os[j].t > t {
+				continue
+			}
+			if os[j].t == t || c.coversAt(w.costs[i], j, t) {
+				w.plan[i], ok = j, true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// coversAt reports whether path[j]'s spare, the guarantees above it and
+// the ceilings cover n at t, without changing a level.
+func (c *Class) coversAt(n int64, j int, t int64) bool {
+	p := c.path
+	for _, m := range p[:len(p)-1] {
+		l := m.cl
+		m.c.advance(&l, t)
+		if l.tokens < n {
+			return false
+		}
+	}
+	for _, m := range p[j+1:] {
+		l := m.gl
+		m.g.advance(&l, t)
+		if l.tokens < n {
+			return false
+		}
+	}
+	return p[j].spareCoversAt(n, t)
+}
+
+// arm sets the timer of w, the next waiter to serve, for its instant, and
+// stops the one set before if it was another's.
+func (d *domain) arm(w *classWaiter, now int64) {
+	if d.armed != nil && d.armed != w {
+		d.armed.setTimer(never, now)
+		d.armed = nil
+	}
+	if w == nil || w.at == never {
+		return
+	}
+	w.setTimer(w.at, now)
+	d.armed = w
+}
+
+func (w *classWaiter) finish(err error) {
+	w.timer.Stop()
+	w.armed = never
+	w.granted = err == nil
+	w.err = err
+	w.done <- struct{}{}
+}
+
+// project returns the instant at which w, queued now, would be served
+// given the waiters already queued, changing nothing.
+func (d *domain) project(w *classWaiter, now int64) int64 {
+	for _, c := range d.classes {
+		c.snap = classSnap{gl: c.gl, cl: c.cl, tag: c.tag, vt: c.vt}
+	}
+	seen := d.seen
+	d.seen = max(d.seen, now)
+	d.removed = d.removed[:0]
+	w.since = now
+	d.push(w)
+	t := d.schedule(never-1, w)
+	if t == never {
+		d.remove(w)
+	}
+	for i := len(d.removed) - 1; i >= 0; i-- {
+		d.pushFront(d.removed[i])
+	}
+	d.removed = d.removed[:0]
+	for _, c := range d.classes {
+		c.gl, c.cl, c.tag, c.vt = c.snap.gl, c.snap.cl, c.snap.tag, c.snap.vt
+	}
+	d.seen = seen
+	return t
+}
+
+// classSnap is a class's state saved while a wait is projected.
+type classSnap struct {
+	gl, cl  level
+	tag, vt vtag
+}
+
+// acquireClasses is Acquire on cs: it takes costs at once if it can, or
+// queues, and fills plan with the lenders used.
+func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int) error {
+	d := cs[0].lock()
+	if err := checkClasses(cs, costs); err != nil {
+		d.mu.Unlock()
+		return err
+	}
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-done:
+			d.mu.Unlock()
+			return ctx.Err()
+		default:
+		}
+	}
+	now := max(d.now(), d.seen)
+	if d.queued > 0 {
+		d.serve(now)
+	}
+	d.seen = now
+	if d.tryAll(cs, costs, plan, now) {
+		if d.queued > 0 {
+			d.serve(now)
+		}
+		d.mu.Unlock()
+		return nil
+	}
+	w := d.waiter(cs, costs)
+	t := d.project(w, now)
+	if dl, ok := ctx.Deadline(); ok {
+		wait := time.Duration(math.MaxInt64)
+		if t != never {
+			wait = time.Duration(t - now)
+		}
+		if dl.Sub(d.wall()) < wait {
+			d.mu.Unlock()
+			d.recycle(w)
+			return &WaitError{Wait: wait, Limit: cs[0].name}
+		}
+	}
+	if w.done == nil {
+		w.done = make(chan struct{}, 1)
+		w.timer = d.idleTimer()
+	}
+	w.since = now
+	d.push(w)
+	d.serve(now)
+	d.mu.Unlock()
+	err := w.sleep(ctx)
+	if err == nil {
+		copy(plan, w.plan)
+	}
+	w.d().recycle(w)
+	return err
+}
+
+func (w *classWaiter) d() *domain { return w.cs[0].d.Load() }
+
+func (w *classWaiter) sleep(ctx context.Context) error {
+	for {
+		select {
+		case <-w.done:
+			return w.err
+		case <-w.timer.Chan():
+			d := w.cs[0].lock()
+			now := max(d.now(), d.seen)
+			w.armed = never
+			if d.armed == w {
+				d.armed = nil
+			}
+			d.changed(now)
+			d.mu.Unlock()
+		case <-ctx.Done():
+			return w.cancel(ctx)
+		}
+	}
+}
+
+// cancel takes w out of the queues; if it was granted meanwhile, its
+// tokens go back.
+func (w *classWaiter) cancel(ctx context.Context) error {
+	d := w.cs[0].lock()
+	now := max(d.now(), d.seen)
+	switch {
+	case w.err != nil:
+		d.mu.Unlock()
+		return w.err
+	case w.granted:
+		d.serve(now)
+		for i, c := range w.cs {
+			if w.costs[i] > 0 {
+				giveBack(c, w.costs[i], 0, w.plan[i], now)
+			}
+		}
+	default:
+		w.timer.Stop()
+		w.armed = never
+		if d.armed == w {
+			d.armed = nil
+		}
+		d.remove(w)
+	}
+	d.changed(now)
+	d.mu.Unlock()
+	return ctx.Err()
+}
+
+// Acquire waits until cost tokens can be granted to c, then takes them;
+// see Class for where they come from and in which order waiters are
+// served. It fails at once, spending nothing, with a *WaitError when ctx's
+// deadline comes before the projected instant; a waiter whose ctx is done
+// leaves the queue, spends nothing and returns ctx.Err(). A call that
+// must queue projects its instant by replaying the waiters already
+// queued, so its cost grows with their number.
+func (c *Class) Acquire(ctx context.Context, cost int64) error {
+	if cost <= 0 {
+		return ErrInvalidCost
+	}
+	costs, plan := [1]int64{cost}, [1]int{}
+	return acquireClasses(ctx, c.self[:], costs[:], plan[:])
+}
+
+// WaitTime reports how long until c could be granted cost, given the
+// waiters queued now and no other change: 0 if TryAcquire would succeed
+// now. It fails with ErrCostExceedsCapacity when the hierarchy cannot
+// cover the cost as it stands.
+func (c *Class) WaitTime(cost int64) (time.Duration, error) {
+	cs, costs := [1]*Class{c}, [1]int64{cost}
+	return waitClasses(cs[:], costs[:])
+}
+
+func waitClasses(cs []*Class, costs []int64) (time.Duration, error) {
+	d := cs[0].lock()
+	defer d.mu.Unlock()
+	if err := checkClasses(cs, costs); err != nil {
+		return 0, err
+	}
+	now := max(d.now(), d.seen)
+	if d.queued > 0 {
+		d.serve(now)
+	}
+	d.seen = now
+	ok := true
+	for i, c := range cs {
+		if costs[i] > 0 && (c.head != nil || c.planNow(costs[i], now, d.queued == 0) < 0) {
+			ok = false
+		}
+	}
+	if ok {
+		return 0, nil
+	}
+	w := d.waiter(cs, costs)
+	w.virtual = true
+	t := d.project(w, now)
+	d.recycle(w)
+	if t == never {
+		return 0, fmt.Errorf("%s: %w: no lender's spare will cover %d as the hierarchy stands", className(cs[0]), ErrCostExceedsCapacity, costs[0])
+	}
+	return time.Duration(t - now), nil
+}

@@ -1,0 +1,216 @@
+package throttle
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// ClassPermit is the record of costs granted to classes by AcquirePermit
+// or ClassLimiter.Acquire, to settle once the real use is known, as
+// Permit does for buckets. Settle or Cancel it once.
+type ClassPermit struct {
+	cs      []*Class
+	costs   []int64
+	plan    []int
+	settled atomic.Bool
+}
+
+// AcquirePermit is Acquire returning a ClassPermit to settle later.
+func (c *Class) AcquirePermit(ctx context.Context, cost int64) (*ClassPermit, error) {
+	if cost <= 0 {
+		return nil, ErrInvalidCost
+	}
+	p := &ClassPermit{cs: c.self[:], costs: []int64{cost}, plan: []int{0}}
+	if err := acquireClasses(ctx, p.cs, p.costs, p.plan); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Costs returns the costs the permit took, one per class.
+func (p *ClassPermit) Costs() []int64 { return slices.Clone(p.costs) }
+
+// Settle corrects the costs to the actual use, one value per class. A
+// refund goes back to the buckets the grant came from (never above
+// capacity); an overrun is charged to every bucket on the class's path,
+// its own guarantee included, which may go into debt: the class repays it
+// from its own refill before it is granted anything from its guarantee,
+// and its borrowing stays bounded by its ceiling. Queued waiters are
+// re-timed. Settling twice, or after Cancel, fails with ErrSettled.
+func (p *ClassPermit) Settle(actual ...int64) error {
+	if len(actual) != len(p.cs) {
+		return ErrInvalidCost
+	}
+	for _, a := range actual {
+		if a < 0 {
+			return ErrInvalidCost
+		}
+	}
+	if !p.settled.CompareAndSwap(false, true) {
+		return ErrSettled
+	}
+	d := p.cs[0].lock()
+	now := max(d.now(), d.seen)
+	d.serve(now)
+	for i, c := range p.cs {
+		if p.costs[i] > 0 || actual[i] > 0 {
+			giveBack(c, p.costs[i], actual[i], p.plan[i], now)
+		}
+	}
+	d.changed(now)
+	d.mu.Unlock()
+	return nil
+}
+
+// Cancel returns every cost: the call was never made. It fails with
+// ErrSettled if the permit was already settled or cancelled.
+func (p *ClassPermit) Cancel() error {
+	return p.Settle(make([]int64, len(p.cs))...)
+}
+
+// ClassLimiter spends on classes of several hierarchies at once, all or
+// nothing: a team's class in the organisation's requests-per-minute
+// hierarchy and its class in the tokens-per-minute one, say. Each class
+// draws on its own hierarchy as Class describes.
+type ClassLimiter struct {
+	cs []*Class
+}
+
+// NewClassLimiter returns a ClassLimiter over classes, whose costs are
+// given in this order; each must belong to a different hierarchy, and all
+// must use the same clock. It joins their hierarchies' locks and time
+// lines into one, which it can do only while nobody waits in them.
+func NewClassLimiter(classes ...*Class) (*ClassLimiter, error) {
+	if len(classes) == 0 {
+		return nil, errors.New("throttle: NewClassLimiter needs at least one class")
+	}
+	for i, c := range classes {
+		if c == nil {
+			return nil, fmt.Errorf("throttle: NewClassLimiter: class %d is nil", i)
+		}
+		for _, o := range classes[:i] {
+			if o.tree == c.tree {
+				return nil, fmt.Errorf("throttle: NewClassLimiter: %s and %s are in the same hierarchy", className(o), className(c))
+			}
+		}
+	}
+	if err := joinDomains(classes); err != nil {
+		return nil, err
+	}
+	return &ClassLimiter{cs: slices.Clone(classes)}, nil
+}
+
+// Classes returns the limiter's classes in cost order.
+func (l *ClassLimiter) Classes() []*Class { return slices.Clone(l.cs) }
+
+// TryAcquire takes costs[i] for class i if every class can be granted
+// its cost now; otherwise it takes nothing. It never blocks. A zero cost
+// leaves that class out; at least one cost must be positive.
+func (l *ClassLimiter) TryAcquire(costs ...int64) (bool, error) {
+	d := l.cs[0].lock()
+	defer d.mu.Unlock()
+	if err := checkClasses(l.cs, costs); err != nil {
+		return false, err
+	}
+	now := max(d.now(), d.seen)
+	if d.queued > 0 {
+		d.serve(now)
+	}
+	d.seen = now
+	var small [4]int
+	plan := small[:0]
+	if len(costs) > len(small) {
+		plan = make([]int, len(costs))
+	} else {
+		plan = small[:len(costs)]
+	}
+	ok := d.tryAll(l.cs, costs, plan, now)
+	if ok && d.queued > 0 {
+		d.serve(now)
+	}
+	return ok, nil
+}
+
+// Acquire waits until every class can be granted its cost at the same
+// instant, then takes them all and returns a ClassPermit; it has the
+// guarantees of Class.Acquire.
+func (l *ClassLimiter) Acquire(ctx context.Context, costs ...int64) (*ClassPermit, error) {
+	p := &ClassPermit{cs: l.cs, costs: slices.Clone(costs), plan: make([]int, len(l.cs))}
+	if len(p.costs) != len(l.cs) {
+		return nil, ErrInvalidCost
+	}
+	if err := acquireClasses(ctx, p.cs, p.costs, p.plan); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// WaitTime reports how long until TryAcquire(costs...) would succeed,
+// given the waiters queued now and no other change.
+func (l *ClassLimiter) WaitTime(costs ...int64) (time.Duration, error) {
+	return waitClasses(l.cs, costs)
+}
+
+// joinDomains puts the classes' hierarchies in one domain.
+func joinDomains(classes []*Class) error {
+	for {
+		var ds []*domain
+		for _, c := range classes {
+			if d := c.d.Load(); !slices.Contains(ds, d) {
+				ds = append(ds, d)
+			}
+		}
+		slices.SortFunc(ds, func(a, b *domain) int {
+			return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
+		})
+		for _, d := range ds {
+			d.mu.Lock()
+		}
+		stale := false
+		for _, c := range classes {
+			stale = stale || !slices.Contains(ds, c.d.Load())
+		}
+		var err error
+		if !stale {
+			for _, o := range ds {
+				if o.clock != ds[0].clock {
+					err = errors.New("throttle: NewClassLimiter: classes use different clocks")
+				}
+				if o.queued > 0 {
+					err = errors.New("throttle: NewClassLimiter: a hierarchy has waiters; join hierarchies before use")
+				}
+			}
+			if err == nil {
+				for _, o := range ds[1:] {
+					ds[0].join(o)
+				}
+			}
+		}
+		for _, d := range ds {
+			d.mu.Unlock()
+		}
+		if !stale {
+			return err
+		}
+	}
+}
+
+// join moves every class of o, which has no waiters, into d. Both are
+// locked.
+func (d *domain) join(o *domain) {
+	delta := int64(o.epoch.Sub(d.epoch))
+	for _, c := range o.classes {
+		c.gl.last += delta
+		c.cl.last += delta
+		c.d.Store(d)
+	}
+	d.classes = append(d.classes, o.classes...)
+	d.seen = max(d.seen, o.seen+delta)
+	o.classes = nil
+}
