@@ -21,6 +21,7 @@
 // cut round trips by about ten at high demand, at the price of a looser
 // burst bound.
 //
-// The tests run against miniredis, a local Redis at 127.0.0.1:6379, or the
-// servers named by THROTTLE_REDIS_ADDR and THROTTLE_REDIS_CLUSTER.
+// The tests run against the servers named by THROTTLE_REDIS_ADDR and
+// THROTTLE_REDIS_CLUSTER, else against redis-server processes they start on
+// free ports, else (no redis-server binary) against miniredis.
 package redisbucket

@@ -2,6 +2,7 @@ package redisbucket_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial; the tests that kill servers cause many.
 	redis.SetLogger(quietLogger{})
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { redistest.StopShared(); os.Exit(code) }))
 }
 
 type quietLogger struct{}
