@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +29,10 @@ type engine struct {
 	limits []shape
 	o      options
 	br     *breaker
+	cl     *clusterWatch // for a cluster client; nil otherwise
+	// guard runs each call in a goroutine of its own and returns at the
+	// deadline: the client's context deadlines do not reach its sockets.
+	guard bool
 
 	local   *throttle.Limiter // FailLocal; nil for the other policies
 	localBs []*throttle.Bucket
@@ -72,6 +79,10 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 		br: newBreaker(o.probeMin, o.probeMax),
 	}
 	e.keys = []string{e.key}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		e.cl = &clusterWatch{c: cc, key: e.key}
+	}
+	e.guard = !honoursDeadlines(client)
 	if !o.policySet {
 		o.policy = FailLocal()
 	}
@@ -132,7 +143,7 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
 	defer cancel()
 	e.st.calls.Add(1)
-	v, err := script.Run(cctx, e.client, keys, args...).Int64Slice()
+	v, err := e.run(cctx, keys, args)
 	if err == nil && len(v) != 3+2*len(e.limits) {
 		err = fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), 3+2*len(e.limits))
 	}
@@ -169,6 +180,12 @@ func unavailable(ctx context.Context, err error) bool {
 	return true
 }
 
+// staleConn reports whether err is what a pooled connection to a server
+// that has since restarted gives: the peer closed or reset it.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
 // decision is the outcome of one attempt.
 type decision struct {
 	granted bool
@@ -185,25 +202,56 @@ type decision struct {
 // by the failure policy otherwise or when the call fails.
 func (e *engine) decide(ctx context.Context, costs []int64, permit string) (decision, error) {
 	now := e.o.clock.Now()
+	res, fail, cause, err := e.attempt(ctx, now, "a", permit, costs, nil, 1, e.o.permitTTL)
+	if err != nil {
+		return decision{}, err
+	}
+	if fail {
+		return e.fallback(costs, cause, now), nil
+	}
+	return e.fromResult(res, costs), nil
+}
+
+// attempt makes one script call if the breaker allows it, and settles the
+// breaker whatever happens: a reply or an error reply from the server
+// closes it, unavailability opens it (fail is then true, with the cause),
+// and a call cut short by the caller's context releases the probe. It
+// returns err for the caller's context or a real error.
+func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string, a, b []int64, share int64, ttl time.Duration) (res result, fail bool, cause, err error) {
 	call, probe, cause := e.br.allow(now)
-	if call {
-		res, err := e.call(ctx, "a", permit, costs, nil, 1, e.o.permitTTL)
-		if err == nil {
-			e.br.success()
-			return e.fromResult(res, costs), nil
+	if !call {
+		if e.cl != nil {
+			e.cl.watch(ctx, now, e.br)
 		}
-		if !unavailable(ctx, err) {
-			if cerr := ctxErr(ctx); cerr != nil {
-				return decision{}, cerr
-			}
-			return decision{}, err
+		return result{}, true, cause, nil
+	}
+	res, err = e.call(ctx, mode, permit, a, b, share, ttl)
+	if err != nil && unavailable(ctx, err) && (staleConn(err) || e.moved(ctx)) {
+		// A pooled connection to a server that restarted since (it fails
+		// once per connection), or a cluster that moved the key's slot to
+		// a live node: try once more, within the same call timeout.
+		res, err = e.call(ctx, mode, permit, a, b, share, ttl)
+	}
+	switch {
+	case err == nil:
+		e.br.success()
+		if e.cl != nil {
+			e.cl.healthy()
 		}
+		return res, false, nil, nil
+	case unavailable(ctx, err):
 		if e.br.failure(now, err, probe) {
 			e.st.breakerOpens.Add(1)
 		}
-		cause = err
+		return result{}, true, err, nil
 	}
-	return e.fallback(costs, cause, now), nil
+	if cerr := ctxErr(ctx); cerr != nil {
+		e.br.abandon(probe)
+		return result{}, false, nil, cerr
+	}
+	// The server answered, with an error: it is there.
+	e.br.success()
+	return result{}, false, nil, err
 }
 
 func (e *engine) fromResult(res result, costs []int64) decision {
@@ -444,28 +492,18 @@ type view struct {
 // empty, FailLocal the local buckets.
 func (e *engine) peek(ctx context.Context, costs []int64) (view, error) {
 	now := e.o.clock.Now()
-	call, probe, _ := e.br.allow(now)
 	v := view{tokens: make([]float64, len(e.limits))}
-	if call {
-		res, err := e.call(ctx, "p", "", costs, nil, 1, e.o.permitTTL)
-		if err == nil {
-			e.br.success()
-			d := e.fromResult(res, costs)
-			v.wait, v.never, v.limit = d.wait, d.never, d.limit
-			for i, l := range e.limits {
-				v.tokens[i] = l.value(res.levels[2*i], res.levels[2*i+1])
-			}
-			return v, nil
+	res, fail, _, err := e.attempt(ctx, now, "p", "", costs, nil, 1, e.o.permitTTL)
+	if err != nil {
+		return v, err
+	}
+	if !fail {
+		d := e.fromResult(res, costs)
+		v.wait, v.never, v.limit = d.wait, d.never, d.limit
+		for i, l := range e.limits {
+			v.tokens[i] = l.value(res.levels[2*i], res.levels[2*i+1])
 		}
-		if !unavailable(ctx, err) {
-			if cerr := ctxErr(ctx); cerr != nil {
-				return v, cerr
-			}
-			return v, err
-		}
-		if e.br.failure(now, err, probe) {
-			e.st.breakerOpens.Add(1)
-		}
+		return v, nil
 	}
 	untilProbe := max(e.br.openUntil().Sub(now), time.Millisecond)
 	switch e.o.policy.mode {
@@ -506,4 +544,13 @@ func ctxErr(ctx context.Context) error {
 	default:
 		return nil
 	}
+}
+
+// moved reports, for a cluster client, whether the key's slot now belongs
+// to another node than the one the failed call went to; see cluster.go.
+func (e *engine) moved(ctx context.Context) bool {
+	if e.cl == nil {
+		return false
+	}
+	return e.cl.moved(ctx, e.o.clock.Now())
 }

@@ -122,48 +122,37 @@ func (l *leaser) decide(ctx context.Context, cost int64) (decision, error) {
 	l.mu.Unlock()
 
 	costs := []int64{cost}
-	call, probe, cause := l.e.br.allow(now)
-	if call {
-		id := newPermitID()
-		res, err := l.e.call(ctx, "l", id, costs, []int64{max(want, cost)}, l.share, l.hold+time.Minute)
-		if err == nil {
-			l.e.br.success()
-			d := l.e.fromResult(res, costs)
-			l.mu.Lock()
-			if d.granted {
-				if res.amount > cost {
-					l.addLocked(now, &batch{id: id, size: res.amount, left: res.amount - cost, expires: now.Add(l.hold)})
-				}
-				if res.wait > 0 {
-					// A short lease: Redis is nearly empty, and other
-					// processes take what accrues. Once this lease is used
-					// up, refuse locally until a full one could be had
-					// (backing off as for a refusal), instead of asking for
-					// each token as it accrues.
-					l.denyUntil, l.denyCost = now.Add(l.backoff(res.wait, false)), 1
-				} else {
-					l.refusals = 0
-				}
-				d.wait = 0
-			} else if !d.never {
-				// Refused: the tokens are not there, and other processes
-				// compete for what accrues.
-				d.wait = l.backoff(d.wait, true)
-				l.denyUntil, l.denyCost = now.Add(d.wait), cost
+	id := newPermitID()
+	res, fail, cause, err := l.e.attempt(ctx, now, "l", id, costs, []int64{max(want, cost)}, l.share, l.hold+time.Minute)
+	if err != nil {
+		return decision{}, err
+	}
+	if !fail {
+		d := l.e.fromResult(res, costs)
+		l.mu.Lock()
+		if d.granted {
+			if res.amount > cost {
+				l.addLocked(now, &batch{id: id, size: res.amount, left: res.amount - cost, expires: now.Add(l.hold)})
 			}
-			l.mu.Unlock()
-			return d, nil
-		}
-		if !unavailable(ctx, err) {
-			if cerr := ctxErr(ctx); cerr != nil {
-				return decision{}, cerr
+			if res.wait > 0 {
+				// A short lease: Redis is nearly empty, and other
+				// processes take what accrues. Once this lease is used
+				// up, refuse locally until a full one could be had
+				// (backing off as for a refusal), instead of asking for
+				// each token as it accrues.
+				l.denyUntil, l.denyCost = now.Add(l.backoff(res.wait, false)), 1
+			} else {
+				l.refusals = 0
 			}
-			return decision{}, err
+			d.wait = 0
+		} else if !d.never {
+			// Refused: the tokens are not there, and other processes
+			// compete for what accrues.
+			d.wait = l.backoff(d.wait, true)
+			l.denyUntil, l.denyCost = now.Add(d.wait), cost
 		}
-		if l.e.br.failure(now, err, probe) {
-			l.e.st.breakerOpens.Add(1)
-		}
-		cause = err
+		l.mu.Unlock()
+		return d, nil
 	}
 	return l.e.fallback(costs, cause, now), nil
 }
