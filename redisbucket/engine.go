@@ -42,13 +42,17 @@ type engine struct {
 	// refused once, so TryAcquire does not jump ahead of them.
 	line    fifo
 	waiting atomic.Int64
+	share   atomic.Int64 // the fleet count the local buckets are sized for
+
+	seen seen // the levels last seen and what the failure policy granted since
+	fl   *fleet
 
 	st counters
 }
 
 type counters struct {
 	calls, callErrors, decisions, granted, leaseServed,
-	failureDecisions, failureGranted, breakerOpens atomic.Int64
+	failureDecisions, failureGranted, breakerOpens, stateResets atomic.Int64
 }
 
 // Stats counts what a Bucket or Limiter did since it was created.
@@ -61,6 +65,7 @@ type Stats struct {
 	FailureDecisions int64 // decisions taken by the failure policy
 	FailureGranted   int64 // of those, how many granted
 	BreakerOpens     int64 // times the circuit breaker opened
+	StateResets      int64 // times the script found garbage state and restarted the limits empty
 }
 
 func newEngine(client redis.UniversalClient, id string, limits []shape, opts []Option) (*engine, error) {
@@ -95,6 +100,9 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 		if e.local, err = throttle.NewLimiter(e.localBs...); err != nil {
 			return nil, err
 		}
+		if o.fleetTTL > 0 && len(o.policy.rates) < len(limits) {
+			e.fl = newFleet(e.key, o.fleetTTL)
+		}
 	} else if len(o.policy.rates) > 0 {
 		return nil, errors.New("redisbucket: failure policy has rates but is not FailLocal")
 	}
@@ -106,7 +114,7 @@ func (e *engine) stats() Stats {
 		Calls: e.st.calls.Load(), CallErrors: e.st.callErrors.Load(), Decisions: e.st.decisions.Load(),
 		Granted: e.st.granted.Load(), LeaseServed: e.st.leaseServed.Load(),
 		FailureDecisions: e.st.failureDecisions.Load(), FailureGranted: e.st.failureGranted.Load(),
-		BreakerOpens: e.st.breakerOpens.Load(),
+		BreakerOpens: e.st.breakerOpens.Load(), StateResets: e.st.stateResets.Load(),
 	}
 }
 
@@ -115,43 +123,72 @@ type result struct {
 	status int64 // 1 granted, 0 denied, -1 never, 2 already applied
 	wait   time.Duration
 	amount int64
+	now    int64   // the server time the script used, µs
+	flags  int64   // 1 garbage state reset, 2 key rebuilt from the client's view
+	live   int64   // live fleet members, when this call registered
 	levels []int64 // tok, rem per limit
 }
 
-// call runs the script once, bounded by the call timeout.
+const replyHead = 6
+
+// call runs the script once, bounded by the call timeout. It brings the
+// client's view of the levels (for a key that vanished), what the failure
+// policy granted since the last call that reached Redis, and, when due,
+// the fleet registration.
 func (e *engine) call(ctx context.Context, mode string, permit string, a, b []int64, share int64, ttl time.Duration) (result, error) {
 	keys := e.keys
+	permitTTL := ""
 	if permit != "" {
 		keys = []string{e.key, e.key + ":p:" + permit}
+		if mode == "s" {
+			ttl = min(ttl, time.Minute)
+		}
+		permitTTL = strconv.FormatInt(ttl.Milliseconds(), 10)
 	}
 	now := ""
 	if e.o.serverTime != nil {
 		now = strconv.FormatInt(e.o.serverTime().UnixMicro(), 10)
 	}
-	if mode == "s" {
-		ttl = min(ttl, time.Minute)
+	hint, charge, owed := e.seen.get()
+	member, fleetTTL := "", ""
+	if e.fl != nil && e.fl.due(e.o.clock.Now()) {
+		member, fleetTTL = e.fl.member, e.fl.ttlArg
+		keys = append(keys[:len(keys):len(keys)], e.fl.key)
 	}
-	args := make([]any, 5, 5+7*len(e.limits))
-	args[0], args[1], args[2], args[3], args[4] = mode, now, len(e.limits), ttl.Milliseconds(), share
+	args := make([]any, 9, 9+6*len(e.limits))
+	args[0], args[1], args[2], args[3], args[4] = mode, now, len(e.limits), permitTTL, share
+	args[5], args[6], args[7], args[8] = hint, charge, member, fleetTTL
 	for i, l := range e.limits {
 		var bi int64
 		if b != nil {
 			bi = b[i]
 		}
-		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], l.args[4], a[i], bi)
+		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], a[i], bi)
 	}
 	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
 	defer cancel()
 	e.st.calls.Add(1)
 	v, err := e.run(cctx, keys, args)
-	if err == nil && len(v) != 3+2*len(e.limits) {
-		err = fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), 3+2*len(e.limits))
+	if err == nil && len(v) != replyHead+2*len(e.limits) {
+		err = fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), replyHead+2*len(e.limits))
 	}
 	if err != nil {
 		e.st.callErrors.Add(1)
+		if member != "" {
+			e.fl.failed()
+		}
 		return result{}, err
 	}
-	return result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], levels: v[3:]}, nil
+	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], now: v[3], flags: v[4], live: v[5], levels: v[replyHead:]}
+	e.seen.set(res.now, res.levels, owed)
+	if res.flags&1 != 0 {
+		e.st.stateResets.Add(1)
+	}
+	if member != "" {
+		e.fl.registered(res.live)
+		e.shareChanged(res.live)
+	}
+	return res, nil
 }
 
 // transient are the error replies of a server that is loading, failing
@@ -196,6 +233,7 @@ type decision struct {
 	cause   error // in failure mode, the error that opened the breaker
 	amount  int64 // lease size
 	levels  []int64
+	reset   bool // the script found garbage state and restarted the limits empty
 }
 
 // decide takes one decision: by the script when the breaker lets it call,
@@ -242,6 +280,7 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 	case unavailable(ctx, err):
 		if e.br.failure(now, err, probe) {
 			e.st.breakerOpens.Add(1)
+			e.opened()
 		}
 		return result{}, true, err, nil
 	}
@@ -255,7 +294,7 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 }
 
 func (e *engine) fromResult(res result, costs []int64) decision {
-	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount}
+	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount, reset: res.flags&1 != 0}
 	switch res.status {
 	case 1, 2:
 		d.granted = true
@@ -298,6 +337,7 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 	switch d.mode {
 	case ModeFailOpen:
 		d.granted = true
+		e.seen.spent(costs)
 	case ModeFailClosed:
 		d.wait = untilProbe
 	case ModeFailLocal:
@@ -305,6 +345,7 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 		switch {
 		case ok:
 			d.granted = true
+			e.seen.spent(costs)
 		case err != nil:
 			// Above a local capacity: refused until Redis is back.
 			d.wait = untilProbe
@@ -321,6 +362,10 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 
 // count records a final decision and reports it to the observer.
 func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait time.Duration) {
+	cause := d.cause
+	if d.reset {
+		cause = ErrStateReset
+	}
 	e.st.decisions.Add(1)
 	if kind == throttle.EventGranted {
 		e.st.granted.Add(1)
@@ -340,7 +385,7 @@ func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait 
 	for i, c := range costs {
 		if c > 0 {
 			e.o.obs.Observe(Event{Event: throttle.Event{Kind: kind, Limit: e.limits[i].name, Cost: c, Wait: wait},
-				Mode: d.mode, Err: d.cause})
+				Mode: d.mode, Err: cause})
 		}
 	}
 }

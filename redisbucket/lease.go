@@ -77,6 +77,9 @@ func newLeaser(e *engine, cfg Lease) (*leaser, error) {
 	if cfg.Share == 0 {
 		cfg.Share = 2
 	}
+	if cfg.Hold > maxTTL {
+		return nil, fmt.Errorf("redisbucket: lease Hold %v is longer than %v: a token held that long is no limit", cfg.Hold, maxTTL)
+	}
 	if cfg.Hold < time.Millisecond || cfg.MaxBatch < 1 || cfg.MaxBatch > c || cfg.Share < 1 {
 		return nil, fmt.Errorf("redisbucket: lease needs Hold >= 1ms, 1 <= MaxBatch <= capacity and Share >= 1, got %v, %d, %d",
 			cfg.Hold, cfg.MaxBatch, cfg.Share)
