@@ -155,6 +155,9 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 		member, fleetTTL = e.fl.member, e.fl.ttlArg
 		keys = append(keys[:len(keys):len(keys)], e.fl.key)
 	}
+	if mode == "a" && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
+		return e.callFast(ctx, now, hint, a[0])
+	}
 	args := make([]any, 9, 9+6*len(e.limits))
 	args[0], args[1], args[2], args[3], args[4] = mode, now, len(e.limits), permitTTL, share
 	args[5], args[6], args[7], args[8] = hint, charge, member, fleetTTL
@@ -187,6 +190,34 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 	if member != "" {
 		e.fl.registered(res.live)
 		e.shareChanged(res.live)
+	}
+	return res, nil
+}
+
+// callFast is call in the script's mode F: one limit in µs, an
+// acquisition without permit, charge or registration, with seven arguments
+// and a five-value reply (six when the script fell through to its general
+// path, the sixth its flags).
+func (e *engine) callFast(ctx context.Context, now, hint string, cost int64) (result, error) {
+	l := &e.limits[0]
+	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
+	defer cancel()
+	e.st.calls.Add(1)
+	v, err := e.run(cctx, e.keys, []any{"F", now, l.args[0], l.args[1], l.args[2], cost, hint})
+	if err == nil && len(v) != 5 && len(v) != 6 {
+		err = fmt.Errorf("redisbucket: script replied %d values, want 5 or 6", len(v))
+	}
+	if err != nil {
+		e.st.callErrors.Add(1)
+		return result{}, err
+	}
+	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, now: v[2], levels: v[3:5]}
+	if len(v) == 6 {
+		res.flags = v[5]
+	}
+	e.seen.set(res.now, res.levels, nil)
+	if res.flags&1 != 0 {
+		e.st.stateResets.Add(1)
 	}
 	return res, nil
 }

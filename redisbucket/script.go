@@ -58,14 +58,100 @@ import "github.com/redis/go-redis/v9"
 // view, live the fleet's live members (0 when not registering).
 const scriptSrc = `
 local mode = ARGV[1]
+local A = ARGV
+
+-- The fast path, mode F, with arguments of its own: {F, time or "", cap,
+-- num, den, cost, view} for one limit counted in µs, an acquisition without
+-- permit, charge or registration. When the state is well-formed and in this
+-- process's units (or there is no key and no view that says otherwise) it
+-- decides in straight-line code, no closures and no tables but the reply
+-- {status, wait_us, now, tok, rem}; anything else falls through to the
+-- general path, which decides the same. The Go side pins the two to the
+-- same replies on random steps.
+if mode == 'F' then
+  local now
+  if ARGV[2] ~= '' then
+    now = tonumber(ARGV[2])
+  else
+    local t = redis.call('TIME')
+    now = t[1] * 1000000 + t[2]
+  end
+  repeat
+    local cap, num, den, cost = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+    local raw = redis.call('GET', KEYS[1])
+    local tok, rem, last = cap, 0, now
+    if raw then
+      local st, sv, sr, sd = string.match(raw, '^(%d+) (%-?%d+) (%d+) (%d+)$')
+      if sd ~= ARGV[5] or #st > 16 or #sv > 16 then break end
+      last, tok, rem = tonumber(st), tonumber(sv), tonumber(sr)
+      if last > now or tok < -cap or rem >= den then break end
+      if tok >= cap then
+        tok, rem = cap, 0
+      elseif num > 0 and now > last then
+        local e = now - last
+        local need = (cap - tok) * den - rem
+        local q = math.floor(need / num)
+        local r = need - q * num
+        if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
+        if r > 0 then q = q + 1 end
+        if e >= q then
+          tok, rem = cap, 0
+        else
+          local x = rem + num * e
+          q = math.floor(x / den)
+          r = x - q * den
+          if r < 0 then q = q - 1 r = r + den elseif r >= den then q = q + 1 r = r - den end
+          tok, rem = tok + q, r
+        end
+      end
+    elseif ARGV[7] ~= '' then
+      -- The client saw the bucket below full: the general path rebuilds it.
+      break
+    end
+    if tok < cost then
+      if num == 0 then return {-1, 0, now, tok, rem} end
+      local need = (cost - tok) * den - rem
+      local q = math.floor(need / num)
+      local r = need - q * num
+      if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
+      if r > 0 then q = q + 1 end
+      if q > 4503599627370496 then q = 4503599627370496 end
+      return {0, q, now, tok, rem}
+    end
+    tok = tok - cost
+    local v = string.format('%d %d %d %s', now, tok, rem, ARGV[5])
+    if num == 0 then
+      redis.call('SET', KEYS[1], v)
+    else
+      local need = (cap - tok) * den - rem
+      local q = math.floor(need / num)
+      local r = need - q * num
+      if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
+      if r > 0 then q = q + 1 end
+      if q > 35184372088832 then
+        redis.call('SET', KEYS[1], v)
+      else
+        local at = now + q
+        local ms = math.floor(at / 1000)
+        if ms * 1000 < at then ms = ms + 1 end
+        redis.call('SET', KEYS[1], v, 'PXAT', ms + 1)
+      end
+    end
+    return {1, 0, now, tok, rem}
+  until true
+  -- Fall through: rewrite the arguments in the general layout.
+  A = {'a', string.format('%d', now), '1', '', '1', A[7], '', '', '', A[3], A[4], A[5], '1', A[6], '0', fast = true}
+  mode = 'a'
+end
+
 local now
-if ARGV[2] ~= '' then
-  now = tonumber(ARGV[2])
+if A[2] ~= '' then
+  now = tonumber(A[2])
 else
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2]
 end
-local n = tonumber(ARGV[3])
+local n = tonumber(A[3])
 local flags = 0
 
 local function divmod(a, b)
@@ -103,8 +189,8 @@ end
 local L = {}
 for i = 1, n do
   local b = 4 + 6 * i
-  L[i] = {cap = tonumber(ARGV[b]), num = tonumber(ARGV[b + 1]), den = tonumber(ARGV[b + 2]),
-    unit = tonumber(ARGV[b + 3]), a = tonumber(ARGV[b + 4]), b = tonumber(ARGV[b + 5])}
+  L[i] = {cap = tonumber(A[b]), num = tonumber(A[b + 1]), den = tonumber(A[b + 2]),
+    unit = tonumber(A[b + 3]), a = tonumber(A[b + 4]), b = tonumber(A[b + 5])}
 end
 
 -- refill adds the whole units elapsed from last to now; time that runs
@@ -162,7 +248,7 @@ if raw then
   end
   for i = 1, n do refill(L[i], last) end
 else
-  local v = ARGV[6]
+  local v = A[6]
   local h = {}
   if v ~= '' then
     for x in string.gmatch(v, '%S+') do h[#h + 1] = int(x, #h == 0) end
@@ -181,9 +267,9 @@ else
   last = now
 end
 
-if ARGV[7] ~= '' then
+if A[7] ~= '' then
   local i = 0
-  for x in string.gmatch(ARGV[7], '%S+') do
+  for x in string.gmatch(A[7], '%S+') do
     i = i + 1
     local l, c = L[i], int(x)
     if l and c and c > 0 then l.tok = math.max(l.tok - c, -l.cap) end
@@ -191,11 +277,11 @@ if ARGV[7] ~= '' then
 end
 
 local live = 0
-if ARGV[8] ~= '' then
+if A[8] ~= '' then
   local fk = KEYS[#KEYS]
   local ms = math.floor(now / 1000)
-  local ttl = tonumber(ARGV[9])
-  redis.call('ZADD', fk, ms + ttl, ARGV[8])
+  local ttl = tonumber(A[9])
+  redis.call('ZADD', fk, ms + ttl, A[8])
   redis.call('ZREMRANGEBYSCORE', fk, '-inf', ms)
   redis.call('PEXPIRE', fk, ttl)
   live = redis.call('ZCARD', fk)
@@ -219,6 +305,11 @@ local function wait(l, cost)
 end
 
 local function reply(status, w, amount)
+  if A.fast then
+    -- A fast call that fell through: its reply layout, and flags as a
+    -- sixth value.
+    return {status, w, now, L[1].tok, L[1].rem, flags}
+  end
   local out = {status, w, amount, now, flags, live}
   for i = 1, n do
     out[#out + 1] = L[i].tok
@@ -267,7 +358,7 @@ end
 
 if mode == 's' then
   if redis.call('GET', KEYS[2]) == 's' then
-    if flags ~= 0 or ARGV[7] ~= '' then save() end
+    if flags ~= 0 or A[7] ~= '' then save() end
     return reply(2, 0, 0)
   end
   for i = 1, n do
@@ -285,13 +376,13 @@ if mode == 's' then
     end
   end
   save()
-  redis.call('SET', KEYS[2], 's', 'PX', tonumber(ARGV[4]))
+  redis.call('SET', KEYS[2], 's', 'PX', tonumber(A[4]))
   return reply(1, 0, 0)
 end
 
-local permit = ARGV[4] ~= ''
+local permit = A[4] ~= ''
 if permit and redis.call('EXISTS', KEYS[2]) == 1 then
-  if flags ~= 0 or ARGV[7] ~= '' then save() end
+  if flags ~= 0 or A[7] ~= '' then save() end
   return reply(2, 0, 0)
 end
 
@@ -308,13 +399,13 @@ for i = 1, n do
   end
 end
 if mode == 'p' then
-  if flags ~= 0 or ARGV[7] ~= '' then save() end
+  if flags ~= 0 or A[7] ~= '' then save() end
   if w < 0 then return reply(-1, 0, 0) end
   return reply(w == 0 and 1 or 0, w, 0)
 end
 if w ~= 0 then
   -- A refusal writes only what it learned: a reset, a rebuilt key, a charge.
-  if flags ~= 0 or ARGV[7] ~= '' then save() end
+  if flags ~= 0 or A[7] ~= '' then save() end
   if w < 0 then return reply(-1, 0, 0) end
   return reply(0, w, 0)
 end
@@ -322,7 +413,7 @@ end
 local amount = 0
 if mode == 'l' then
   local l = L[1]
-  amount = math.max(l.a, math.min(l.b, (divmod(l.tok, tonumber(ARGV[5])))))
+  amount = math.max(l.a, math.min(l.b, (divmod(l.tok, tonumber(A[5])))))
   l.tok = l.tok - amount
   if amount < l.b then
     -- A short lease: tell the client when a full one could be had.
@@ -335,7 +426,7 @@ else
 end
 save()
 if permit then
-  redis.call('SET', KEYS[2], 'o', 'PX', tonumber(ARGV[4]))
+  redis.call('SET', KEYS[2], 'o', 'PX', tonumber(A[4]))
 end
 return reply(1, w, amount)
 `
