@@ -42,6 +42,11 @@ type leaser struct {
 	horizon float64 // seconds of demand one lease covers
 	max     int64
 	share   int64
+	// maxBackoff caps the local refusals: a quarter of Hold, and at most
+	// half the time the bucket takes to fill from empty, so that tokens do
+	// not pile up past the capacity, and go to waste, while every process
+	// backs off.
+	maxBackoff time.Duration
 
 	mu        sync.Mutex
 	batches   []*batch // in order of expiry
@@ -84,7 +89,12 @@ func newLeaser(e *engine, cfg Lease) (*leaser, error) {
 		return nil, fmt.Errorf("redisbucket: lease needs Hold >= 1ms, 1 <= MaxBatch <= capacity and Share >= 1, got %v, %d, %d",
 			cfg.Hold, cfg.MaxBatch, cfg.Share)
 	}
-	return &leaser{e: e, hold: cfg.Hold, horizon: cfg.Hold.Seconds() / 4, max: cfg.MaxBatch, share: cfg.Share}, nil
+	mb := cfg.Hold / 4
+	if r := e.limits[0].rate; r.Tokens() > 0 {
+		fill := time.Duration(float64(r.Period()) * float64(c) / float64(r.Tokens()))
+		mb = max(min(mb, fill/2), time.Millisecond)
+	}
+	return &leaser{e: e, hold: cfg.Hold, horizon: cfg.Hold.Seconds() / 4, max: cfg.MaxBatch, share: cfg.Share, maxBackoff: mb}, nil
 }
 
 // errClosed is returned by a leased Bucket used after Close.
@@ -115,12 +125,20 @@ func (l *leaser) decide(ctx context.Context, cost int64) (decision, error) {
 
 	l.fetch.Lock()
 	defer l.fetch.Unlock()
-	// Another goroutine may have fetched while this one waited.
+	// Another goroutine may have fetched while this one waited, or been
+	// refused: a refusal holds for every goroutine until its wait is over,
+	// or each queued one would make a refused call of its own and double
+	// the backoff.
 	now = l.e.o.clock.Now()
 	l.mu.Lock()
 	if l.takeLocked(now, cost) {
 		l.mu.Unlock()
 		return decision{granted: true, mode: ModeLease}, nil
+	}
+	if now.Before(l.denyUntil) && cost >= l.denyCost {
+		w := l.denyUntil.Sub(now)
+		l.mu.Unlock()
+		return decision{wait: w, mode: ModeLease}, nil
 	}
 	l.mu.Unlock()
 
@@ -162,12 +180,12 @@ func (l *leaser) decide(ctx context.Context, cost int64) (decision, error) {
 
 // backoff returns how long to refuse locally after Redis refused, or
 // granted a short lease, with wait until it could do better: the wait,
-// doubled with each consecutive such answer and capped at a quarter of
-// Hold (but never below the wait of a refusal), so that processes
-// competing for a saturated limit spread their calls out instead of
-// polling once per token.
+// doubled with each consecutive such answer and capped at maxBackoff (but
+// never below the wait of a refusal), so that processes competing for a
+// saturated limit spread their calls out instead of polling once per
+// token.
 func (l *leaser) backoff(wait time.Duration, refused bool) time.Duration {
-	w := min(wait<<min(l.refusals, 20), l.hold/4)
+	w := min(wait<<min(l.refusals, 20), l.maxBackoff)
 	l.refusals++
 	if refused {
 		// Asking before the wait Redis returned is sure to fail.
