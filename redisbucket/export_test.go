@@ -71,3 +71,11 @@ func breakerCause(e *engine) error {
 	}
 	return e.br.cause
 }
+
+// FleetCount returns the fleet size b last counted, 0 if none.
+func FleetCount(b *Bucket) int64 {
+	if b.e.fl == nil {
+		return 0
+	}
+	return b.e.fl.count()
+}
