@@ -3,6 +3,7 @@ package redisbucket
 import (
 	"context"
 	"fmt"
+	"github.com/throttlekit/throttle"
 	"time"
 )
 
@@ -78,4 +79,11 @@ func FleetCount(b *Bucket) int64 {
 		return 0
 	}
 	return b.e.fl.count()
+}
+
+// ShapeArgs returns the script's arguments for one limit: capacity, num,
+// den and unit.
+func ShapeArgs(capacity int64, rate throttle.Rate) ([4]string, error) {
+	s, err := newShape("", capacity, rate)
+	return s.args, err
 }
