@@ -56,6 +56,7 @@ type leaser struct {
 	denyCost  int64
 	refusals  uint // consecutive refusals by Redis
 	timer     clockwork.Timer
+	gen       uint64 // counts armLocked calls: which timer is current
 	timerAt   time.Time
 	closed    bool
 	returning sync.WaitGroup // expiry callbacks running
@@ -249,17 +250,20 @@ func (l *leaser) armLocked(now, at time.Time) {
 		l.timer.Stop()
 	}
 	l.timerAt = at
-	var t clockwork.Timer
-	t = l.e.o.clock.AfterFunc(max(at.Sub(now), time.Nanosecond), func() { l.expire(t) })
-	l.timer = t
+	// The callback knows its timer by generation, not by the Timer value:
+	// a timer that fires at once would read that value before AfterFunc
+	// has returned it.
+	l.gen++
+	gen := l.gen
+	l.timer = l.e.o.clock.AfterFunc(max(at.Sub(now), time.Nanosecond), func() { l.expire(gen) })
 }
 
 // expire returns the expired batches' unused tokens to Redis and re-arms
 // the timer for the next expiry.
-func (l *leaser) expire(t clockwork.Timer) {
+func (l *leaser) expire(gen uint64) {
 	now := l.e.o.clock.Now()
 	l.mu.Lock()
-	if l.timer != t || l.closed {
+	if l.gen != gen || l.timer == nil || l.closed {
 		l.mu.Unlock()
 		return
 	}
