@@ -81,9 +81,13 @@ func WithPrefix(prefix string) Option { return func(o *options) { o.prefix = pre
 func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithCallTimeout bounds each script call; past it the call counts as a
-// failure and the failure policy decides. The default is 75 ms. Configure the
-// client's own timeouts and retries low as well (see the package example):
-// go-redis defaults to seconds and three retries.
+// failure and the failure policy decides. The default is 75 ms. No call
+// returns later than this or the caller's deadline, whichever comes first:
+// on a client without ContextTimeoutEnabled, whose sockets do not see
+// context deadlines, each call runs in a goroutine of its own and is
+// abandoned at the deadline (set ContextTimeoutEnabled to save that
+// goroutine). Configure the client's own timeouts and retries low as well
+// (see the package example): go-redis defaults to seconds and three retries.
 func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
 
 // WithFailurePolicy sets what decides while Redis is unreachable or slow. The
