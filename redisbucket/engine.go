@@ -194,26 +194,32 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 	return res, nil
 }
 
-// callFast is call in the script's mode F: one limit in µs, an
-// acquisition without permit, charge or registration, with seven arguments
-// and a five-value reply (six when the script fell through to its general
-// path, the sixth its flags).
+// callFast is call on the script's fast path: one limit in µs, an
+// acquisition without permit, charge or registration, with five arguments
+// and a four-value reply (five when the script fell through to its general
+// path, the fifth its flags).
 func (e *engine) callFast(ctx context.Context, now, hint string, cost int64) (result, error) {
 	l := &e.limits[0]
 	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
 	defer cancel()
 	e.st.calls.Add(1)
-	v, err := e.run(cctx, e.keys, []any{"F", now, l.args[0], l.args[1], l.args[2], cost, hint})
-	if err == nil && len(v) != 5 && len(v) != 6 {
-		err = fmt.Errorf("redisbucket: script replied %d values, want 5 or 6", len(v))
+	args := []any{l.args[0], l.args[1], l.args[2], cost, hint}
+	if now != "" {
+		args = append(args, now)
+	}
+	v, err := e.run(cctx, e.keys, args)
+	if err == nil && len(v) != 4 && len(v) != 5 {
+		err = fmt.Errorf("redisbucket: script replied %d values, want 4 or 5", len(v))
 	}
 	if err != nil {
 		e.st.callErrors.Add(1)
 		return result{}, err
 	}
-	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, now: v[2], levels: v[3:5]}
-	if len(v) == 6 {
-		res.flags = v[5]
+	// The fraction is not in the reply: an acquisition reports whole
+	// tokens only, and one limit binds.
+	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, now: v[2], levels: []int64{v[3], 0}}
+	if len(v) == 5 {
+		res.flags = v[4]
 	}
 	e.seen.set(res.now, res.levels, nil)
 	if res.flags&1 != 0 {

@@ -2,9 +2,12 @@ package redisbucket_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,17 +24,26 @@ func TestGarbageStateResetsEmpty(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	ahead := r.fc.Now().Add(2 * time.Minute).UnixMicro()
+	now := float64(r.fc.Now().UnixMicro())
+	packState := packState
+	if r.be.Mini != nil {
+		packState = textState
+	}
 	for i, raw := range []string{
 		"abc",
-		"1 2",
-		fmt.Sprintf("%d -inf 0 1000000", r.fc.Now().UnixMicro()),
-		fmt.Sprintf("%d -1e300 0 1000000", r.fc.Now().UnixMicro()),
-		fmt.Sprintf("%d -100000000000000000000 0 1000000", r.fc.Now().UnixMicro()),
-		fmt.Sprintf("%d 3 -1 1000000", r.fc.Now().UnixMicro()),
-		fmt.Sprintf("%d 3 1000000 1000000", r.fc.Now().UnixMicro()), // rem >= den
-		fmt.Sprintf("%d 3 0 0", r.fc.Now().UnixMicro()),
-		fmt.Sprintf("%d 3 0 1000000", ahead), // more than a minute ahead
-		"1e300 3 0 1000000",
+		"1 2 3",
+		packState(now, 3, 0), // too short
+		packState(now, math.Inf(-1), 0, 1e6),
+		packState(now, -1e300, 0, 1e6),
+		packState(now, 1e20, 0, 1e6),
+		packState(now, math.NaN(), 0, 1e6),
+		packState(now, 3.5, 0, 1e6),
+		packState(now, 3, -1, 1e6),
+		packState(now, 3, 1e6, 1e6), // rem >= den
+		packState(now, 3, 0, 0),
+		packState(float64(ahead), 3, 0, 1e6), // more than a minute ahead
+		packState(math.Inf(1), 3, 0, 1e6),
+		packState(1e300, 3, 0, 1e6),
 	} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			var rec recorder
@@ -41,27 +53,27 @@ func TestGarbageStateResetsEmpty(t *testing.T) {
 				t.Fatal(err)
 			}
 			if ok, err := b.TryAcquire(1); ok || err != nil {
-				t.Fatalf("%q: TryAcquire = %v, %v; want a refusal from an empty bucket", raw, ok, err)
+				t.Fatalf("%x: TryAcquire = %v, %v; want a refusal from an empty bucket", raw, ok, err)
 			}
 			if n := rec.count(func(e redisbucket.Event) bool { return errors.Is(e.Err, redisbucket.ErrStateReset) }); n != 1 {
-				t.Fatalf("%q: %d events with ErrStateReset: %v", raw, n, rec.kinds())
+				t.Fatalf("%x: %d events with ErrStateReset: %v", raw, n, rec.kinds())
 			}
 			if s := b.Stats(); s.StateResets != 1 {
-				t.Fatalf("%q: stats %+v", raw, s)
+				t.Fatalf("%x: stats %+v", raw, s)
 			}
 			if w, err := b.WaitTime(1); err != nil || w != 100*time.Millisecond {
-				t.Fatalf("%q: WaitTime = %v, %v; want 100ms from empty", raw, w, err)
+				t.Fatalf("%x: WaitTime = %v, %v; want 100ms from empty", raw, w, err)
 			}
 			pexp, err := c.PExpireTime(ctx, b.Key()).Result()
 			if err != nil || pexp <= 0 {
-				t.Fatalf("%q: the key has no expiry: %v %v", raw, pexp, err)
+				t.Fatalf("%x: the key has no expiry: %v %v", raw, pexp, err)
 			}
 			r.advance(100 * time.Millisecond)
 			if ok, err := b.TryAcquire(1); !ok || err != nil {
-				t.Fatalf("%q: no refill after the reset: %v %v", raw, ok, err)
+				t.Fatalf("%x: no refill after the reset: %v %v", raw, ok, err)
 			}
 			if s := b.Stats(); s.StateResets != 1 {
-				t.Fatalf("%q: reset again: %+v", raw, s)
+				t.Fatalf("%x: reset again: %+v", raw, s)
 			}
 		})
 	}
@@ -131,4 +143,35 @@ func TestLeaseHoldBounded(t *testing.T) {
 		r.opts(redisbucket.WithPermitTTL(math.MaxInt64))...); err == nil {
 		t.Fatal("permit TTL MaxInt64 accepted")
 	}
+}
+
+// packState encodes a state value as the script writes it on a real
+// server: little-endian doubles. (On miniredis, which lacks Lua's struct,
+// the script writes text; textState is that.)
+func packState(v ...float64) string {
+	b := make([]byte, 0, 8*len(v))
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return string(b)
+}
+
+// unpackState decodes a state value.
+func unpackState(t *testing.T, raw string) []float64 {
+	if len(raw)%8 != 0 {
+		t.Fatalf("state of %d bytes", len(raw))
+	}
+	var v []float64
+	for i := 0; i < len(raw); i += 8 {
+		v = append(v, math.Float64frombits(binary.LittleEndian.Uint64([]byte(raw[i:i+8]))))
+	}
+	return v
+}
+
+func textState(v ...float64) string {
+	f := make([]string, len(v))
+	for i, x := range v {
+		f[i] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return strings.Join(f, " ")
 }
