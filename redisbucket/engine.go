@@ -149,14 +149,15 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 	if e.o.serverTime != nil {
 		now = strconv.FormatInt(e.o.serverTime().UnixMicro(), 10)
 	}
-	hint, charge, owed := e.seen.get()
+	local := e.o.clock.Now()
+	hint, charge, owed := e.seen.get(local)
 	member, fleetTTL := "", ""
-	if e.fl != nil && e.fl.due(e.o.clock.Now()) {
+	if e.fl != nil && e.fl.due(local) {
 		member, fleetTTL = e.fl.member, e.fl.ttlArg
 		keys = append(keys[:len(keys):len(keys)], e.fl.key)
 	}
 	if mode == "a" && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
-		return e.callFast(ctx, now, hint, a[0])
+		return e.callFast(ctx, local, now, hint, a[0])
 	}
 	args := make([]any, 9, 9+6*len(e.limits))
 	args[0], args[1], args[2], args[3], args[4] = mode, now, len(e.limits), permitTTL, share
@@ -183,7 +184,7 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 		return result{}, err
 	}
 	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], now: v[3], flags: v[4], live: v[5], levels: v[replyHead:]}
-	e.seen.set(res.now, res.levels, owed)
+	e.seen.set(e.limits, local, res.now, res.levels, owed)
 	if res.flags&1 != 0 {
 		e.st.stateResets.Add(1)
 	}
@@ -198,7 +199,7 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 // acquisition without permit, charge or registration, with five arguments
 // and a four-value reply (five when the script fell through to its general
 // path, the fifth its flags).
-func (e *engine) callFast(ctx context.Context, now, hint string, cost int64) (result, error) {
+func (e *engine) callFast(ctx context.Context, local time.Time, now, hint string, cost int64) (result, error) {
 	l := &e.limits[0]
 	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
 	defer cancel()
@@ -221,7 +222,7 @@ func (e *engine) callFast(ctx context.Context, now, hint string, cost int64) (re
 	if len(v) == 5 {
 		res.flags = v[4]
 	}
-	e.seen.set(res.now, res.levels, nil)
+	e.seen.set(e.limits, local, res.now, res.levels, nil)
 	if res.flags&1 != 0 {
 		e.st.stateResets.Add(1)
 	}
