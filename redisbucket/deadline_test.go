@@ -3,6 +3,8 @@ package redisbucket_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +50,12 @@ func TestDeadlinesHoldWhateverTheClient(t *testing.T) {
 		}
 		bs = append(bs, bk{name, b})
 	}
-	check := func(phase string) {
+	// check makes the calls and returns what went wrong. A loaded machine
+	// (CI runs packages in parallel) can hold a goroutine off the CPU for
+	// more than the slack: a phase that misses the bound is run once more,
+	// and fails only if it misses again.
+	check := func(phase string) []string {
+		var bad []string
 		for _, x := range bs {
 			for _, dl := range []time.Duration{20 * time.Millisecond, 200 * time.Millisecond} {
 				for range 3 {
@@ -58,7 +65,7 @@ func TestDeadlinesHoldWhateverTheClient(t *testing.T) {
 					took := time.Since(start)
 					cancel()
 					if bound := min(dl, callTimeout) + slack; took > bound {
-						t.Errorf("%s, %s, deadline %v: returned after %v, bound %v", phase, x.name, dl, took, bound)
+						bad = append(bad, fmt.Sprintf("%s, %s, deadline %v: returned after %v, bound %v", phase, x.name, dl, took, bound))
 					}
 					switch {
 					case dl > callTimeout && (!ok || err != nil):
@@ -69,10 +76,19 @@ func TestDeadlinesHoldWhateverTheClient(t *testing.T) {
 				}
 			}
 		}
+		return bad
+	}
+	phase := func(name string) {
+		if bad := check(name); bad != nil {
+			t.Logf("%s: %d late calls, once more: %v", name, len(bad), bad)
+			if bad := check(name + " (again)"); bad != nil {
+				t.Errorf("%s", strings.Join(bad, "\n"))
+			}
+		}
 	}
 	srv.Freeze()
-	check("frozen")
+	phase("frozen")
 	srv.Thaw()
 	srv.Stop()
-	check("killed")
+	phase("killed")
 }

@@ -26,7 +26,9 @@ import "github.com/redis/go-redis/v9"
 //   - KEYS[2]: the permit key when ARGV[4] is not "" (mode a with a permit,
 //     modes l and s). The last key is the fleet key when ARGV[8] is not "".
 //   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
-//     a, at most b tokens), p peek (no write but the fleet's), s settle.
+//     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
+//     a charge and the fleet's registration), s settle. With five or six
+//     arguments the call is the fast path's (below), not this layout.
 //   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only).
 //   - ARGV[3]: the number of limits n.
 //   - ARGV[4]: the permit record lifetime in ms, or "" for no permit key.
