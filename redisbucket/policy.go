@@ -42,7 +42,9 @@ var FailOpen = FailurePolicy{mode: ModeFailOpen}
 // capacity), where N is the number of live processes the fleet registry
 // last counted: each process registers in a key next to the limiter's,
 // with a lifetime (WithFleetTTL, 10 s by default) refreshed by its normal
-// calls. Before the first count it gets one tenth. An explicit rate
+// calls. Before the first count it gets one tenth. A process learns of
+// processes that started after it at its next registration, within a
+// quarter of the TTL. An explicit rate
 // overrides the count; with explicit rates, choose them so that the sum
 // over all processes stays within the shared limit. FailLocal() is the
 // default policy. When the breaker opens, each local bucket starts no
