@@ -304,13 +304,14 @@ end
 
 local live = 0
 if A[8] ~= '' then
-  local fk = KEYS[#KEYS]
+  -- The key is written out in each call, not kept in a local: some
+  -- cluster proxies accept only keys they can see taken from KEYS.
   local ms = math.floor(now / 1000)
   local ttl = tonumber(A[9])
-  redis.call('ZADD', fk, ms + ttl, A[8])
-  redis.call('ZREMRANGEBYSCORE', fk, '-inf', ms)
-  redis.call('PEXPIRE', fk, ttl)
-  live = redis.call('ZCARD', fk)
+  redis.call('ZADD', KEYS[#KEYS], ms + ttl, A[8])
+  redis.call('ZREMRANGEBYSCORE', KEYS[#KEYS], '-inf', ms)
+  redis.call('PEXPIRE', KEYS[#KEYS], ttl)
+  live = redis.call('ZCARD', KEYS[#KEYS])
 end
 
 -- ahead is how long the stored time is ahead of the clock: nothing
