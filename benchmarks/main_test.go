@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -9,5 +10,5 @@ import (
 // TestMain fails the run if a benchmark or test leaves a goroutine behind:
 // the real-clock benchmarks start hundreds of waiters and must stop them all.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { stopRedis(); os.Exit(code) }))
 }

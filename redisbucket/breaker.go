@@ -79,6 +79,29 @@ func (b *breaker) failure(now time.Time, err error, probe bool) bool {
 	return false
 }
 
+// abandon ends a call that neither succeeded nor failed: the caller's
+// context ended first. If it was the probe, the breaker may probe again at
+// once; without this a probe cut short by its caller would leave the
+// breaker probing forever, never calling Redis again.
+func (b *breaker) abandon(probe bool) {
+	if !probe {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.probing = false
+}
+
+// probeNow lets the next decision probe at once, when something suggests
+// Redis is back (a cluster's slot moved to a live node).
+func (b *breaker) probeNow(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open && !b.probing && now.Before(b.next) {
+		b.next = now
+	}
+}
+
 // openUntil returns when the next probe is due, or the zero time if closed.
 func (b *breaker) openUntil() time.Time {
 	b.mu.Lock()

@@ -11,16 +11,21 @@
 // reduced by its gcd, time in microseconds, every intermediate value
 // checked below 2^52 when the limiter is built), checks, spends and sets
 // the key's expiry to the moment the bucket is full again, since a missing
-// key is a full bucket. Keys are
+// key is a full bucket. The state is one string key: a GET and a SET with
+// PXAT per decision. Keys are
 // <prefix>{<id>}: the hash tag is the limiter's own id, so a cluster
 // spreads limiters over its shards.
 //
-// When Redis is slow or unreachable, a per-call timeout and a circuit
-// breaker hand decisions to a FailurePolicy: FailLocal (the default),
-// FailClosed or FailOpen. Lease mode (WithLease) takes tokens in batches to
+// When Redis is slow or unreachable, a per-call timeout (kept whatever the
+// client's options) and a circuit breaker hand decisions to a
+// FailurePolicy: FailLocal (the default, each process taking its share of
+// the fleet it counts in Redis), FailClosed or FailOpen. What the policy
+// grants is charged to Redis when it answers again, and a key Redis lost
+// comes back from the clients' view, so a recovery mints no burst. Lease mode (WithLease) takes tokens in batches to
 // cut round trips by about ten at high demand, at the price of a looser
 // burst bound.
 //
-// The tests run against miniredis, a local Redis at 127.0.0.1:6379, or the
-// servers named by THROTTLE_REDIS_ADDR and THROTTLE_REDIS_CLUSTER.
+// The tests run against the servers named by THROTTLE_REDIS_ADDR and
+// THROTTLE_REDIS_CLUSTER, else against redis-server processes they start on
+// free ports, else (no redis-server binary) against miniredis.
 package redisbucket

@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +29,10 @@ type engine struct {
 	limits []shape
 	o      options
 	br     *breaker
+	cl     *clusterWatch // for a cluster client; nil otherwise
+	// guard runs each call in a goroutine of its own and returns at the
+	// deadline: the client's context deadlines do not reach its sockets.
+	guard bool
 
 	local   *throttle.Limiter // FailLocal; nil for the other policies
 	localBs []*throttle.Bucket
@@ -35,13 +42,17 @@ type engine struct {
 	// refused once, so TryAcquire does not jump ahead of them.
 	line    fifo
 	waiting atomic.Int64
+	share   atomic.Int64 // the fleet count the local buckets are sized for
+
+	seen seen // the levels last seen and what the failure policy granted since
+	fl   *fleet
 
 	st counters
 }
 
 type counters struct {
 	calls, callErrors, decisions, granted, leaseServed,
-	failureDecisions, failureGranted, breakerOpens atomic.Int64
+	failureDecisions, failureGranted, breakerOpens, stateResets atomic.Int64
 }
 
 // Stats counts what a Bucket or Limiter did since it was created.
@@ -54,6 +65,7 @@ type Stats struct {
 	FailureDecisions int64 // decisions taken by the failure policy
 	FailureGranted   int64 // of those, how many granted
 	BreakerOpens     int64 // times the circuit breaker opened
+	StateResets      int64 // times the script found garbage state and restarted the limits empty
 }
 
 func newEngine(client redis.UniversalClient, id string, limits []shape, opts []Option) (*engine, error) {
@@ -72,6 +84,10 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 		br: newBreaker(o.probeMin, o.probeMax),
 	}
 	e.keys = []string{e.key}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		e.cl = &clusterWatch{c: cc, key: e.key}
+	}
+	e.guard = !honoursDeadlines(client)
 	if !o.policySet {
 		o.policy = FailLocal()
 	}
@@ -84,6 +100,9 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 		if e.local, err = throttle.NewLimiter(e.localBs...); err != nil {
 			return nil, err
 		}
+		if o.fleetTTL > 0 && len(o.policy.rates) < len(limits) {
+			e.fl = newFleet(e.key, o.fleetTTL)
+		}
 	} else if len(o.policy.rates) > 0 {
 		return nil, errors.New("redisbucket: failure policy has rates but is not FailLocal")
 	}
@@ -95,7 +114,7 @@ func (e *engine) stats() Stats {
 		Calls: e.st.calls.Load(), CallErrors: e.st.callErrors.Load(), Decisions: e.st.decisions.Load(),
 		Granted: e.st.granted.Load(), LeaseServed: e.st.leaseServed.Load(),
 		FailureDecisions: e.st.failureDecisions.Load(), FailureGranted: e.st.failureGranted.Load(),
-		BreakerOpens: e.st.breakerOpens.Load(),
+		BreakerOpens: e.st.breakerOpens.Load(), StateResets: e.st.stateResets.Load(),
 	}
 }
 
@@ -104,43 +123,110 @@ type result struct {
 	status int64 // 1 granted, 0 denied, -1 never, 2 already applied
 	wait   time.Duration
 	amount int64
+	now    int64   // the server time the script used, µs
+	flags  int64   // 1 garbage state reset, 2 key rebuilt from the client's view
+	live   int64   // live fleet members, when this call registered
 	levels []int64 // tok, rem per limit
 }
 
-// call runs the script once, bounded by the call timeout.
+const replyHead = 6
+
+// call runs the script once, bounded by the call timeout. It brings the
+// client's view of the levels (for a key that vanished), what the failure
+// policy granted since the last call that reached Redis, and, when due,
+// the fleet registration.
 func (e *engine) call(ctx context.Context, mode string, permit string, a, b []int64, share int64, ttl time.Duration) (result, error) {
 	keys := e.keys
+	permitTTL := ""
 	if permit != "" {
 		keys = []string{e.key, e.key + ":p:" + permit}
+		if mode == "s" {
+			ttl = min(ttl, time.Minute)
+		}
+		permitTTL = strconv.FormatInt(ttl.Milliseconds(), 10)
 	}
 	now := ""
 	if e.o.serverTime != nil {
 		now = strconv.FormatInt(e.o.serverTime().UnixMicro(), 10)
 	}
-	if mode == "s" {
-		ttl = min(ttl, time.Minute)
+	local := e.o.clock.Now()
+	hint, charge, owed := e.seen.get(local)
+	member, fleetTTL := "", ""
+	if e.fl != nil && e.fl.due(local) {
+		member, fleetTTL = e.fl.member, e.fl.ttlArg
+		keys = append(keys[:len(keys):len(keys)], e.fl.key)
 	}
-	args := make([]any, 5, 5+7*len(e.limits))
-	args[0], args[1], args[2], args[3], args[4] = mode, now, len(e.limits), ttl.Milliseconds(), share
+	if mode == "a" && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
+		return e.callFast(ctx, local, now, hint, a[0])
+	}
+	args := make([]any, 9, 9+6*len(e.limits))
+	args[0], args[1], args[2], args[3], args[4] = mode, now, len(e.limits), permitTTL, share
+	args[5], args[6], args[7], args[8] = hint, charge, member, fleetTTL
 	for i, l := range e.limits {
 		var bi int64
 		if b != nil {
 			bi = b[i]
 		}
-		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], l.args[4], a[i], bi)
+		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], a[i], bi)
 	}
 	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
 	defer cancel()
 	e.st.calls.Add(1)
-	v, err := script.Run(cctx, e.client, keys, args...).Int64Slice()
-	if err == nil && len(v) != 3+2*len(e.limits) {
-		err = fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), 3+2*len(e.limits))
+	v, err := e.run(cctx, keys, args)
+	if err == nil && len(v) != replyHead+2*len(e.limits) {
+		err = fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), replyHead+2*len(e.limits))
+	}
+	if err != nil {
+		e.st.callErrors.Add(1)
+		if member != "" {
+			e.fl.failed()
+		}
+		return result{}, err
+	}
+	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], now: v[3], flags: v[4], live: v[5], levels: v[replyHead:]}
+	e.seen.set(e.limits, local, res.now, res.levels, owed)
+	if res.flags&1 != 0 {
+		e.st.stateResets.Add(1)
+	}
+	if member != "" {
+		e.fl.registered(res.live)
+		e.shareChanged(res.live)
+	}
+	return res, nil
+}
+
+// callFast is call on the script's fast path: one limit in µs, an
+// acquisition without permit, charge or registration, with five arguments
+// and a four-value reply (five when the script fell through to its general
+// path, the fifth its flags).
+func (e *engine) callFast(ctx context.Context, local time.Time, now, hint string, cost int64) (result, error) {
+	l := &e.limits[0]
+	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
+	defer cancel()
+	e.st.calls.Add(1)
+	args := []any{l.args[0], l.args[1], l.args[2], cost, hint}
+	if now != "" {
+		args = append(args, now)
+	}
+	v, err := e.run(cctx, e.keys, args)
+	if err == nil && len(v) != 4 && len(v) != 5 {
+		err = fmt.Errorf("redisbucket: script replied %d values, want 4 or 5", len(v))
 	}
 	if err != nil {
 		e.st.callErrors.Add(1)
 		return result{}, err
 	}
-	return result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], levels: v[3:]}, nil
+	// The fraction is not in the reply: an acquisition reports whole
+	// tokens only, and one limit binds.
+	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, now: v[2], levels: []int64{v[3], 0}}
+	if len(v) == 5 {
+		res.flags = v[4]
+	}
+	e.seen.set(e.limits, local, res.now, res.levels, nil)
+	if res.flags&1 != 0 {
+		e.st.stateResets.Add(1)
+	}
+	return res, nil
 }
 
 // transient are the error replies of a server that is loading, failing
@@ -169,6 +255,12 @@ func unavailable(ctx context.Context, err error) bool {
 	return true
 }
 
+// staleConn reports whether err is what a pooled connection to a server
+// that has since restarted gives: the peer closed or reset it.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}
+
 // decision is the outcome of one attempt.
 type decision struct {
 	granted bool
@@ -179,35 +271,68 @@ type decision struct {
 	cause   error // in failure mode, the error that opened the breaker
 	amount  int64 // lease size
 	levels  []int64
+	reset   bool // the script found garbage state and restarted the limits empty
 }
 
 // decide takes one decision: by the script when the breaker lets it call,
 // by the failure policy otherwise or when the call fails.
 func (e *engine) decide(ctx context.Context, costs []int64, permit string) (decision, error) {
 	now := e.o.clock.Now()
+	res, fail, cause, err := e.attempt(ctx, now, "a", permit, costs, nil, 1, e.o.permitTTL)
+	if err != nil {
+		return decision{}, err
+	}
+	if fail {
+		return e.fallback(costs, cause, now), nil
+	}
+	return e.fromResult(res, costs), nil
+}
+
+// attempt makes one script call if the breaker allows it, and settles the
+// breaker whatever happens: a reply or an error reply from the server
+// closes it, unavailability opens it (fail is then true, with the cause),
+// and a call cut short by the caller's context releases the probe. It
+// returns err for the caller's context or a real error.
+func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string, a, b []int64, share int64, ttl time.Duration) (res result, fail bool, cause, err error) {
 	call, probe, cause := e.br.allow(now)
-	if call {
-		res, err := e.call(ctx, "a", permit, costs, nil, 1, e.o.permitTTL)
-		if err == nil {
-			e.br.success()
-			return e.fromResult(res, costs), nil
+	if !call {
+		if e.cl != nil {
+			e.cl.watch(ctx, now, e.br)
 		}
-		if !unavailable(ctx, err) {
-			if cerr := ctxErr(ctx); cerr != nil {
-				return decision{}, cerr
-			}
-			return decision{}, err
+		return result{}, true, cause, nil
+	}
+	res, err = e.call(ctx, mode, permit, a, b, share, ttl)
+	if err != nil && unavailable(ctx, err) && (staleConn(err) || e.moved(ctx)) {
+		// A pooled connection to a server that restarted since (it fails
+		// once per connection), or a cluster that moved the key's slot to
+		// a live node: try once more, within the same call timeout.
+		res, err = e.call(ctx, mode, permit, a, b, share, ttl)
+	}
+	switch {
+	case err == nil:
+		e.br.success()
+		if e.cl != nil {
+			e.cl.healthy()
 		}
+		return res, false, nil, nil
+	case unavailable(ctx, err):
 		if e.br.failure(now, err, probe) {
 			e.st.breakerOpens.Add(1)
+			e.opened()
 		}
-		cause = err
+		return result{}, true, err, nil
 	}
-	return e.fallback(costs, cause, now), nil
+	if cerr := ctxErr(ctx); cerr != nil {
+		e.br.abandon(probe)
+		return result{}, false, nil, cerr
+	}
+	// The server answered, with an error: it is there.
+	e.br.success()
+	return result{}, false, nil, err
 }
 
 func (e *engine) fromResult(res result, costs []int64) decision {
-	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount}
+	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount, reset: res.flags&1 != 0}
 	switch res.status {
 	case 1, 2:
 		d.granted = true
@@ -250,6 +375,7 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 	switch d.mode {
 	case ModeFailOpen:
 		d.granted = true
+		e.seen.spent(costs)
 	case ModeFailClosed:
 		d.wait = untilProbe
 	case ModeFailLocal:
@@ -257,6 +383,7 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 		switch {
 		case ok:
 			d.granted = true
+			e.seen.spent(costs)
 		case err != nil:
 			// Above a local capacity: refused until Redis is back.
 			d.wait = untilProbe
@@ -273,6 +400,10 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 
 // count records a final decision and reports it to the observer.
 func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait time.Duration) {
+	cause := d.cause
+	if d.reset {
+		cause = ErrStateReset
+	}
 	e.st.decisions.Add(1)
 	if kind == throttle.EventGranted {
 		e.st.granted.Add(1)
@@ -292,7 +423,7 @@ func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait 
 	for i, c := range costs {
 		if c > 0 {
 			e.o.obs.Observe(Event{Event: throttle.Event{Kind: kind, Limit: e.limits[i].name, Cost: c, Wait: wait},
-				Mode: d.mode, Err: d.cause})
+				Mode: d.mode, Err: cause})
 		}
 	}
 }
@@ -457,28 +588,18 @@ type view struct {
 // empty, FailLocal the local buckets.
 func (e *engine) peek(ctx context.Context, costs []int64) (view, error) {
 	now := e.o.clock.Now()
-	call, probe, _ := e.br.allow(now)
 	v := view{tokens: make([]float64, len(e.limits))}
-	if call {
-		res, err := e.call(ctx, "p", "", costs, nil, 1, e.o.permitTTL)
-		if err == nil {
-			e.br.success()
-			d := e.fromResult(res, costs)
-			v.wait, v.never, v.limit = d.wait, d.never, d.limit
-			for i, l := range e.limits {
-				v.tokens[i] = l.value(res.levels[2*i], res.levels[2*i+1])
-			}
-			return v, nil
+	res, fail, _, err := e.attempt(ctx, now, "p", "", costs, nil, 1, e.o.permitTTL)
+	if err != nil {
+		return v, err
+	}
+	if !fail {
+		d := e.fromResult(res, costs)
+		v.wait, v.never, v.limit = d.wait, d.never, d.limit
+		for i, l := range e.limits {
+			v.tokens[i] = l.value(res.levels[2*i], res.levels[2*i+1])
 		}
-		if !unavailable(ctx, err) {
-			if cerr := ctxErr(ctx); cerr != nil {
-				return v, cerr
-			}
-			return v, err
-		}
-		if e.br.failure(now, err, probe) {
-			e.st.breakerOpens.Add(1)
-		}
+		return v, nil
 	}
 	untilProbe := max(e.br.openUntil().Sub(now), time.Millisecond)
 	switch e.o.policy.mode {
@@ -519,4 +640,13 @@ func ctxErr(ctx context.Context) error {
 	default:
 		return nil
 	}
+}
+
+// moved reports, for a cluster client, whether the key's slot now belongs
+// to another node than the one the failed call went to; see cluster.go.
+func (e *engine) moved(ctx context.Context) bool {
+	if e.cl == nil {
+		return false
+	}
+	return e.cl.moved(ctx, e.o.clock.Now())
 }

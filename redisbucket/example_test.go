@@ -19,6 +19,7 @@ func Example() {
 		// A limiter sits in the request path: fail in milliseconds.
 		DialTimeout: 50 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
 		WriteTimeout: 50 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
+		ContextTimeoutEnabled: true, // each call's deadline reaches the socket
 	})
 	defer rdb.Close()
 

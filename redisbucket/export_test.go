@@ -2,6 +2,8 @@ package redisbucket
 
 import (
 	"context"
+	"fmt"
+	"github.com/throttlekit/throttle"
 	"time"
 )
 
@@ -40,4 +42,48 @@ func LeaseReturned(b *Bucket) <-chan struct{} {
 	b.lease.returned = func() { ch <- struct{}{} }
 	b.lease.mu.Unlock()
 	return ch
+}
+
+// BreakerOpen reports whether b's circuit breaker is open.
+func BreakerOpen(b *Bucket) bool { return !b.e.br.openUntil().IsZero() }
+
+// LimiterBreakerOpen is BreakerOpen for a Limiter.
+func LimiterBreakerOpen(l *Limiter) bool { return !l.e.br.openUntil().IsZero() }
+
+// BreakerState describes b's breaker, for test failures.
+func BreakerState(b *Bucket) string {
+	br := b.e.br
+	br.mu.Lock()
+	defer br.mu.Unlock()
+	return fmt.Sprintf("open=%v probing=%v next in %v cause=%v", br.open, br.probing, time.Until(br.next), br.cause)
+}
+
+// BreakerCause returns the error that keeps b's breaker open, or nil.
+func BreakerCause(b *Bucket) error { return breakerCause(b.e) }
+
+// LimiterBreakerCause is BreakerCause for a Limiter.
+func LimiterBreakerCause(l *Limiter) error { return breakerCause(l.e) }
+
+func breakerCause(e *engine) error {
+	e.br.mu.Lock()
+	defer e.br.mu.Unlock()
+	if !e.br.open {
+		return nil
+	}
+	return e.br.cause
+}
+
+// FleetCount returns the fleet size b last counted, 0 if none.
+func FleetCount(b *Bucket) int64 {
+	if b.e.fl == nil {
+		return 0
+	}
+	return b.e.fl.count()
+}
+
+// ShapeArgs returns the script's arguments for one limit: capacity, num,
+// den and unit.
+func ShapeArgs(capacity int64, rate throttle.Rate) ([4]string, error) {
+	s, err := newShape("", capacity, rate)
+	return s.args, err
 }

@@ -126,7 +126,7 @@ func TestHardErrorsAreReturned(t *testing.T) {
 	r, m := miniRig(t)
 	c := miniClient(t, m)
 	b, _ := redisbucket.New(c, "wrong", 5, throttle.Per(1, time.Second), append(r.opts(), redisbucket.WithFailurePolicy(redisbucket.FailOpen))...)
-	if err := c.Set(context.Background(), b.Key(), "not a hash", 0).Err(); err != nil {
+	if err := c.HSet(context.Background(), b.Key(), "v", "1").Err(); err != nil { // the state is a string
 		t.Fatal(err)
 	}
 	if ok, err := b.TryAcquire(1); ok || err == nil {

@@ -42,6 +42,11 @@ type leaser struct {
 	horizon float64 // seconds of demand one lease covers
 	max     int64
 	share   int64
+	// maxBackoff caps the local refusals: a quarter of Hold, and at most
+	// half the time the bucket takes to fill from empty, so that tokens do
+	// not pile up past the capacity, and go to waste, while every process
+	// backs off.
+	maxBackoff time.Duration
 
 	mu        sync.Mutex
 	batches   []*batch // in order of expiry
@@ -51,6 +56,7 @@ type leaser struct {
 	denyCost  int64
 	refusals  uint // consecutive refusals by Redis
 	timer     clockwork.Timer
+	gen       uint64 // counts armLocked calls: which timer is current
 	timerAt   time.Time
 	closed    bool
 	returning sync.WaitGroup // expiry callbacks running
@@ -77,11 +83,19 @@ func newLeaser(e *engine, cfg Lease) (*leaser, error) {
 	if cfg.Share == 0 {
 		cfg.Share = 2
 	}
+	if cfg.Hold > maxTTL {
+		return nil, fmt.Errorf("redisbucket: lease Hold %v is longer than %v: a token held that long is no limit", cfg.Hold, maxTTL)
+	}
 	if cfg.Hold < time.Millisecond || cfg.MaxBatch < 1 || cfg.MaxBatch > c || cfg.Share < 1 {
 		return nil, fmt.Errorf("redisbucket: lease needs Hold >= 1ms, 1 <= MaxBatch <= capacity and Share >= 1, got %v, %d, %d",
 			cfg.Hold, cfg.MaxBatch, cfg.Share)
 	}
-	return &leaser{e: e, hold: cfg.Hold, horizon: cfg.Hold.Seconds() / 4, max: cfg.MaxBatch, share: cfg.Share}, nil
+	mb := cfg.Hold / 4
+	if r := e.limits[0].rate; r.Tokens() > 0 {
+		fill := time.Duration(float64(r.Period()) * float64(c) / float64(r.Tokens()))
+		mb = max(min(mb, fill/2), time.Millisecond)
+	}
+	return &leaser{e: e, hold: cfg.Hold, horizon: cfg.Hold.Seconds() / 4, max: cfg.MaxBatch, share: cfg.Share, maxBackoff: mb}, nil
 }
 
 // errClosed is returned by a leased Bucket used after Close.
@@ -112,70 +126,67 @@ func (l *leaser) decide(ctx context.Context, cost int64) (decision, error) {
 
 	l.fetch.Lock()
 	defer l.fetch.Unlock()
-	// Another goroutine may have fetched while this one waited.
+	// Another goroutine may have fetched while this one waited, or been
+	// refused: a refusal holds for every goroutine until its wait is over,
+	// or each queued one would make a refused call of its own and double
+	// the backoff.
 	now = l.e.o.clock.Now()
 	l.mu.Lock()
 	if l.takeLocked(now, cost) {
 		l.mu.Unlock()
 		return decision{granted: true, mode: ModeLease}, nil
 	}
+	if now.Before(l.denyUntil) && cost >= l.denyCost {
+		w := l.denyUntil.Sub(now)
+		l.mu.Unlock()
+		return decision{wait: w, mode: ModeLease}, nil
+	}
 	l.mu.Unlock()
 
 	costs := []int64{cost}
-	call, probe, cause := l.e.br.allow(now)
-	if call {
-		id := newPermitID()
-		res, err := l.e.call(ctx, "l", id, costs, []int64{max(want, cost)}, l.share, l.hold+time.Minute)
-		if err == nil {
-			l.e.br.success()
-			d := l.e.fromResult(res, costs)
-			l.mu.Lock()
-			if d.granted {
-				if res.amount > cost {
-					l.addLocked(now, &batch{id: id, size: res.amount, left: res.amount - cost, expires: now.Add(l.hold)})
-				}
-				if res.wait > 0 {
-					// A short lease: Redis is nearly empty, and other
-					// processes take what accrues. Once this lease is used
-					// up, refuse locally until a full one could be had
-					// (backing off as for a refusal), instead of asking for
-					// each token as it accrues.
-					l.denyUntil, l.denyCost = now.Add(l.backoff(res.wait, false)), 1
-				} else {
-					l.refusals = 0
-				}
-				d.wait = 0
-			} else if !d.never {
-				// Refused: the tokens are not there, and other processes
-				// compete for what accrues.
-				d.wait = l.backoff(d.wait, true)
-				l.denyUntil, l.denyCost = now.Add(d.wait), cost
+	id := newPermitID()
+	res, fail, cause, err := l.e.attempt(ctx, now, "l", id, costs, []int64{max(want, cost)}, l.share, l.hold+time.Minute)
+	if err != nil {
+		return decision{}, err
+	}
+	if !fail {
+		d := l.e.fromResult(res, costs)
+		l.mu.Lock()
+		if d.granted {
+			if res.amount > cost {
+				l.addLocked(now, &batch{id: id, size: res.amount, left: res.amount - cost, expires: now.Add(l.hold)})
 			}
-			l.mu.Unlock()
-			return d, nil
-		}
-		if !unavailable(ctx, err) {
-			if cerr := ctxErr(ctx); cerr != nil {
-				return decision{}, cerr
+			if res.wait > 0 {
+				// A short lease: Redis is nearly empty, and other
+				// processes take what accrues. Once this lease is used
+				// up, refuse locally until a full one could be had
+				// (backing off as for a refusal), instead of asking for
+				// each token as it accrues.
+				l.denyUntil, l.denyCost = now.Add(l.backoff(res.wait, false)), 1
+			} else {
+				l.refusals = 0
 			}
-			return decision{}, err
+			d.wait = 0
+		} else if !d.never {
+			// Refused: the tokens are not there, and other processes
+			// compete for what accrues.
+			d.wait = l.backoff(d.wait, true)
+			l.denyUntil, l.denyCost = now.Add(d.wait), cost
 		}
-		if l.e.br.failure(now, err, probe) {
-			l.e.st.breakerOpens.Add(1)
-		}
-		cause = err
+		l.mu.Unlock()
+		return d, nil
 	}
 	return l.e.fallback(costs, cause, now), nil
 }
 
 // backoff returns how long to refuse locally after Redis refused, or
 // granted a short lease, with wait until it could do better: the wait,
-// doubled with each consecutive such answer and capped at a quarter of
-// Hold (but never below the wait of a refusal), so that processes
-// competing for a saturated limit spread their calls out instead of
-// polling once per token.
+// doubled with each consecutive such answer and capped at maxBackoff (but
+// never below the wait of a refusal), so that processes competing for a
+// saturated limit spread their calls out instead of polling once per
+// token.
 func (l *leaser) backoff(wait time.Duration, refused bool) time.Duration {
-	w := min(wait<<min(l.refusals, 20), l.hold/4)
+	w := min(wait<<min(l.refusals, 20), l.maxBackoff)
 	l.refusals++
 	if refused {
 		// Asking before the wait Redis returned is sure to fail.
@@ -239,17 +250,20 @@ func (l *leaser) armLocked(now, at time.Time) {
 		l.timer.Stop()
 	}
 	l.timerAt = at
-	var t clockwork.Timer
-	t = l.e.o.clock.AfterFunc(max(at.Sub(now), time.Nanosecond), func() { l.expire(t) })
-	l.timer = t
+	// The callback knows its timer by generation, not by the Timer value:
+	// a timer that fires at once would read that value before AfterFunc
+	// has returned it.
+	l.gen++
+	gen := l.gen
+	l.timer = l.e.o.clock.AfterFunc(max(at.Sub(now), time.Nanosecond), func() { l.expire(gen) })
 }
 
 // expire returns the expired batches' unused tokens to Redis and re-arms
 // the timer for the next expiry.
-func (l *leaser) expire(t clockwork.Timer) {
+func (l *leaser) expire(gen uint64) {
 	now := l.e.o.clock.Now()
 	l.mu.Lock()
-	if l.timer != t || l.closed {
+	if l.gen != gen || l.timer == nil || l.closed {
 		l.mu.Unlock()
 		return
 	}

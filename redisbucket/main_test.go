@@ -2,6 +2,7 @@ package redisbucket_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial; the tests that kill servers cause many.
 	redis.SetLogger(quietLogger{})
-	goleak.VerifyTestMain(m)
+	// go-redis's pool, after PoolSize failed dials, retries dialing in a
+	// goroutine that sleeps 1 s between tries and notices a Close only
+	// after its sleep: it ends on its own, after the tests that kill servers.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"), goleak.Cleanup(func(code int) { redistest.StopShared(); os.Exit(code) }))
 }
 
 type quietLogger struct{}

@@ -1,6 +1,17 @@
 package redisbucket
 
-import "github.com/throttlekit/throttle"
+import (
+	"errors"
+
+	"github.com/throttlekit/throttle"
+)
+
+// ErrStateReset is reported to the observer (Event.Err) with a decision
+// for which the script found the stored state garbage (not integers, out
+// of the exact range, a time more than a minute ahead of the server's
+// clock) and restarted the limits at the empty level, rather than read it
+// as a full bucket or a wait of centuries. Stats counts these resets.
+var ErrStateReset = errors.New("redisbucket: stored state out of range; limits reset to empty")
 
 // Mode says who took a decision.
 type Mode uint8
@@ -38,7 +49,9 @@ func (m Mode) Failure() bool { return m >= ModeFailClosed }
 type Event struct {
 	throttle.Event
 	Mode Mode
-	// Err is, for a decision in failure mode, the error that opened the breaker.
+	// Err is, for a decision in failure mode, the error that opened the
+	// breaker; for a decision by Redis, ErrStateReset when the script found
+	// the stored state out of range and restarted the limits empty.
 	Err error
 }
 

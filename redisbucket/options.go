@@ -31,6 +31,7 @@ type options struct {
 	probeMin    time.Duration
 	probeMax    time.Duration
 	lease       *Lease
+	fleetTTL    time.Duration
 	// serverTime replaces the server's TIME; tests use it to run exact
 	// traces on a real server. Nil in production.
 	serverTime func() time.Time
@@ -43,6 +44,7 @@ func buildOptions(opts []Option) (options, error) {
 		permitTTL:   DefaultPermitTTL,
 		probeMin:    DefaultProbeMin,
 		probeMax:    DefaultProbeMax,
+		fleetTTL:    DefaultFleetTTL,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -56,8 +58,11 @@ func buildOptions(opts []Option) (options, error) {
 	if o.callTimeout <= 0 {
 		return o, fmt.Errorf("redisbucket: call timeout must be positive, got %v", o.callTimeout)
 	}
-	if o.permitTTL < time.Second {
-		return o, fmt.Errorf("redisbucket: permit TTL must be at least 1s, got %v", o.permitTTL)
+	if o.permitTTL < time.Second || o.permitTTL > maxTTL {
+		return o, fmt.Errorf("redisbucket: permit TTL must be between 1s and %v, got %v", maxTTL, o.permitTTL)
+	}
+	if o.fleetTTL != 0 && (o.fleetTTL < 100*time.Millisecond || o.fleetTTL > maxTTL) {
+		return o, fmt.Errorf("redisbucket: fleet TTL must be 0 (off) or between 100ms and %v, got %v", maxTTL, o.fleetTTL)
 	}
 	if o.probeMin <= 0 || o.probeMax < o.probeMin {
 		return o, fmt.Errorf("redisbucket: probe backoff needs 0 < min <= max, got %v, %v", o.probeMin, o.probeMax)
@@ -76,9 +81,13 @@ func WithPrefix(prefix string) Option { return func(o *options) { o.prefix = pre
 func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithCallTimeout bounds each script call; past it the call counts as a
-// failure and the failure policy decides. The default is 75 ms. Configure the
-// client's own timeouts and retries low as well (see the package example):
-// go-redis defaults to seconds and three retries.
+// failure and the failure policy decides. The default is 75 ms. No call
+// returns later than this or the caller's deadline, whichever comes first:
+// on a client without ContextTimeoutEnabled, whose sockets do not see
+// context deadlines, each call runs in a goroutine of its own and is
+// abandoned at the deadline (set ContextTimeoutEnabled to save that
+// goroutine). Configure the client's own timeouts and retries low as well
+// (see the package example): go-redis defaults to seconds and three retries.
 func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
 
 // WithFailurePolicy sets what decides while Redis is unreachable or slow. The
@@ -96,6 +105,17 @@ func WithObserver(obs Observer) Option { return func(o *options) { o.obs = obs }
 // 10 minutes. After a permit is settled its id is kept for one minute more
 // (or the TTL if shorter), long enough for a retry of the same settle.
 func WithPermitTTL(d time.Duration) Option { return func(o *options) { o.permitTTL = d } }
+
+// maxTTL bounds the lifetimes sent to Redis in milliseconds (permits,
+// lease hold, fleet registration), far below where they would overflow.
+const maxTTL = 30 * 24 * time.Hour
+
+// WithFleetTTL sets how long a process stays counted in its limiter's
+// fleet after it last registered (see FailLocal); it registers with its
+// normal calls every quarter of d. The default is DefaultFleetTTL; 0 turns
+// the registry off, and FailLocal then gives one tenth without an explicit
+// rate.
+func WithFleetTTL(d time.Duration) Option { return func(o *options) { o.fleetTTL = d } }
 
 // WithProbeBackoff sets the circuit breaker's schedule: after a failed call
 // the next call to Redis is a single probe after min, then after

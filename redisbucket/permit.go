@@ -101,6 +101,11 @@ func (p *Permit) SettleContext(ctx context.Context, actual ...int64) error {
 			return err
 		}
 	case ModeFailLocal:
+		d := make([]int64, len(actual))
+		for i := range actual {
+			d[i] = actual[i] - p.costs[i]
+		}
+		p.e.seen.spent(d)
 		for i, b := range p.e.localBs {
 			var err error
 			if d := actual[i] - p.costs[i]; d < 0 {

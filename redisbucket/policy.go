@@ -3,6 +3,7 @@ package redisbucket
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/throttlekit/throttle"
 )
@@ -37,9 +38,18 @@ var FailOpen = FailurePolicy{mode: ModeFailOpen}
 // its rate, rounded up, and at least 1. A request whose cost exceeds a local
 // capacity is refused while the policy is in force.
 //
-// Choose rates so that the sum over all processes stays within the shared
-// limit: with N processes, about 1/N of each. FailLocal() (one tenth) is the
-// default policy.
+// A limit without an explicit rate gets 1/N of its shared rate (and
+// capacity), where N is the number of live processes the fleet registry
+// last counted: each process registers in a key next to the limiter's,
+// with a lifetime (WithFleetTTL, 10 s by default) refreshed by its normal
+// calls. Before the first count it gets one tenth. A process learns of
+// processes that started after it at its next registration, within a
+// quarter of the TTL. An explicit rate
+// overrides the count; with explicit rates, choose them so that the sum
+// over all processes stays within the shared limit. FailLocal() is the
+// default policy. When the breaker opens, each local bucket starts no
+// fuller than its share of the level last seen in Redis, and what it
+// grants is charged to Redis when Redis answers again.
 func FailLocal(rates ...throttle.Rate) FailurePolicy {
 	return FailurePolicy{mode: ModeFailLocal, rates: rates}
 }
@@ -83,4 +93,44 @@ func scaleCapacity(l shape, local throttle.Rate) int64 {
 		c++
 	}
 	return max(1, min(c, l.capacity))
+}
+
+// fleetShare returns limit l's rate divided among live processes.
+func fleetShare(l shape, live int64) throttle.Rate {
+	if l.rate.Period() <= (1<<63-1)/time.Duration(live) {
+		return throttle.Per(l.rate.Tokens(), l.rate.Period()*time.Duration(live))
+	}
+	return throttle.Per(max(l.rate.Tokens()/live, 1), l.rate.Period())
+}
+
+// shareChanged gives the FailLocal buckets without an explicit rate 1/live
+// of their limit, when the fleet's live count changed.
+func (e *engine) shareChanged(live int64) {
+	if e.local == nil || live < 1 || e.share.Swap(live) == live {
+		return
+	}
+	for i := len(e.o.policy.rates); i < len(e.limits); i++ {
+		l := e.limits[i]
+		r := fleetShare(l, live)
+		_ = e.localBs[i].SetRate(r)
+		_ = e.localBs[i].SetCapacity(scaleCapacity(l, r))
+	}
+}
+
+// opened runs when the breaker opens: the local buckets start no fuller
+// than this process's share of the levels it last saw in Redis, so that a
+// fleet whose Redis just spent its capacity does not spend it again
+// locally.
+func (e *engine) opened() {
+	if e.local == nil {
+		return
+	}
+	for i, b := range e.localBs {
+		tok, ok := e.seen.level(i)
+		if !ok {
+			continue
+		}
+		c := e.limits[i].capacity
+		b.Drain(int64(float64(max(tok, 0)) * float64(b.Capacity()) / float64(c)))
+	}
 }

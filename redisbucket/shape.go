@@ -34,7 +34,7 @@ type shape struct {
 	unit     int64
 	rate     throttle.Rate
 
-	args [5]string // name, capacity, num, den, unit, formatted once
+	args [4]string // capacity, num, den, unit, formatted once
 }
 
 // newShape validates a limit and picks the finest time unit at which every
@@ -81,7 +81,7 @@ func newShape(name string, capacity int64, rate throttle.Rate) (shape, error) {
 }
 
 func (s *shape) fill() {
-	s.args = [5]string{s.name, strconv.FormatInt(s.capacity, 10), strconv.FormatInt(s.num, 10),
+	s.args = [4]string{strconv.FormatInt(s.capacity, 10), strconv.FormatInt(s.num, 10),
 		strconv.FormatInt(s.den, 10), strconv.FormatInt(s.unit, 10)}
 }
 

@@ -5,8 +5,13 @@
 // Backend choice, in order:
 //   - THROTTLE_REDIS_ADDR=host:port: that single server
 //     (THROTTLE_REDIS_ADDR=miniredis forces miniredis);
-//   - otherwise a server answering PING at 127.0.0.1:6379 within 100 ms;
+//   - otherwise, when a redis-server binary is in PATH, one server the test
+//     binary starts for itself on a free port (see [StopShared]);
 //   - otherwise an in-process github.com/alicebob/miniredis/v2.
+//
+// A server that merely happens to run at 127.0.0.1:6379 is never used:
+// tests delete keys by prefix, which they must not do on a server nobody
+// pointed them at.
 //
 // THROTTLE_REDIS_CLUSTER=host:port,host:port,... additionally enables the
 // tests that need a Redis Cluster (see [Cluster]).
@@ -40,9 +45,6 @@ const (
 // server runs at DefaultAddr.
 const ForceMiniredis = "miniredis"
 
-// DefaultAddr is probed when EnvAddr is not set.
-const DefaultAddr = "127.0.0.1:6379"
-
 // Backend is one Redis for one test: a real server or a miniredis.
 type Backend struct {
 	// Name says which backend this is, for test output.
@@ -64,26 +66,7 @@ func (b *Backend) Real() bool { return b.Mini == nil }
 // Cluster reports whether this backend is a Redis Cluster.
 func (b *Backend) Cluster() bool { return b.cluster != nil }
 
-var (
-	probeOnce sync.Once
-	probeAddr string // "" when no real single server is available
-	logOnce   sync.Once
-)
-
-func probe() string {
-	probeOnce.Do(func() {
-		if a := os.Getenv(EnvAddr); a != "" {
-			if a != ForceMiniredis {
-				probeAddr = a
-			}
-			return
-		}
-		if Ping(DefaultAddr, 100*time.Millisecond) == nil {
-			probeAddr = DefaultAddr
-		}
-	})
-	return probeAddr
-}
+var logOnce sync.Once
 
 // Ping returns nil when a Redis server at addr answers PING within timeout.
 func Ping(addr string, timeout time.Duration) error {
@@ -97,26 +80,31 @@ func Ping(addr string, timeout time.Duration) error {
 	return c.Ping(ctx).Err()
 }
 
-// New returns the backend for this test: the real single server when one is
-// configured or answers at 127.0.0.1:6379, a fresh miniredis otherwise. It
-// logs which one, and deletes the test's keys when the test ends.
+// New returns the backend for this test: the server named by EnvAddr, else
+// the redis-server this test binary started for itself, else a fresh
+// miniredis. It logs which one ("redis backend: ..."), and on a real server
+// deletes the test's keys when the test ends.
 func New(tb testing.TB) *Backend {
 	tb.Helper()
 	b := &Backend{tb: tb, Prefix: uniquePrefix(tb)}
-	if addr := probe(); addr != "" {
-		b.Addr = addr
-		b.Name = "redis-server at " + addr
-		if os.Getenv(EnvAddr) != "" {
-			b.Name += " (" + EnvAddr + ")"
-		}
-		tb.Cleanup(func() { b.deleteKeys() })
-	} else {
+	env := os.Getenv(EnvAddr)
+	switch {
+	case env != "" && env != ForceMiniredis:
+		b.Addr = env
+		b.Name = "redis-server at " + env + " (" + EnvAddr + ")"
+	case env == "" && sharedAddr(tb) != "":
+		b.Addr = sharedAddr(tb)
+		b.Name = "redis-server started by the tests at " + b.Addr + " (set " + EnvAddr + " to use another)"
+	default:
 		b.Mini = miniredis.RunT(tb)
 		b.Addr = b.Mini.Addr()
-		b.Name = "miniredis (no Redis at " + DefaultAddr + "; set " + EnvAddr + " to use one)"
-		if os.Getenv(EnvAddr) == ForceMiniredis {
+		b.Name = "miniredis (no redis-server in PATH; set " + EnvAddr + " to use a server)"
+		if env == ForceMiniredis {
 			b.Name = "miniredis (" + EnvAddr + "=" + ForceMiniredis + ")"
 		}
+	}
+	if b.Mini == nil {
+		tb.Cleanup(func() { b.deleteKeys() })
 	}
 	announce(tb, b.Name)
 	return b
@@ -152,7 +140,12 @@ func ClusterSeeds() []string {
 	return seeds
 }
 
+// Announce logs the backend a test uses, in the form CI greps for
+// ("redis backend: ..."), for tests that build their own.
+func Announce(tb testing.TB, name string) { announce(tb, name) }
+
 func announce(tb testing.TB, name string) {
+	tb.Helper()
 	tb.Logf("redis backend: %s", name)
 	logOnce.Do(func() { fmt.Fprintf(os.Stderr, "redistest: backend %s\n", name) })
 }

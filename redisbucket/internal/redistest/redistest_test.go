@@ -2,15 +2,19 @@ package redistest
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { StopShared(); os.Exit(code) }))
+}
 
 func TestBackendRoundTripAndCleanup(t *testing.T) {
 	ctx := context.Background()
@@ -33,6 +37,33 @@ func TestBackendRoundTripAndCleanup(t *testing.T) {
 		if n, err := c.Exists(ctx, b.Prefix+"{x}").Result(); err != nil || n != 0 {
 			t.Fatalf("key survived the test's cleanup: %d, %v", n, err)
 		}
+	}
+}
+
+// With EnvAddr unset, New never touches a server it was not pointed at:
+// it starts its own (or uses miniredis), never 127.0.0.1:6379.
+func TestNewNeverProbesDefaultPort(t *testing.T) {
+	if os.Getenv(EnvAddr) != "" {
+		t.Skipf("%s is set", EnvAddr)
+	}
+	b := New(t)
+	if b.Addr == "127.0.0.1:6379" {
+		t.Fatalf("backend %q: the default port was used without %s", b.Name, EnvAddr)
+	}
+	if !strings.Contains(b.Name, "started by the tests") && !strings.HasPrefix(b.Name, "miniredis") {
+		t.Fatalf("backend %q", b.Name)
+	}
+}
+
+func TestServerFreezeThaw(t *testing.T) {
+	s := StartServer(t)
+	s.Freeze()
+	if Ping(s.Addr, 100e6) == nil {
+		t.Fatal("a frozen server answered")
+	}
+	s.Thaw()
+	if err := Ping(s.Addr, time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

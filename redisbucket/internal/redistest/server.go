@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,6 +69,7 @@ func StartServer(tb testing.TB, extra ...string) *Server {
 
 func (s *Server) start() error {
 	s.cmd = exec.Command(s.bin, s.args...)
+	dieWithParent(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		return err
 	}
@@ -104,9 +106,33 @@ func (s *Server) Stop() {
 	case <-s.done:
 	default:
 		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Process.Signal(syscall.SIGCONT) // a frozen process dies only once resumed
 		<-s.done
 	}
 	s.cmd = nil
+}
+
+// PID returns the server process's id, or 0 when it is not running.
+func (s *Server) PID() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Freeze stops the server process with SIGSTOP: connections stay open and
+// nothing answers, as with a server stuck in a long command or a paused VM.
+func (s *Server) Freeze() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Thaw resumes a frozen server with SIGCONT.
+func (s *Server) Thaw() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	}
 }
 
 // Restart starts the server again on the same port, with an empty dataset.

@@ -1,0 +1,125 @@
+package redisbucket
+
+import (
+	"strconv"
+	"sync"
+	"time"
+)
+
+// seen is what one process knows of its limiter that Redis may lose: the
+// levels it last saw (for a key that vanished in a restart, a failover to
+// a replica that had not caught up, or an eviction, which the script
+// rebuilds no fuller than that view, refilled since) and the tokens its
+// failure policy granted while Redis was away (charged to Redis by the
+// first call that reaches it again, so that a fleet coming back from its
+// local shares does not spend the quota twice).
+type seen struct {
+	mu     sync.Mutex
+	ok     bool
+	now    int64   // the server time of the view, µs
+	toks   []int64 // whole tokens per limit in the view
+	full   bool    // the view refills to full at fullAt
+	fullAt time.Time
+	owed   []int64 // granted without Redis since the last call that reached it
+	owing  bool
+}
+
+// get returns the view to send (none once it has refilled to full on this
+// client's clock, with a margin: it would say what a missing key says
+// anyway, and leaving it out keeps the fast path's arguments short), the
+// charge to send, and the owed amounts the charge stands for.
+func (s *seen) get(local time.Time) (hint, charge string, owed []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ok && !(s.full && !local.Before(s.fullAt)) {
+		buf := make([]byte, 0, 20+12*len(s.toks))
+		buf = strconv.AppendInt(buf, s.now, 10)
+		for _, t := range s.toks {
+			buf = append(buf, ' ')
+			buf = strconv.AppendInt(buf, t, 10)
+		}
+		hint = string(buf)
+	}
+	if !s.owing {
+		return hint, "", nil
+	}
+	owed = append([]int64(nil), s.owed...)
+	buf := make([]byte, 0, 8*len(owed))
+	for i, c := range owed {
+		if i > 0 {
+			buf = append(buf, ' ')
+		}
+		buf = strconv.AppendInt(buf, c, 10)
+	}
+	return hint, string(buf), owed
+}
+
+// set records a reply's levels (tok, rem per limit) at server time now,
+// seen at local, and that the charge sent with it (paid) was applied.
+func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, paid []int64) {
+	// How long until every limit is full again, in µs; a limit that never
+	// refills keeps the view forever.
+	var until int64
+	full := true
+	for i, l := range limits {
+		tok, rem := levels[2*i], levels[2*i+1]
+		if tok >= l.capacity {
+			continue
+		}
+		if l.num == 0 {
+			full = false
+			break
+		}
+		// Below 2^52 (shape.go).
+		need := (l.capacity-tok)*l.den - rem
+		until = max(until, (need+l.num-1)/l.num*l.unit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ok, s.now, s.full = true, now, full
+	if full {
+		// A margin for a client clock that runs fast: a tenth, and 1 ms.
+		d := time.Duration(min(until, 1<<40)) * time.Microsecond
+		s.fullAt = local.Add(d + d/10 + time.Millisecond)
+	}
+	if cap(s.toks) < len(limits) {
+		s.toks = make([]int64, len(limits))
+	}
+	s.toks = s.toks[:len(limits)]
+	for i := range limits {
+		s.toks[i] = levels[2*i]
+	}
+	if paid != nil {
+		s.owing = false
+		for i, c := range paid {
+			s.owed[i] -= c
+			s.owing = s.owing || s.owed[i] > 0
+		}
+	}
+}
+
+// level returns the whole tokens of limit i in the last view, and whether
+// there is one.
+func (s *seen) level(i int) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok || i >= len(s.toks) {
+		return 0, false
+	}
+	return s.toks[i], true
+}
+
+// spent records tokens the failure policy granted (or, negative, took
+// back at a local settlement).
+func (s *seen) spent(costs []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owed == nil {
+		s.owed = make([]int64, len(costs))
+	}
+	s.owing = false
+	for i, c := range costs {
+		s.owed[i] = max(s.owed[i]+c, 0)
+		s.owing = s.owing || s.owed[i] > 0
+	}
+}
