@@ -81,7 +81,8 @@ type Transport struct {
 	base     http.RoundTripper
 	limiter  LimiterFunc
 	cost     CostFunc
-	settle   func(resp *http.Response, p *Permit)
+	settle   func(resp *http.Response, p *Permit, sig *headers.Signals) (aboutRequest bool)
+	retrySDK bool // retry requests of SDKs that retry on their own
 	inflight *semaphore.Weighted
 	maxPause time.Duration
 	retries  int
@@ -220,7 +221,11 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	costs, err := t.cost(req, l)
 	if err != nil {
 		closeRequestBody(req)
-		return nil, fmt.Errorf("throttle: request cost: %w", err)
+		err = fmt.Errorf("throttle: request cost: %w", err)
+		if r := refusal(req, err); r != nil {
+			return r, nil
+		}
+		return nil, err
 	}
 	// x stays on the stack unless a retry follows: the retry's closures
 	// take a copy to the heap. It is filled field by field: a composite
@@ -232,6 +237,9 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		if x.n == 0 {
 			closeRequestBody(req)
+		}
+		if r := refusal(req, err); r != nil {
+			return r, nil
 		}
 		return nil, err
 	}
@@ -259,6 +267,9 @@ type exchange struct {
 	capped bool          // the server asked for more than maxPause
 	final  *http.Response
 	sig    headers.Signals // what the last response said
+	// The last response refuses the request itself (too large), not the
+	// client's pace: it is neither heeded as a throttle nor retried.
+	aboutRequest bool
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
@@ -328,11 +339,17 @@ func (x *exchange) send() (*http.Response, error) {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
 	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
+	x.aboutRequest = false
 	if t.settle != nil && taken {
 		// Before heed: a refund must not undo the emptying after a 429.
-		t.settle(resp, newPermit(x.l.bs, x.costs))
+		x.aboutRequest = t.settle(resp, newPermit(x.l.bs, x.costs), &x.sig)
 	}
-	t.heed(x.l, resp.StatusCode, &x.sig, x.clock)
+	status := resp.StatusCode
+	if x.aboutRequest {
+		// Heeded as the 413 it means: the quotas it reports, no pause.
+		status = http.StatusRequestEntityTooLarge
+	}
+	t.heed(x.l, status, &x.sig, x.clock)
 	return resp, nil
 }
 

@@ -1,0 +1,185 @@
+package throttle
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+
+	"github.com/throttlekit/throttle/internal/headers"
+)
+
+// usageBody is the body of a 2xx response handed to the caller unchanged,
+// which reads the usage from the bytes as the caller reads them and settles
+// the permit when the caller reaches EOF or closes the body, whichever
+// comes first.
+type usageBody struct {
+	rc  io.ReadCloser
+	c   LLM
+	p   *Permit
+	req *http.Request // the request sent, to estimate its input again if need be
+
+	mu   sync.Mutex // Read and Close may run in different goroutines
+	done bool
+	s    usageScanner
+}
+
+func (b *usageBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 || err == io.EOF {
+		b.mu.Lock()
+		if !b.done {
+			b.s.write(p[:n])
+			if err == io.EOF {
+				b.finish(true)
+			}
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *usageBody) Close() error {
+	b.mu.Lock()
+	if !b.done {
+		b.finish(false)
+	}
+	b.mu.Unlock()
+	return b.rc.Close()
+}
+
+// finish settles the permit from what the body carried; eof tells whether
+// the caller read all of it.
+func (b *usageBody) finish(eof bool) {
+	b.done = true
+	b.s.end()
+	u, inOK, outOK := b.s.fields.usage()
+	if !b.s.sse && (!inOK || !outOK) {
+		// A JSON body without its usage: nothing better than the estimate.
+		return
+	}
+	if b.s.sse {
+		text := divUp(b.s.text, b.c.charsPerToken())
+		switch {
+		case !outOK:
+			// The stream reported no output: count the text it carried.
+			u.Output = text
+		case !eof:
+			// Closed early: the output reported so far (Anthropic's
+			// message_start says 1) or the text read, whichever is more.
+			u.Output = max(u.Output, text)
+		}
+		if !inOK {
+			in, _, err := b.c.estimateRequest(b.req)
+			if err != nil {
+				return
+			}
+			u.Input = in
+		}
+	}
+	b.c.settleUsage(b.p, u)
+}
+
+// settleUsage settles p to u on the token buckets; requests stay as taken.
+func (c LLM) settleUsage(p *Permit, u Usage) {
+	var small [4]int64
+	actual := append(small[:0], p.costs...)
+	for i, b := range p.bs {
+		switch c.unitOf(b.name) {
+		case llmTokens:
+			actual[i] = satAdd(u.Input, u.Output)
+		case llmInput:
+			actual[i] = u.Input
+		case llmOutput:
+			actual[i] = u.Output
+		}
+	}
+	p.Settle(actual...)
+}
+
+// settle corrects the permit of one attempt against what its response
+// reports: a 2xx JSON or event-stream body as the caller reads it, a status
+// of 400 or more at once (to no tokens). It reports whether the response
+// refuses the request itself rather than the client's pace: a 429 whose
+// body says the request is too large, or which reports a token limit below
+// the request's estimate.
+func (c LLM) settle(resp *http.Response, p *Permit, sig *headers.Signals) (aboutRequest bool) {
+	switch {
+	case resp.StatusCode >= 400:
+		if resp.StatusCode == http.StatusTooManyRequests {
+			aboutRequest = c.tooLarge(resp, sig)
+		}
+		c.settleUsage(p, Usage{})
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		if resp.Body == nil || resp.Body == http.NoBody {
+			return false
+		}
+		mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if err != nil {
+			return false
+		}
+		b := &usageBody{rc: resp.Body, c: c, p: p, req: resp.Request}
+		switch {
+		case mt == "text/event-stream":
+			b.s.sse = true
+		case mt == "application/json" || len(mt) > 5 && mt[len(mt)-5:] == "+json":
+		default:
+			return false
+		}
+		resp.Body = b
+	}
+	return aboutRequest
+}
+
+// tooLargeBody is the most of a 429's body read to tell a request too large
+// from a client too fast.
+const tooLargeBody = 16 << 10
+
+// tooLarge reports whether a 429 is about the request, not the quota: its
+// error says "Request too large" (OpenAI's answer to a request above the
+// tokens per minute) or request_too_large, or a token limit it reports is
+// below the request's estimate, so that no wait can make the request fit.
+func (c LLM) tooLarge(resp *http.Response, sig *headers.Signals) bool {
+	if resp.Request != nil {
+		if in, out, err := c.estimateRequest(resp.Request); err == nil {
+			for _, q := range sig.Quotas {
+				if q.Limit <= 0 {
+					continue
+				}
+				var n int64
+				switch c.unitOf(q.Name) {
+				case llmTokens:
+					n = in + out
+				case llmInput:
+					n = in
+				case llmOutput:
+					n = out
+				default:
+					continue
+				}
+				if n > q.Limit {
+					return true
+				}
+			}
+		}
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return false
+	}
+	head := make([]byte, tooLargeBody)
+	n, err := io.ReadFull(resp.Body, head)
+	head = head[:n]
+	switch err {
+	case io.EOF, io.ErrUnexpectedEOF:
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(head))
+	case nil:
+		resp.Body = bodyReadCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	default:
+		resp.Body = bodyReadCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+		return false
+	}
+	lower := bytes.ToLower(head)
+	return bytes.Contains(lower, []byte("request too large")) || bytes.Contains(lower, []byte("request_too_large"))
+}
