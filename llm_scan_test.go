@@ -128,7 +128,6 @@ func TestUsageScanner(t *testing.T) {
 	}
 }
 
-
 // refUsage is ParseUsage written with encoding/json, for bodies it accepts.
 func refUsage(body []byte) (Usage, bool) {
 	var v any
