@@ -136,29 +136,23 @@ func (c LLM) settle(resp *http.Response, p *Permit, sig *headers.Signals) (about
 // from a client too fast.
 const tooLargeBody = 16 << 10
 
-// tooLarge reports whether a 429 is about the request, not the quota: its
-// error says "Request too large" (OpenAI's answer to a request above the
-// tokens per minute) or request_too_large, or a token limit it reports is
-// below the request's estimate, so that no wait can make the request fit.
+// tooLarge reports whether a 429 is one that no wait cures, about the
+// request or the account rather than the client's pace: its error says
+// "Request too large" (OpenAI's answer to a request above the tokens per
+// minute) or request_too_large, or insufficient_quota (OpenAI's answer once
+// the account's credit is spent), or a token limit it reports is below the
+// request's input estimate, so that the request can never fit.
 func (c LLM) tooLarge(resp *http.Response, sig *headers.Signals) bool {
 	if resp.Request != nil {
-		if in, out, err := c.estimateRequest(resp.Request); err == nil {
+		if in, _, err := c.estimateRequest(resp.Request); err == nil {
+			// The input alone: the output reserved may be a default the
+			// vendor does not count.
 			for _, q := range sig.Quotas {
-				if q.Limit <= 0 {
-					continue
+				u := c.unitOf(q.Name)
+				if q.Name == "tokens" {
+					u = llmTokens
 				}
-				var n int64
-				switch c.unitOf(q.Name) {
-				case llmTokens:
-					n = in + out
-				case llmInput:
-					n = in
-				case llmOutput:
-					n = out
-				default:
-					continue
-				}
-				if n > q.Limit {
+				if q.Limit > 0 && (u == llmTokens || u == llmInput) && in > q.Limit {
 					return true
 				}
 			}
@@ -181,5 +175,10 @@ func (c LLM) tooLarge(resp *http.Response, sig *headers.Signals) bool {
 		return false
 	}
 	lower := bytes.ToLower(head)
-	return bytes.Contains(lower, []byte("request too large")) || bytes.Contains(lower, []byte("request_too_large"))
+	for _, s := range [...]string{"request too large", "request_too_large", "insufficient_quota"} {
+		if bytes.Contains(lower, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }

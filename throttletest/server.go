@@ -75,6 +75,10 @@ type Config struct {
 	// StreamInterval is the time between two chunks of a streamed reply, on
 	// Clock.
 	StreamInterval time.Duration
+	// QuotaExhausted answers every LLM call 429 insufficient_quota without
+	// Retry-After, as OpenAI does once an account's credit is spent: a
+	// refusal no wait cures.
+	QuotaExhausted bool
 }
 
 // Dialect is a family of rate-limit headers.
@@ -212,7 +216,7 @@ func newServer(cfg Config) *Server {
 			writeError(w, cfg.Dialect, http.StatusServiceUnavailable, "overloaded_error", "the service is temporarily unavailable")
 			return
 		}
-		if s.refuseTooLarge(w, r) {
+		if s.refuseExhausted(w, r) || s.refuseTooLarge(w, r) {
 			return
 		}
 		api.ServeHTTP(w, r)

@@ -207,7 +207,11 @@ func (s *Server) refuseTooLarge(w http.ResponseWriter, r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	in, out, ok := s.llm().Estimate(body)
+	// The prompt and the max tokens the call asks for: a call that sets
+	// none is not refused for the default the quota reserves (it counts 1).
+	c := s.llm()
+	c.DefaultMaxTokens = 1
+	in, out, ok := c.Estimate(body)
 	limit := burst(s.cfg.TokenBurst, s.cfg.Tokens)
 	if !ok || in+out <= limit {
 		return false
@@ -234,5 +238,19 @@ func (s *Server) refuseTooLarge(w http.ResponseWriter, r *http.Request) bool {
 	}
 	writeError(w, s.cfg.Dialect, http.StatusRequestEntityTooLarge, "request_too_large",
 		fmt.Sprintf("the request's %d tokens exceed the limit of %d", in+out, limit))
+	return true
+}
+
+// refuseExhausted answers every LLM call as OpenAI does once an account's
+// credit is spent: 429 insufficient_quota, with no Retry-After.
+func (s *Server) refuseExhausted(w http.ResponseWriter, r *http.Request) bool {
+	if !s.cfg.QuotaExhausted || !isLLM(r) {
+		return false
+	}
+	s.throttled.Add(1)
+	writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
+		"message": "You exceeded your current quota, please check your plan and billing details.",
+		"type":    "insufficient_quota", "param": nil, "code": "insufficient_quota",
+	}})
 	return true
 }
