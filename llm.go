@@ -42,7 +42,10 @@ import (
 //
 // A token cost is at most the bucket's capacity, unless RefuseOversized is
 // set: the estimate is a guess, and by default the server, not the client,
-// refuses a call too large for it.
+// refuses a call too large for it. A request whose input estimate alone
+// exceeds a bucket's capacity costs 1 token there rather than a full
+// bucket, so that it holds up none of the calls queued behind it while it
+// goes to its certain refusal.
 type LLM struct {
 	// TokenLimits names the buckets that count input plus output tokens.
 	// Empty means {"tokens"}.
@@ -114,11 +117,20 @@ func (c LLM) Cost(r *http.Request, l *Limiter) ([]int64, error) {
 		case llmOutput:
 			n = out
 		}
-		if n > b.Capacity() && c.RefuseOversized {
-			return nil, &OversizedError{Limit: b.name, Estimate: n, Capacity: b.Capacity()}
-		}
-		if n > 0 {
-			costs[i] = min(n, b.Capacity())
+		capacity := b.Capacity()
+		switch {
+		case n <= capacity:
+			costs[i] = n
+		case c.RefuseOversized:
+			return nil, &OversizedError{Limit: b.name, Estimate: n, Capacity: capacity}
+		case in > capacity && c.unitOf(b.name) != llmOutput:
+			// The prompt alone exceeds the quota: the vendor will refuse
+			// it whatever the wait. Waiting for a full bucket would hold up
+			// every call queued behind it; 1 token keeps it in the
+			// accounts, settled from its usage if it is answered after all.
+			costs[i] = 1
+		default:
+			costs[i] = capacity
 		}
 	}
 	return costs, nil

@@ -348,6 +348,7 @@ func (x *exchange) send() (*http.Response, error) {
 	if x.aboutRequest {
 		// Heeded as the 413 it means: the quotas it reports, no pause.
 		status = http.StatusRequestEntityTooLarge
+		noRetryForSDK(x.req, resp)
 	}
 	t.heed(x.l, status, &x.sig, x.clock)
 	return resp, nil

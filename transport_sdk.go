@@ -95,3 +95,13 @@ func refusal(req *http.Request, err error) *http.Response {
 		Request:       req,
 	}
 }
+
+// noRetryForSDK marks a response that no wait cures (a request too large,
+// a spent account) x-should-retry: false for an SDK that retries on its
+// own, which would otherwise retry a 429 twice to the same answer, spending
+// quota and time; an x-should-retry the server sent is kept.
+func noRetryForSDK(req *http.Request, resp *http.Response) {
+	if retriesItself(req) && resp.Header != nil && resp.Header.Get("X-Should-Retry") == "" {
+		resp.Header.Set("X-Should-Retry", "false")
+	}
+}

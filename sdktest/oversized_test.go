@@ -1,0 +1,80 @@
+package sdktest_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/throttletest"
+)
+
+// TestOversizedDelaysOthers: one prompt above the token quota among 50
+// ordinary calls, all through openai-go and the README's setup, is answered
+// 429 "Request too large" once (the transport tells the SDK not to retry
+// it), pauses and drains nothing, and delays the 50 by at most 5% (the
+// request quota binds: 50 calls at 25 a second after a burst of 5). Real
+// clock: about 4 s.
+func TestOversizedDelaysOthers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock test of about 4 s")
+	}
+	run := func(oversized bool) (time.Duration, *throttletest.Server) {
+		vendor := throttletest.NewServer(throttletest.Config{
+			Requests: throttle.Per(25, time.Second), RequestBurst: 5,
+			Tokens: throttle.Per(20000, time.Second), Dialect: throttletest.OpenAI,
+		})
+		defer vendor.Close()
+		l := llmLimiter(t, 5, 20000, time.Second)
+		l.Bucket("requests").SetRate(throttle.Per(25, time.Second))
+		hc, _ := llmClient(t, l)
+		client := openai.NewClient(option.WithBaseURL(vendor.URL+"/v1/"), option.WithAPIKey("sk-o"), option.WithHTTPClient(hc))
+		call := func(prompt string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+				Model: openai.ChatModelGPT4oMini, MaxTokens: openai.Int(100),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)},
+			})
+			return err
+		}
+		var wg sync.WaitGroup
+		if oversized {
+			wg.Go(func() {
+				err := call(strings.Repeat("word ", 20000)) // 25,000 tokens
+				var e *openai.Error
+				if !errors.As(err, &e) || e.StatusCode != 429 || !strings.Contains(e.Message, "Request too large") {
+					t.Errorf("the oversized call: %v, want the vendor's 429 Request too large", err)
+				}
+			})
+		}
+		start := time.Now()
+		var others sync.WaitGroup
+		for range 50 {
+			others.Go(func() {
+				if err := call("Say ok."); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		others.Wait()
+		took := time.Since(start)
+		wg.Wait()
+		if st := vendor.Stats(); st.Throttled != 0 || oversized && st.TooLarge != 1 {
+			t.Errorf("vendor %+v: want no throttling and one refusal as too large", st)
+		}
+		return took, vendor
+	}
+	alone, _ := run(false)
+	with, _ := run(true)
+	t.Logf("50 calls: %v alone, %v with an oversized call among them (%.3fx)", alone.Round(time.Millisecond), with.Round(time.Millisecond), float64(with)/float64(alone))
+	if with > alone*105/100 {
+		t.Errorf("one oversized call delayed 50 others by %.1f%%, more than 5%%", 100*(float64(with)/float64(alone)-1))
+	}
+}
