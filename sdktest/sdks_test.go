@@ -118,4 +118,3 @@ func TestGoOpenAI(t *testing.T) {
 		t.Errorf("settled %v tokens after the stream, the vendor reported %d then %d", got, resp.Usage.TotalTokens, usage.TotalTokens)
 	}
 }
-
