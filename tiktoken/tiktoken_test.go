@@ -37,7 +37,7 @@ func TestCountTokens(t *testing.T) {
 		{"hello world", 2, 2},
 		{"", 0, 0},
 		{"hello world!你好，世界！", -1, 10}, // tiktoken-go's own test
-		{"tiktoken is great!", -1, 6},     // OpenAI's cookbook
+		{"tiktoken is great!", -1, 6},  // OpenAI's cookbook
 	} {
 		if got := o.CountTokens(tt.text); tt.o200 >= 0 && got != tt.o200 {
 			t.Errorf("o200k_base %q: %d tokens, want %d", tt.text, got, tt.o200)
