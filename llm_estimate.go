@@ -312,10 +312,10 @@ func decodeHead(data string, n int) ([]byte, error) {
 // audioSeconds is the tokens of base64 audio at perSecond tokens a second:
 // the duration of a WAV file from its header, otherwise from its size.
 func audioSeconds(data string, perSecond int64) int64 {
-	size := int64(base64.StdEncoding.DecodedLen(len(data)))
+	size := int64(base64.StdEncoding.DecodedLen(len(data))) - int64(len(data)-len(strings.TrimRight(data, "=")))
 	if head, _ := decodeHead(data, 64); len(head) >= 44 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WAVE" {
 		if rate := int64(binary.LittleEndian.Uint32(head[28:32])); rate > 0 {
-			return max(divUp(size*perSecond, rate), 1)
+			return max(divUp((size-44)*perSecond, rate), 1)
 		}
 	}
 	return max(divUp(size*perSecond, audioBytesPerSecond), 1)

@@ -213,6 +213,11 @@ func FuzzLLMEstimate(f *testing.F) {
 		`{"input":["a","b"],"max_output_tokens":-1}`,
 		`{"max_completion_tokens":9007199254740993}`,
 		`[]`, `null`, `{`, ``, `{"a":{"b":{"c":["\u00e9\ud800"]}}}`,
+		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==","detail":"high"}}]}]}`,
+		`{"messages":[{"content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}]}`,
+		`{"messages":[{"content":[{"type":"input_audio","input_audio":{"data":"UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=","format":"wav"}}]}]}`,
+		`{"messages":[{"content":[{"type":"document","source":{"type":"base64","data":"JVBERi0xLjQKL1R5cGUgL1BhZ2UK"}}]}]}`,
+		`{"contents":[{"parts":[{"inlineData":{"mimeType":"image/jpeg","data":"/9j/"}}]}],"generationConfig":{"maxOutputTokens":7}}`,
 	} {
 		f.Add(s)
 	}
