@@ -9,6 +9,7 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"strings"
+	"unicode/utf8"
 )
 
 // Tokenizer counts the tokens of prompt text as a model's tokenizer does.
@@ -61,11 +62,14 @@ type estimator struct {
 }
 
 func (e *estimator) text(s string) {
-	if e.c.Tokenizer != nil {
+	switch {
+	case e.c.Tokenizer != nil:
 		e.tokens += int64(e.c.Tokenizer.CountTokens(s))
-		return
+	case e.c.CharsPerToken > 0:
+		e.chars += int64(utf8.RuneCountInString(s))
+	default:
+		e.tokens += approxTokens(s)
 	}
-	e.chars += int64(len([]rune(s)))
 }
 
 func (e *estimator) total() int64 {

@@ -20,8 +20,8 @@ import (
 )
 
 // streamCalls are the calls of every API shape, streamed or not, that the
-// fake vendor answers: path and body. Each prompt is 8 characters of text in
-// one message (8 tokens with framing) and asks for at most 100 tokens.
+// fake vendor answers: path and body. Each prompt is 8 digits in one
+// message (9 tokens with framing) and asks for at most 100 tokens.
 var streamCalls = []struct {
 	name, path, body string
 }{
@@ -48,7 +48,7 @@ func post(t testing.TB, url, body string) *http.Request {
 }
 
 // TestTransportSettlesStreams: every shape, read in pieces of one byte, is
-// settled to what the vendor counted (8 in, 37 out), with the caller
+// settled to what the vendor counted (9 in, 37 out), with the caller
 // reading exactly the bytes the vendor sent.
 func TestTransportSettlesStreams(t *testing.T) {
 	for _, tt := range streamCalls {
@@ -69,9 +69,9 @@ func TestTransportSettlesStreams(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Reserved 8+100 while the body is unread.
-			if got := l.Bucket("tokens").Tokens(); got != 892 {
-				t.Errorf("tokens before reading: %v, want 892", got)
+			// Reserved 9+100 while the body is unread.
+			if got := l.Bucket("tokens").Tokens(); got != 891 {
+				t.Errorf("tokens before reading: %v, want 891", got)
 			}
 			got, err := io.ReadAll(iotest.OneByteReader(resp.Body))
 			if err != nil {
@@ -81,12 +81,12 @@ func TestTransportSettlesStreams(t *testing.T) {
 				t.Errorf("the caller read\n%q\nthe vendor sent\n%q", got, want)
 			}
 			// Settled at EOF, before Close.
-			if got := l.Bucket("tokens").Tokens(); got != 1000-8-37 {
-				t.Errorf("tokens after EOF: %v, want %d", got, 1000-8-37)
+			if got := l.Bucket("tokens").Tokens(); got != 1000-9-37 {
+				t.Errorf("tokens after EOF: %v, want %d", got, 1000-9-37)
 			}
 			resp.Body.Close()
-			if got := l.Bucket("tokens").Tokens(); got != 1000-8-37 {
-				t.Errorf("tokens after Close: %v, want %d", got, 1000-8-37)
+			if got := l.Bucket("tokens").Tokens(); got != 1000-9-37 {
+				t.Errorf("tokens after Close: %v, want %d", got, 1000-9-37)
 			}
 		})
 	}
@@ -103,14 +103,14 @@ func TestTransportSettlesEarlyClose(t *testing.T) {
 		events           int   // events read before Close
 		want             int64 // tokens settled
 	}{
-		// message_start (8 in, 1 out), content_block_start, ping, then 2
-		// deltas of 5 tokens: 8 + 10.
-		{"anthropic", "/v1/messages", streamCalls[5].body, 5, 18},
+		// message_start (9 in, 1 out), content_block_start, ping, then 2
+		// deltas of 5 tokens: 9 + 10.
+		{"anthropic", "/v1/messages", streamCalls[5].body, 5, 19},
 		// Role chunk, 3 deltas of 5 tokens; no usage yet: the input
-		// estimate (8) and 15 of text.
-		{"chat", "/v1/chat/completions", streamCalls[0].body, 4, 23},
+		// estimate (9) and 15 of text.
+		{"chat", "/v1/chat/completions", streamCalls[0].body, 4, 24},
 		// Nothing read: the input estimate, no output.
-		{"chat, nothing read", "/v1/chat/completions", streamCalls[0].body, 0, 8},
+		{"chat, nothing read", "/v1/chat/completions", streamCalls[0].body, 0, 9},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := twoBuckets(t, fc)
@@ -195,7 +195,7 @@ func TestTooLargeNotThrottle(t *testing.T) {
 		Dialect: throttletest.OpenAI, Clock: fc,
 	})
 	defer vendor.Close()
-	huge := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 8000) + `"}],"max_tokens":10}`
+	huge := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("word ", 2000) + `"}],"max_tokens":10}`
 
 	l := twoBuckets(t, fc)
 	tr := throttle.NewTransport(newBase(t), throttle.Shared(l), throttle.WithLLM(throttle.LLM{}))
@@ -230,8 +230,8 @@ func TestTooLargeNotThrottle(t *testing.T) {
 	before := vendor.Stats().Requests
 	_, err = tr.RoundTrip(post(t, vendor.URL+"/v1/chat/completions", huge))
 	var over *throttle.OversizedError
-	if !errors.Is(err, throttle.ErrCostExceedsCapacity) || !errors.As(err, &over) || over.Limit != "tokens" || over.Estimate != 2016 {
-		t.Errorf("error %v, want an OversizedError for 2016 tokens on \"tokens\"", err)
+	if !errors.Is(err, throttle.ErrCostExceedsCapacity) || !errors.As(err, &over) || over.Limit != "tokens" || over.Estimate != 2017 {
+		t.Errorf("error %v, want an OversizedError for 2017 tokens on \"tokens\"", err)
 	}
 	if n := vendor.Stats().Requests - before; n != 0 {
 		t.Errorf("the vendor saw %d requests, want none", n)
@@ -251,7 +251,7 @@ func TestTooLargeByLimit(t *testing.T) {
 		return &http.Response{StatusCode: 429, Header: h, Body: io.NopCloser(strings.NewReader(`{"error":{"message":"slow down"}}`)), Request: r}, nil
 	})
 	tr := throttle.NewTransport(base, throttle.Shared(l), throttle.WithLLM(throttle.LLM{}), throttle.WithRetries(0))
-	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 2400) + `"}],"max_tokens":10}`
+	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("word ", 800) + `"}],"max_tokens":10}`
 	resp, err := tr.RoundTrip(post(t, "http://vendor/v1/chat/completions", body))
 	if err != nil {
 		t.Fatal(err)

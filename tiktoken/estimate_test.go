@@ -132,17 +132,18 @@ func oldEstimate(body string) int64 {
 // images by their tiles; tools by their keys and strings (OpenAI's own tool
 // format is not published, so this one is the estimator's rule). It logs
 // the distribution of the relative error of three estimators: before this
-// change, the default (4 characters a token), and with the exact tokenizer.
+// change, 4 characters a token (CharsPerToken: 4), the default (by the
+// shape of the text), and the exact tokenizer.
 func TestEstimateError(t *testing.T) {
 	enc, _ := encodings(t)
 	vendor := throttletest.NewServer(throttletest.Config{Tokenizer: enc, Dialect: throttletest.OpenAI})
 	defer vendor.Close()
 	names, bodies := corpus()
 	type row struct {
-		name               string
-		reported           int64
-		old, chars, exact  int64
-		errOld, errC, errE float64
+		name                      string
+		reported                  int64
+		old, chars, approx, exact int64
+		errOld, errC, errA, errE  float64
 	}
 	var rows []row
 	for i, body := range bodies {
@@ -156,16 +157,17 @@ func TestEstimateError(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no usage in %s", names[i], b)
 		}
-		chars, _, _ := throttle.LLM{}.Estimate([]byte(body))
+		chars, _, _ := throttle.LLM{CharsPerToken: 4}.Estimate([]byte(body))
+		approx, _, _ := throttle.LLM{}.Estimate([]byte(body))
 		exact, _, _ := throttle.LLM{Tokenizer: enc}.Estimate([]byte(body))
 		old := oldEstimate(body)
 		rel := func(e int64) float64 { return float64(e-u.Input) / float64(u.Input) }
-		rows = append(rows, row{names[i], u.Input, old, chars, exact, rel(old), rel(chars), rel(exact)})
+		rows = append(rows, row{names[i], u.Input, old, chars, approx, exact, rel(old), rel(chars), rel(approx), rel(exact)})
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-28s %8s %9s %8s %8s\n", "request", "reported", "before", "chars/4", "exact")
+	fmt.Fprintf(&b, "%-28s %8s %9s %8s %8s %8s\n", "request", "reported", "before", "chars/4", "default", "exact")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%-28s %8d %9d %8d %8d\n", r.name, r.reported, r.old, r.chars, r.exact)
+		fmt.Fprintf(&b, "%-28s %8d %9d %8d %8d %8d\n", r.name, r.reported, r.old, r.chars, r.approx, r.exact)
 	}
 	dist := func(f func(row) float64, filter func(row) bool) string {
 		var xs []float64
@@ -186,9 +188,10 @@ func TestEstimateError(t *testing.T) {
 	}
 	for _, kind := range []string{"text", "conversation", "tools", "image"} {
 		is := func(r row) bool { return strings.HasPrefix(r.name, kind+"/") }
-		fmt.Fprintf(&b, "%s:\n  before   %s\n  chars/4  %s\n  exact    %s\n", kind,
+		fmt.Fprintf(&b, "%s:\n  before   %s\n  chars/4  %s\n  default  %s\n  exact    %s\n", kind,
 			dist(func(r row) float64 { return r.errOld }, is),
 			dist(func(r row) float64 { return r.errC }, is),
+			dist(func(r row) float64 { return r.errA }, is),
 			dist(func(r row) float64 { return r.errE }, is))
 	}
 	t.Log("\n" + b.String())
@@ -198,8 +201,12 @@ func TestEstimateError(t *testing.T) {
 		}
 		// Images by their tiles: the default is exact there too, where
 		// counting base64 as text was off by orders of magnitude.
-		if strings.HasPrefix(r.name, "image/") && math.Abs(r.errC) > 0.1 {
-			t.Errorf("%s: chars/4 estimate %d against %d", r.name, r.chars, r.reported)
+		if strings.HasPrefix(r.name, "image/") && math.Abs(r.errA) > 0.1 {
+			t.Errorf("%s: default estimate %d against %d", r.name, r.approx, r.reported)
+		}
+		// The default stays within 25% on every request of the corpus.
+		if math.Abs(r.errA) > 0.25 {
+			t.Errorf("%s: default estimate %d against %d (%+.0f%%)", r.name, r.approx, r.reported, 100*r.errA)
 		}
 	}
 }
