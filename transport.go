@@ -175,7 +175,7 @@ type TransportStats struct {
 	Retried   int64         // attempts that were retried
 	Throttled int64         // responses that said the client went over the quota
 	Malformed int64         // malformed rate-limit header fields ignored
-	Failed    int64         // RoundTrip calls that returned an error
+	Failed    int64         // RoundTrip calls that returned an error, or a refusal of the Transport's own (RefusalHeader)
 	Waited    time.Duration // total time requests waited before being sent
 }
 
@@ -225,6 +225,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		err = fmt.Errorf("throttle: request cost: %w", err)
 		if r := refusal(req, err); r != nil {
+			t.failed.Add(1)
 			return r, nil
 		}
 		return nil, err
@@ -241,6 +242,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 			closeRequestBody(req)
 		}
 		if r := refusal(req, err); r != nil {
+			t.failed.Add(1)
 			return r, nil
 		}
 		return nil, err
