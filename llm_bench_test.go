@@ -3,6 +3,8 @@ package throttle
 import (
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +54,29 @@ func BenchmarkStreamChunk(b *testing.B) {
 				r.Read(buf)
 			}
 		})
+	}
+}
+
+// TestUsageBodyCloseWhileReading: Close may come from another goroutine
+// while a Read is in progress (an SDK cancelling a stream); the permit is
+// settled once.
+func TestUsageBodyCloseWhileReading(t *testing.T) {
+	bucket, _ := New(1000, Per(1, 1), WithName("tokens"))
+	p := newPermit(bucket.self[:], []int64{500})
+	bucket.Acquire(t.Context(), 500)
+	req, _ := http.NewRequest(http.MethodPost, "http://vendor/v1/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+	b := &usageBody{rc: &chunkReader{chunks: chatChunks()}, p: p, req: req, s: usageScanner{sse: true}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 512)
+		for range 1000 {
+			b.Read(buf)
+		}
+	}()
+	b.Close()
+	<-done
+	if !p.settled.Load() {
+		t.Error("the permit was not settled")
 	}
 }

@@ -71,6 +71,9 @@ func (b *usageBody) finish(eof bool) {
 			u.Output = max(u.Output, text)
 		}
 		if !inOK {
+			if b.req == nil {
+				return // a base transport that does not say what it sent
+			}
 			in, _, err := b.c.estimateRequest(b.req)
 			if err != nil {
 				return
