@@ -19,13 +19,13 @@ import (
 // ordinary calls, all through openai-go and the README's setup, is answered
 // 429 "Request too large" once (the transport tells the SDK not to retry
 // it), pauses and drains nothing, and delays the 50 by at most 5% (the
-// request quota binds: 50 calls at 25 a second after a burst of 5). Real
-// clock: about 4 s.
+// request quota binds: 50 calls at 24 a second after a burst of 4). Real
+// clock: about 8 s.
 func TestOversizedDelaysOthers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real-clock test of about 4 s")
+		t.Skip("real-clock test of about 8 s")
 	}
-	run := func(oversized bool) (time.Duration, *throttletest.Server) {
+	run := func(oversized bool) time.Duration {
 		vendor := throttletest.NewServer(throttletest.Config{
 			Requests: throttle.Per(25, time.Second), RequestBurst: 5,
 			Tokens: throttle.Per(20000, time.Second), Dialect: throttletest.OpenAI,
@@ -36,7 +36,7 @@ func TestOversizedDelaysOthers(t *testing.T) {
 		// over it.
 		l := llmLimiter(t, 4, 20000, time.Second)
 		l.Bucket("requests").SetRate(throttle.Per(24, time.Second))
-		hc, _ := llmClient(t, l)
+		hc, tr := llmClient(t, l)
 		client := openai.NewClient(option.WithBaseURL(vendor.URL+"/v1/"), option.WithAPIKey("sk-o"), option.WithHTTPClient(hc))
 		call := func(prompt string) error {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -72,11 +72,18 @@ func TestOversizedDelaysOthers(t *testing.T) {
 		if st := vendor.Stats(); st.Throttled != 0 || oversized && st.TooLarge != 1 {
 			t.Errorf("vendor %+v: want no throttling and one refusal as too large", st)
 		}
-		return took, vendor
+		// The refusal paused and emptied nothing: the transport heeded no
+		// throttle.
+		if st := tr.Stats(); st.Throttled != 0 || st.Retried != 0 {
+			t.Errorf("transport %+v: want no throttle heeded and no retry", st)
+		}
+		return took
 	}
-	alone, _ := run(false)
-	with, _ := run(true)
-	t.Logf("50 calls: %v alone, %v with an oversized call among them (%.3fx)", alone.Round(time.Millisecond), with.Round(time.Millisecond), float64(with)/float64(alone))
+	// Twice each, alternately; the least of each pair of runs is compared,
+	// as a stall of the shared machine only ever adds time.
+	alone, with := run(false), run(true)
+	alone, with = min(alone, run(false)), min(with, run(true))
+	t.Logf("50 calls: %v alone, %v with an oversized call among them (%.3fx; the least of 2 runs each)", alone.Round(time.Millisecond), with.Round(time.Millisecond), float64(with)/float64(alone))
 	if with > alone*105/100 {
 		t.Errorf("one oversized call delayed 50 others by %.1f%%, more than 5%%", 100*(float64(with)/float64(alone)-1))
 	}
