@@ -19,11 +19,11 @@ import (
 // ordinary calls, all through openai-go and the README's setup, is answered
 // 429 "Request too large" once (the transport tells the SDK not to retry
 // it), pauses and drains nothing, and delays the 50 by at most 5% (the
-// request quota binds: 50 calls at 24 a second after a burst of 4). Real
-// clock: about 8 s.
+// request quota binds: 50 calls at 20 a second after a burst of 3). Real
+// clock: about 10 s.
 func TestOversizedDelaysOthers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real-clock test of about 8 s")
+		t.Skip("real-clock test of about 10 s")
 	}
 	run := func(oversized bool) time.Duration {
 		vendor := throttletest.NewServer(throttletest.Config{
@@ -31,11 +31,11 @@ func TestOversizedDelaysOthers(t *testing.T) {
 			Tokens: throttle.Per(20000, time.Second), Dialect: throttletest.OpenAI,
 		})
 		defer vendor.Close()
-		// The client keeps a margin under the vendor's quota (24 a second,
-		// bursts of 4), so that the jitter of loopback cannot push a call
-		// over it.
-		l := llmLimiter(t, 4, 20000, time.Second)
-		l.Bucket("requests").SetRate(throttle.Per(24, time.Second))
+		// The client keeps a margin under the vendor's quota (20 a second,
+		// bursts of 3), so that the jitter of loopback (large under the race
+		// detector) seldom pushes a call over it.
+		l := llmLimiter(t, 3, 20000, time.Second)
+		l.Bucket("requests").SetRate(throttle.Per(20, time.Second))
 		hc, tr := llmClient(t, l)
 		client := openai.NewClient(option.WithBaseURL(vendor.URL+"/v1/"), option.WithAPIKey("sk-o"), option.WithHTTPClient(hc))
 		call := func(prompt string) error {
@@ -69,13 +69,15 @@ func TestOversizedDelaysOthers(t *testing.T) {
 		others.Wait()
 		took := time.Since(start)
 		wg.Wait()
-		if st := vendor.Stats(); st.Throttled != 0 || oversized && st.TooLarge != 1 {
-			t.Errorf("vendor %+v: want no throttling and one refusal as too large", st)
+		vs, ts := vendor.Stats(), tr.Stats()
+		if oversized && vs.TooLarge != 1 {
+			t.Errorf("vendor %+v: want one refusal as too large", vs)
 		}
-		// The refusal paused and emptied nothing: the transport heeded no
-		// throttle.
-		if st := tr.Stats(); st.Throttled != 0 || st.Retried != 0 {
-			t.Errorf("transport %+v: want no throttle heeded and no retry", st)
+		// The refusal paused and emptied nothing: the transport heeded as
+		// throttles only the vendor's quota 429s (none, unless loopback's
+		// jitter pushed a call over the quota), and retried nothing.
+		if ts.Throttled != vs.Throttled || ts.Retried != 0 {
+			t.Errorf("transport %+v, vendor %+v: want the vendor's throttles only, and no retry", ts, vs)
 		}
 		return took
 	}
