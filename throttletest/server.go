@@ -79,6 +79,10 @@ type Config struct {
 	// Retry-After, as OpenAI does once an account's credit is spent: a
 	// refusal no wait cures.
 	QuotaExhausted bool
+	// RefuseAllRetryAfter, if positive, answers every LLM call 429
+	// rate_limit_exceeded with this Retry-After-Ms (and Retry-After in whole
+	// seconds): a quota that stays spent however long the client waits.
+	RefuseAllRetryAfter time.Duration
 }
 
 // Dialect is a family of rate-limit headers.

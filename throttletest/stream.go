@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/headers"
 )
 
 // streamWord is one token of streamed text: 4 characters, so that a client
@@ -244,10 +245,16 @@ func (s *Server) refuseTooLarge(w http.ResponseWriter, r *http.Request) bool {
 // refuseExhausted answers every LLM call as OpenAI does once an account's
 // credit is spent: 429 insufficient_quota, with no Retry-After.
 func (s *Server) refuseExhausted(w http.ResponseWriter, r *http.Request) bool {
-	if !s.cfg.QuotaExhausted || !isLLM(r) {
+	if !s.cfg.QuotaExhausted && s.cfg.RefuseAllRetryAfter <= 0 || !isLLM(r) {
 		return false
 	}
 	s.throttled.Add(1)
+	if d := s.cfg.RefuseAllRetryAfter; d > 0 {
+		headers.SetRetryAfterMs(w.Header(), d)
+		headers.SetRetryAfter(w.Header(), d)
+		writeError(w, s.cfg.Dialect, http.StatusTooManyRequests, "rate_limit_exceeded", "Rate limit reached; please try again later.")
+		return true
+	}
 	writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
 		"message": "You exceeded your current quota, please check your plan and billing details.",
 		"type":    "insufficient_quota", "param": nil, "code": "insufficient_quota",
