@@ -58,12 +58,13 @@ const DefaultRetries = 3
 // above), a 503 or 529 with Retry-After, a 503 or 529 without it to an
 // idempotent method or a request with an Idempotency-Key, or a status of
 // 400 or more with x-should-retry: true. Each retry takes a new permit.
-// Requests of SDKs that retry on their own (X-Stainless-Retry-Count) are
-// left to them, unless WithSDKRetries; see transport_sdk.go.
 // Otherwise RoundTrip returns the last response itself, body intact, with a
 // nil error, as the RoundTripper contract asks. A response that is retried
 // is read (up to 16 KiB, so it can still be returned if the next permit
-// cannot be had before the deadline) and closed.
+// cannot be had before the deadline) and closed. Requests of SDKs that
+// retry on their own (X-Stainless-Retry-Count) are left to their retries,
+// unless WithSDKRetries, and get the Transport's own refusals as responses;
+// see RefusalHeader.
 //
 // RoundTrip never modifies the caller's request: a retry sends a clone with
 // a fresh body from GetBody. Errors of the base transport are returned as
