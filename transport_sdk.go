@@ -24,9 +24,14 @@ import (
 // response that says not to retry; see refusal.
 
 // RefusalHeader is the header of a response the Transport made itself for
-// a request it refused without sending it; its value is "deadline" (no
-// permit before the context's deadline) or "oversized" (the estimate
-// exceeds a bucket's capacity). Such responses carry x-should-retry: false.
+// a request it refused without sending it, which it returns instead of the
+// error to an SDK that retries on its own (the request carries
+// X-Stainless-Retry-Count): such an SDK would retry the error as a
+// connection error, and returns the response, a 429 or 413 with
+// x-should-retry: false, as its API error at once. The header's value is
+// "deadline" (no permit before the context's deadline: a 429) or
+// "oversized" (the estimate exceeds a bucket's capacity, with
+// LLM.RefuseOversized: a 413). A context already done gives its error.
 const RefusalHeader = "Throttle-Refusal"
 
 // WithSDKRetries makes the Transport retry the requests of SDKs that retry
