@@ -236,6 +236,20 @@ func TestTooLargeNotThrottle(t *testing.T) {
 	if n := vendor.Stats().Requests - before; n != 0 {
 		t.Errorf("the vendor saw %d requests, want none", n)
 	}
+	// To an SDK that retries errors itself: a 413 saying not to retry.
+	sdk := post(t, vendor.URL+"/v1/chat/completions", huge)
+	sdk.Header.Set("X-Stainless-Retry-Count", "0")
+	resp, err = tr.RoundTrip(sdk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 || resp.Header.Get(throttle.RefusalHeader) != "oversized" || resp.Header.Get("X-Should-Retry") != "false" {
+		t.Errorf("status %d, headers %v; want the transport's 413", resp.StatusCode, resp.Header)
+	}
+	if n := vendor.Stats().Requests - before; n != 0 || tr.Stats().Failed != 2 {
+		t.Errorf("the vendor saw %d requests, the transport %+v; want none and 2 failed", n, tr.Stats())
+	}
 }
 
 // TestTooLargeByLimit: a 429 that reports a token limit below the request's
