@@ -120,10 +120,6 @@ func TestCostCountKeyed(t *testing.T) {
 	wantCostCount(t, "key's Limiter", err, one)
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 func TestCostCountTransport(t *testing.T) {
 	l, req, tok := costCountLimiter(t, clockwork.NewFakeClock())
 	sent := 0

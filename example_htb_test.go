@@ -71,7 +71,7 @@ func ExampleClass_AcquirePermit() {
 	permit.Settle(usage.Input + usage.Output)
 	fmt.Println("reserved", permit.Costs()[0], "used", usage.Input+usage.Output)
 	// Output:
-	// reserved 1002 used 12
+	// reserved 1008 used 12
 }
 
 // A Marker in front of a client: green requests go, yellow ones only from

@@ -83,5 +83,5 @@ func ExampleWithLLM() {
 	resp.Body.Close()
 	usage, _ := throttle.ParseUsage(reply)
 	fmt.Printf("used %d+%d tokens; %d of 10000 left\n", usage.Input, usage.Output, int64(tokens.Tokens()))
-	// Output: used 5+12 tokens; 9983 of 10000 left
+	// Output: used 10+12 tokens; 9978 of 10000 left
 }

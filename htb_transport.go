@@ -13,9 +13,11 @@ import (
 // for them with the request's context (Class.AcquirePermit: FIFO within
 // the class, a deadline too near fails at once, spending nothing). After
 // the response it settles: a status of 400 or more gives the tokens back,
-// a 2xx JSON response with a usage object is charged what it reports, and
-// anything else (a stream, say) keeps the estimate. A request the base
-// transport fails is given back.
+// a 2xx JSON body or event stream is charged the usage it reports (or, for
+// a stream that reports none, the text it carried), read as the caller reads
+// it and settled when the caller reaches its end or closes it, and anything
+// else keeps the estimate. A request the base transport fails is given
+// back.
 //
 // It does not read rate-limit headers or retry: put a Transport under it
 // (as its base) for the vendor's own limits. The request is never
@@ -77,14 +79,8 @@ func (t *ClassTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case resp.StatusCode >= 400:
 		p.Cancel()
-	case resp.StatusCode >= 200 && resp.StatusCode < 300 && isJSON(resp.Header.Get("Content-Type")):
-		body, complete, err := readResponseBody(resp)
-		if err != nil || !complete {
-			break
-		}
-		if u, ok := ParseUsage(body); ok {
-			p.Settle(u.Input + u.Output)
-		}
+	case resp.StatusCode >= 200 && resp.StatusCode < 300 && resp.Body != nil && resp.Body != http.NoBody:
+		t.llm.readUsage(resp, &usageBody{to: func(u Usage) { p.Settle(u.Input + u.Output) }})
 	}
 	return resp, nil
 }

@@ -3,6 +3,7 @@ package throttle
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -10,27 +11,45 @@ import (
 	"strings"
 )
 
-// LLM accounts for calls to OpenAI-style and Anthropic-style JSON APIs,
-// which count requests and tokens per minute: a call reserves an estimate
-// of its tokens before it is sent, and is settled against the usage the
-// response reports. Use it on a Transport with WithLLM, or on LimitHandler
-// with LimitCost(LLM{}.Cost).
+// LLM accounts for calls to OpenAI-, Anthropic- and Gemini-style JSON
+// APIs, which count requests and tokens per minute: a call reserves an
+// estimate of its tokens before it is sent, and is settled against the
+// usage the response reports. Use it on a Transport with WithLLM, or on
+// LimitHandler with LimitCost(LLM{}.Cost).
 //
 // Each bucket of the Limiter counts one unit, chosen by its name: the
 // buckets named in TokenLimits count input plus output tokens, a bucket
 // named "input-tokens" counts input tokens, one named "output-tokens"
 // output tokens, and every other bucket counts 1 per request.
 //
-// The estimate reads the JSON request body without consuming it: the input
-// is the characters of its string values (the prompt, system text, tool
-// definitions), except those of "model", "role" and "type", divided by
-// CharsPerToken and rounded up; the output is its max_tokens,
-// max_completion_tokens or max_output_tokens, else DefaultMaxTokens. A body
-// that is not a JSON object, or that cannot be read without consuming it (a
-// client request without GetBody), is estimated from its length; a request
-// without a body costs no tokens. A token cost is at most the bucket's
-// capacity: the estimate is a guess, and the server, not the client,
-// refuses a call too large for it.
+// The estimate reads the JSON request body without consuming it. The input
+// is the text of its string values (the prompt, system text, tool calls),
+// except those of "model", "role", "type" and other names, counted by the
+// Tokenizer, or as characters divided by CharsPerToken (rounded up) when
+// that is set, or else by the shapes byte-pair encodings give text (a
+// common word is a token, digits go by threes, punctuation by twos, four
+// Chinese, Japanese or Korean characters are three tokens; within about
+// 15% of OpenAI's o200k_base on prose, code, JSON and CJK); plus
+// the keys of tool definitions and schemas; plus 3 tokens a message (1 more
+// for a name) and 3 for the reply, as OpenAI documents its framing; plus
+// images, audio and files by the vendors' documented rules rather than by
+// their bytes (OpenAI: 85 tokens for a low-detail image, else 85 + 170 per
+// 512-pixel tile of the image fitted in 2048x2048 with its short side at
+// 768, 1105 when the size is unknown; Anthropic: width x height / 750 with
+// the long side fitted in 1568, at most 1600; Gemini: 258 per 768-pixel
+// tile; audio at 10 tokens a second for OpenAI and 32 for Gemini; a PDF at
+// 3000 tokens a page). The output is its max_tokens, max_completion_tokens,
+// max_output_tokens or generationConfig.maxOutputTokens, else
+// DefaultMaxTokens. A body that is not a JSON object, or that cannot be
+// read without consuming it (a client request without GetBody), is
+// estimated from its length; a request without a body costs no tokens.
+//
+// A token cost is at most the bucket's capacity, unless RefuseOversized is
+// set: the estimate is a guess, and by default the server, not the client,
+// refuses a call too large for it. A request whose input estimate alone
+// exceeds a bucket's capacity costs 1 token there rather than a full
+// bucket, so that it holds up none of the calls queued behind it while it
+// goes to its certain refusal.
 type LLM struct {
 	// TokenLimits names the buckets that count input plus output tokens.
 	// Empty means {"tokens"}.
@@ -38,21 +57,45 @@ type LLM struct {
 	// DefaultMaxTokens is the output reserved for a call whose body sets no
 	// maximum. Zero means 4096.
 	DefaultMaxTokens int64
-	// CharsPerToken is the characters of prompt counted as one token. Zero
-	// means 4.
+	// CharsPerToken, if set, is the characters of prompt counted as one
+	// token when there is no Tokenizer; zero counts by the shape of the
+	// text. It is also the characters of streamed text counted as a token
+	// for a response that carried text without reporting its usage, and of
+	// a body that is not JSON; there zero means 4.
 	CharsPerToken int64
+	// Tokenizer, if set, counts the tokens of each piece of prompt text.
+	Tokenizer Tokenizer
+	// RefuseOversized makes Cost fail, with an error matching
+	// ErrCostExceedsCapacity, for a request whose estimate exceeds the
+	// capacity of a token bucket, instead of capping the cost there: such a
+	// request is then never sent (and never answered "Request too large").
+	RefuseOversized bool
 }
 
-// maxLLMBody is the most of a request or response body read to estimate or
-// settle tokens.
+// maxLLMBody is the most of a request body read to estimate its tokens.
 const maxLLMBody = 8 << 20
 
 // WithLLM makes the Transport estimate each request's tokens with c.Cost and
-// settle its permit after every attempt: against the usage of a
-// non-streaming JSON 2xx response (read into memory, the caller still gets
-// the whole body), to no tokens for a response of status 400 or more (the
-// request cost stays), and not at all otherwise (a stream keeps the
-// estimate).
+// settle its permit after every attempt. A 2xx JSON or event-stream
+// response is handed to the caller at once, untouched, and settled from the
+// usage it reports as the caller reads it, when the caller reaches its end
+// or closes it: the usage object of a JSON body (OpenAI, Anthropic, and
+// Gemini's usageMetadata, in one object or in the array of chunks of
+// streamGenerateContent), or of a stream's events (the final chunk of an
+// OpenAI chat completion with stream_options.include_usage, the Responses
+// API's response.completed, Anthropic's message_start and message_delta,
+// Gemini's usageMetadata). A stream that reports no output is settled from
+// the text it carried (CharsPerToken characters a token), plus the input
+// estimate when it reports no input; a stream closed before its end is
+// settled from what was read. A JSON body without usage keeps its
+// estimate. The reader keeps no more than a few hundred bytes of state and
+// allocates nothing per read.
+//
+// A response of status 400 or more is settled to no tokens (the request
+// cost stays). A 429 about the request rather than the client's pace (its
+// error says "Request too large", or it reports a token limit below the
+// request's input estimate) neither pauses nor drains the Limiter and is
+// not retried.
 func WithLLM(c LLM) TransportOption {
 	return func(t *Transport) {
 		t.cost = c.Cost
@@ -62,18 +105,9 @@ func WithLLM(c LLM) TransportOption {
 
 // Cost is a CostFunc: the cost of r on each bucket of l, as LLM describes.
 func (c LLM) Cost(r *http.Request, l *Limiter) ([]int64, error) {
-	body, complete, err := readRequestBody(r)
+	in, out, err := c.estimateRequest(r)
 	if err != nil {
 		return nil, err
-	}
-	in, out, ok := c.Estimate(body)
-	if len(body) == 0 && complete && r.ContentLength <= 0 {
-		// No body, no prompt: a GET of a list of models, say.
-		in, out, ok = 0, 0, true
-	}
-	if !ok || !complete {
-		in = divUp(max(int64(len(body)), r.ContentLength), c.charsPerToken())
-		out = c.defaultMaxTokens()
 	}
 	costs := make([]int64, len(l.bs))
 	for i, b := range l.bs {
@@ -89,12 +123,59 @@ func (c LLM) Cost(r *http.Request, l *Limiter) ([]int64, error) {
 		case llmOutput:
 			n = out
 		}
-		if n > 0 {
-			costs[i] = min(n, b.Capacity())
+		capacity := b.Capacity()
+		switch {
+		case n <= capacity:
+			costs[i] = n
+		case c.RefuseOversized:
+			return nil, &OversizedError{Limit: b.name, Estimate: n, Capacity: capacity}
+		case in > capacity && c.unitOf(b.name) != llmOutput:
+			// The prompt alone exceeds the quota: the vendor will refuse
+			// it whatever the wait. Waiting for a full bucket would hold up
+			// every call queued behind it; 1 token keeps it in the
+			// accounts, settled from its usage if it is answered after all.
+			costs[i] = 1
+		default:
+			costs[i] = capacity
 		}
 	}
 	return costs, nil
 }
+
+// estimateRequest returns the input and output tokens of r, as Cost counts
+// them.
+func (c LLM) estimateRequest(r *http.Request) (in, out int64, err error) {
+	body, complete, err := readRequestBody(r)
+	if err != nil {
+		return 0, 0, err
+	}
+	in, out, ok := c.Estimate(body)
+	if len(body) == 0 && complete && r.ContentLength <= 0 {
+		// No body, no prompt: a GET of a list of models, say.
+		return 0, 0, nil
+	}
+	if !ok || !complete {
+		in = divUp(max(int64(len(body)), r.ContentLength), c.charsPerToken())
+		out = c.defaultMaxTokens()
+	}
+	return in, out, nil
+}
+
+// OversizedError is the error of Cost, with RefuseOversized, for a request
+// whose estimate exceeds a bucket's capacity. It matches
+// ErrCostExceedsCapacity with errors.Is.
+type OversizedError struct {
+	Limit    string // the bucket's name
+	Estimate int64  // the request's estimate on it
+	Capacity int64  // its capacity
+}
+
+func (e *OversizedError) Error() string {
+	return fmt.Sprintf("throttle: request too large: an estimated %d tokens against the capacity %d of limit %q", e.Estimate, e.Capacity, e.Limit)
+}
+
+// Is reports whether target is ErrCostExceedsCapacity.
+func (e *OversizedError) Is(target error) bool { return target == ErrCostExceedsCapacity }
 
 // Estimate returns the input and output tokens of a JSON request body, as
 // LLM describes; ok is false when the body is not a JSON object.
@@ -104,39 +185,19 @@ func (c LLM) Estimate(body []byte) (input, output int64, ok bool) {
 		return 0, 0, false
 	}
 	output = c.defaultMaxTokens()
-	for _, k := range [...]string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
-		if f, ok := v[k].(float64); ok && f >= 0 && f < 1<<53 {
+	limits := v
+	if g, ok := v["generationConfig"].(map[string]any); ok {
+		limits = g
+	}
+	for _, k := range [...]string{"max_tokens", "max_completion_tokens", "max_output_tokens", "maxOutputTokens"} {
+		if f, ok := limits[k].(float64); ok && f >= 0 && f < 1<<53 {
 			output = int64(f)
 			break
 		}
 	}
-	return divUp(promptChars(v, ""), c.charsPerToken()), output, true
-}
-
-// promptChars counts the characters of the string values in v, except those
-// under keys that are not prompt text.
-func promptChars(v any, key string) int64 {
-	switch v := v.(type) {
-	case string:
-		switch key {
-		case "model", "role", "type":
-			return 0
-		}
-		return int64(len([]rune(v)))
-	case []any:
-		var n int64
-		for _, e := range v {
-			n += promptChars(e, key)
-		}
-		return n
-	case map[string]any:
-		var n int64
-		for k, e := range v {
-			n += promptChars(e, k)
-		}
-		return n
-	}
-	return 0
+	e := estimator{c: &c}
+	e.body(v)
+	return e.total(), output, true
 }
 
 // Usage is the token usage an LLM API reports in a response.
@@ -145,80 +206,27 @@ type Usage struct {
 	Output int64 // completion tokens
 }
 
-// ParseUsage reads the "usage" object of a JSON response body: OpenAI's
-// prompt_tokens and completion_tokens (Chat Completions) or input_tokens and
-// output_tokens (Responses), or Anthropic's input_tokens,
-// cache_creation_input_tokens and output_tokens. ok is false when the body
-// has no such object.
+// ParseUsage reads the usage a JSON response body reports, as WithLLM reads
+// it: the "usage" object (at the top, or under "message" or "response") with
+// OpenAI's prompt_tokens and completion_tokens (Chat Completions) or
+// input_tokens and output_tokens (Responses), or Anthropic's input_tokens,
+// cache_creation_input_tokens and output_tokens; or Gemini's
+// "usageMetadata", in one object or an array of chunks, with
+// promptTokenCount, candidatesTokenCount, thoughtsTokenCount and
+// totalTokenCount. ok is false when the body is not whole JSON, holds no
+// such object, or a count in it is not a non-negative integer.
 func ParseUsage(body []byte) (u Usage, ok bool) {
-	var v struct {
-		Usage *struct {
-			PromptTokens     *int64 `json:"prompt_tokens"`
-			CompletionTokens *int64 `json:"completion_tokens"`
-			InputTokens      *int64 `json:"input_tokens"`
-			OutputTokens     *int64 `json:"output_tokens"`
-			CacheCreation    int64  `json:"cache_creation_input_tokens"`
-		} `json:"usage"`
-	}
-	if json.Unmarshal(body, &v) != nil || v.Usage == nil {
+	var s usageScanner
+	s.write(body)
+	s.end()
+	if !s.complete() {
 		return Usage{}, false
 	}
-	x := v.Usage
-	switch {
-	case x.PromptTokens != nil || x.CompletionTokens != nil:
-		u = Usage{Input: usageCount(x.PromptTokens), Output: usageCount(x.CompletionTokens)}
-	case x.InputTokens != nil || x.OutputTokens != nil:
-		u = Usage{Input: usageCount(x.InputTokens) + max(x.CacheCreation, 0), Output: usageCount(x.OutputTokens)}
-	default:
-		return Usage{}, false
-	}
-	if u.Input < 0 || u.Output < 0 {
+	u, inOK, outOK := s.fields.usage()
+	if !inOK && !outOK {
 		return Usage{}, false
 	}
 	return u, true
-}
-
-func usageCount(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-// settle corrects the permit of one attempt against what its response
-// reports.
-func (c LLM) settle(resp *http.Response, p *Permit) {
-	actual := slices.Clone(p.costs)
-	switch {
-	case resp.StatusCode >= 400:
-		for i, b := range p.bs {
-			if c.unitOf(b.name) != llmRequests {
-				actual[i] = 0
-			}
-		}
-	case resp.StatusCode >= 200 && resp.StatusCode < 300 && isJSON(resp.Header.Get("Content-Type")):
-		body, complete, err := readResponseBody(resp)
-		if err != nil || !complete {
-			return
-		}
-		u, ok := ParseUsage(body)
-		if !ok {
-			return
-		}
-		for i, b := range p.bs {
-			switch c.unitOf(b.name) {
-			case llmTokens:
-				actual[i] = u.Input + u.Output
-			case llmInput:
-				actual[i] = u.Input
-			case llmOutput:
-				actual[i] = u.Output
-			}
-		}
-	default:
-		return
-	}
-	p.Settle(actual...)
 }
 
 type llmUnit uint8
@@ -313,13 +321,6 @@ func readRequestBody(r *http.Request) (body []byte, complete bool, err error) {
 		return body, true, nil
 	}
 	body, complete, r.Body, err = readBack(r.Body)
-	return body, complete, err
-}
-
-// readResponseBody reads up to maxLLMBody bytes of resp's body and puts
-// back a body that yields the whole of it.
-func readResponseBody(resp *http.Response) (body []byte, complete bool, err error) {
-	body, complete, resp.Body, err = readBack(resp.Body)
 	return body, complete, err
 }
 

@@ -22,12 +22,12 @@ func TestLLMEstimate(t *testing.T) {
 		in, out int64
 		ok      bool
 	}{
-		{"openai chat", `{"model":"gpt-4o","messages":[{"role":"user","content":"12345678"}],"max_tokens":100}`, 2, 100, true},
-		{"openai parts", `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"123456789"}]}],"max_completion_tokens":7}`, 3, 7, true},
-		{"anthropic", `{"model":"claude","system":"abcd","messages":[{"role":"user","content":"efgh"}],"max_tokens":1024}`, 2, 1024, true},
+		{"openai chat", `{"model":"gpt-4o","messages":[{"role":"user","content":"12345678"}],"max_tokens":100}`, 9, 100, true},
+		{"openai parts", `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"123456789"}]}],"max_completion_tokens":7}`, 9, 7, true},
+		{"anthropic", `{"model":"claude","system":"abcd","messages":[{"role":"user","content":"efgh"}],"max_tokens":1024}`, 8, 1024, true},
 		{"responses", `{"model":"gpt-4o","input":"abcdefgh","instructions":"ij","max_output_tokens":5}`, 3, 5, true},
-		{"runes not bytes", `{"messages":[{"content":"éééé"}],"max_tokens":1}`, 1, 1, true},
-		{"no max", `{"messages":[{"content":"abcd"}]}`, 1, 4096, true},
+		{"runes not bytes", `{"messages":[{"content":"éééé"}],"max_tokens":1}`, 8, 1, true},
+		{"no max", `{"messages":[{"content":"abcd"}]}`, 7, 4096, true},
 		{"empty prompt", `{"model":"m","max_tokens":3}`, 0, 3, true},
 		{"negative max ignored", `{"max_tokens":-3}`, 0, 4096, true},
 		{"not an object", `[1,2]`, 0, 0, false},
@@ -96,7 +96,7 @@ func TestLLMCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Output capped at the capacity of output-tokens.
-		if want := []int64{1, 102, 2, 50, 1}; !equal(costs, want) {
+		if want := []int64{1, 109, 9, 50, 1}; !equal(costs, want) {
 			t.Errorf("costs %v, want %v", costs, want)
 		}
 		if req.Body != orig {
@@ -126,7 +126,7 @@ func TestLLMCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []int64{1, 102, 2, 50, 10}; !equal(costs, want) {
+		if want := []int64{1, 109, 9, 50, 10}; !equal(costs, want) {
 			t.Errorf("costs %v, want %v", costs, want)
 		}
 		if b, _ := io.ReadAll(req.Body); string(b) != body {
@@ -179,16 +179,16 @@ func TestTransportSettlesLLM(t *testing.T) {
 		t.Fatalf("status %d, error %v", resp.StatusCode, err)
 	}
 	u, ok := throttle.ParseUsage(got)
-	if !ok || u != (throttle.Usage{Input: 2, Output: 7}) {
-		t.Fatalf("the caller read usage %+v (%v) from %q, want 2 in and 7 out", u, ok, got)
+	if !ok || u != (throttle.Usage{Input: 9, Output: 7}) {
+		t.Fatalf("the caller read usage %+v (%v) from %q, want 9 in and 7 out", u, ok, got)
 	}
-	// Reserved 102, settled to 9: 1000-9 left, unless the vendor's
+	// Reserved 109, settled to 16: 1000-16 left, unless the vendor's
 	// remaining count (10000 capacity) was lower, which it is not.
-	if lvl := l.Buckets()[1].Tokens(); lvl != 991 {
-		t.Errorf("tokens level %v, want 991", lvl)
+	if lvl := l.Buckets()[1].Tokens(); lvl != 984 {
+		t.Errorf("tokens level %v, want 984", lvl)
 	}
-	if st := vendor.Stats(); st.Tokens != 9 {
-		t.Errorf("the vendor counted %d tokens, want 9", st.Tokens)
+	if st := vendor.Stats(); st.Tokens != 16 {
+		t.Errorf("the vendor counted %d tokens, want 16", st.Tokens)
 	}
 
 	// A refused call costs no tokens, but the request stays spent.
@@ -201,8 +201,8 @@ func TestTransportSettlesLLM(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Fatalf("status %d, want 400", resp.StatusCode)
 	}
-	if r, tok := l.Buckets()[0].Tokens(), l.Buckets()[1].Tokens(); r != 8 || tok != 991 {
-		t.Errorf("levels %v requests, %v tokens; want 8 and 991", r, tok)
+	if r, tok := l.Buckets()[0].Tokens(), l.Buckets()[1].Tokens(); r != 8 || tok != 984 {
+		t.Errorf("levels %v requests, %v tokens; want 8 and 984", r, tok)
 	}
 }
 
@@ -213,6 +213,11 @@ func FuzzLLMEstimate(f *testing.F) {
 		`{"input":["a","b"],"max_output_tokens":-1}`,
 		`{"max_completion_tokens":9007199254740993}`,
 		`[]`, `null`, `{`, ``, `{"a":{"b":{"c":["\u00e9\ud800"]}}}`,
+		`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==","detail":"high"}}]}]}`,
+		`{"messages":[{"content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}]}`,
+		`{"messages":[{"content":[{"type":"input_audio","input_audio":{"data":"UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=","format":"wav"}}]}]}`,
+		`{"messages":[{"content":[{"type":"document","source":{"type":"base64","data":"JVBERi0xLjQKL1R5cGUgL1BhZ2UK"}}]}]}`,
+		`{"contents":[{"parts":[{"inlineData":{"mimeType":"image/jpeg","data":"/9j/"}}]}],"generationConfig":{"maxOutputTokens":7}}`,
 	} {
 		f.Add(s)
 	}

@@ -61,7 +61,10 @@ const DefaultRetries = 3
 // Otherwise RoundTrip returns the last response itself, body intact, with a
 // nil error, as the RoundTripper contract asks. A response that is retried
 // is read (up to 16 KiB, so it can still be returned if the next permit
-// cannot be had before the deadline) and closed.
+// cannot be had before the deadline) and closed. Requests of SDKs that
+// retry on their own (X-Stainless-Retry-Count) are left to their retries,
+// unless WithSDKRetries, and get the Transport's own refusals as responses;
+// see RefusalHeader.
 //
 // RoundTrip never modifies the caller's request: a retry sends a clone with
 // a fresh body from GetBody. Errors of the base transport are returned as
@@ -81,7 +84,8 @@ type Transport struct {
 	base     http.RoundTripper
 	limiter  LimiterFunc
 	cost     CostFunc
-	settle   func(resp *http.Response, p *Permit)
+	settle   func(resp *http.Response, p *Permit, sig *headers.Signals) (aboutRequest bool)
+	retrySDK bool // retry requests of SDKs that retry on their own
 	inflight *semaphore.Weighted
 	maxPause time.Duration
 	retries  int
@@ -172,7 +176,7 @@ type TransportStats struct {
 	Retried   int64         // attempts that were retried
 	Throttled int64         // responses that said the client went over the quota
 	Malformed int64         // malformed rate-limit header fields ignored
-	Failed    int64         // RoundTrip calls that returned an error
+	Failed    int64         // RoundTrip calls that returned an error, or a refusal of the Transport's own (RefusalHeader)
 	Waited    time.Duration // total time requests waited before being sent
 }
 
@@ -223,7 +227,12 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		closeRequestBody(req)
-		return nil, fmt.Errorf("throttle: request cost: %w", err)
+		err = fmt.Errorf("throttle: request cost: %w", err)
+		if r := refusal(req, err); r != nil {
+			t.failed.Add(1)
+			return r, nil
+		}
+		return nil, err
 	}
 	// x stays on the stack unless a retry follows: the retry's closures
 	// take a copy to the heap. It is filled field by field: a composite
@@ -235,6 +244,10 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		if x.n == 0 {
 			closeRequestBody(req)
+		}
+		if r := refusal(req, err); r != nil {
+			t.failed.Add(1)
+			return r, nil
 		}
 		return nil, err
 	}
@@ -262,6 +275,9 @@ type exchange struct {
 	capped bool          // the server asked for more than maxPause
 	final  *http.Response
 	sig    headers.Signals // what the last response said
+	// The last response refuses the request itself (too large), not the
+	// client's pace: it is neither heeded as a throttle nor retried.
+	aboutRequest bool
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
@@ -331,11 +347,18 @@ func (x *exchange) send() (*http.Response, error) {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
 	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
+	x.aboutRequest = false
 	if t.settle != nil && taken {
 		// Before heed: a refund must not undo the emptying after a 429.
-		t.settle(resp, newPermit(x.l.bs, x.costs))
+		x.aboutRequest = t.settle(resp, newPermit(x.l.bs, x.costs), &x.sig)
 	}
-	t.heed(x.l, resp.StatusCode, &x.sig, x.clock)
+	status := resp.StatusCode
+	if x.aboutRequest {
+		// Heeded as the 413 it means: the quotas it reports, no pause.
+		status = http.StatusRequestEntityTooLarge
+		noRetryForSDK(x.req, resp)
+	}
+	t.heed(x.l, status, &x.sig, x.clock)
 	return resp, nil
 }
 

@@ -67,7 +67,7 @@ func (s *Server) setRetryAfter(h http.Header, d time.Duration) {
 
 // garbage are malformed values for every rate-limit field: not a count, a
 // delay, a duration, a date nor a structured field a parser may accept.
-var garbage = [...]string{"soon", "-5", "NaN", "1e999", "½", "0x1F", "tomorrow"}
+var garbage = [...]string{"soon", "-5", "NaN", "1e", "½", "0x1F", "tomorrow"}
 
 // garble replaces the value of every rate-limit field in h with garbage.
 func garble(h http.Header) {

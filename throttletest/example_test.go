@@ -75,11 +75,11 @@ func Example() {
 	fmt.Printf("vendor: %d requests, %d admitted, %d answered 429, %d tokens\n",
 		st.Requests, st.Admitted, st.Throttled, st.Tokens)
 	// Output:
-	// sk-plain: 200, 4+16 tokens
-	// sk-plain: 200, 4+16 tokens
+	// sk-plain: 200, 10+16 tokens
+	// sk-plain: 200, 10+16 tokens
 	// sk-plain: 429, Retry-After 1
-	// sk-throttled: 200, 4+16 tokens
-	// sk-throttled: 200, 4+16 tokens
-	// sk-throttled: 200, 4+16 tokens
-	// vendor: 6 requests, 5 admitted, 1 answered 429, 100 tokens
+	// sk-throttled: 200, 10+16 tokens
+	// sk-throttled: 200, 10+16 tokens
+	// sk-throttled: 200, 10+16 tokens
+	// vendor: 6 requests, 5 admitted, 1 answered 429, 130 tokens
 }

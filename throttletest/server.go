@@ -2,10 +2,14 @@
 // tests, examples and demos that need no network.
 //
 // The vendor enforces a request quota and a token quota per API key with
-// throttle.LimitHandler, answers OpenAI-style chat completions and
-// Anthropic-style messages with a JSON usage object, speaks one of several
-// rate-limit header dialects, and can be told to misbehave: garbage
-// headers, a huge Retry-After, bursts of 503s, slow responses.
+// throttle.LimitHandler; answers OpenAI Chat Completions and Responses,
+// Anthropic Messages and Gemini generateContent calls with each API's JSON
+// body and usage, or, for a streamed call, with its server-sent events
+// (Gemini's streamGenerateContent also as a JSON array sent in pieces);
+// refuses a call larger than the token quota as the vendors do ("Request
+// too large"); speaks one of several rate-limit header dialects; and can be
+// told to misbehave: garbage headers, a huge Retry-After, bursts of 503s,
+// slow responses.
 package throttletest
 
 import (
@@ -58,6 +62,27 @@ type Config struct {
 	Outage503Every      int
 	Outage503Length     int
 	Outage503RetryAfter time.Duration
+
+	// Tokenizer, if set, is how the vendor counts the tokens of a prompt
+	// (as throttle.LLM with this Tokenizer estimates them); nil counts 4
+	// characters a token.
+	Tokenizer throttle.Tokenizer
+	// StreamChunkTokens is the tokens of text in each chunk of a streamed
+	// reply (a call with "stream": true, or Gemini's
+	// :streamGenerateContent); zero means 4. Each token of streamed text is
+	// 4 characters.
+	StreamChunkTokens int
+	// StreamInterval is the time between two chunks of a streamed reply, on
+	// Clock.
+	StreamInterval time.Duration
+	// QuotaExhausted answers every LLM call 429 insufficient_quota without
+	// Retry-After, as OpenAI does once an account's credit is spent: a
+	// refusal no wait cures.
+	QuotaExhausted bool
+	// RefuseAllRetryAfter, if positive, answers every LLM call 429
+	// rate_limit_exceeded with this Retry-After-Ms (and Retry-After in whole
+	// seconds): a quota that stays spent however long the client waits.
+	RefuseAllRetryAfter time.Duration
 }
 
 // Dialect is a family of rate-limit headers.
@@ -118,6 +143,7 @@ type Stats struct {
 	Throttled   int64 // requests answered 429
 	Unavailable int64 // requests answered 503 by an outage
 	Tokens      int64 // tokens used by admitted LLM calls
+	TooLarge    int64 // LLM calls refused as larger than the token quota
 	MaxInFlight int64 // most requests handled at once
 }
 
@@ -134,6 +160,7 @@ type Server struct {
 	keys    *throttle.Keyed[string]
 
 	seq, requests, admitted, throttled, unavailable, tokens atomic.Int64
+	tooLarge                                                atomic.Int64
 	inflight, maxInflight                                   atomic.Int64
 }
 
@@ -193,6 +220,9 @@ func newServer(cfg Config) *Server {
 			writeError(w, cfg.Dialect, http.StatusServiceUnavailable, "overloaded_error", "the service is temporarily unavailable")
 			return
 		}
+		if s.refuseExhausted(w, r) || s.refuseTooLarge(w, r) {
+			return
+		}
 		api.ServeHTTP(w, r)
 	})
 	return s
@@ -243,6 +273,7 @@ func (s *Server) Stats() Stats {
 		Throttled:   s.throttled.Load(),
 		Unavailable: s.unavailable.Load(),
 		Tokens:      s.tokens.Load(),
+		TooLarge:    s.tooLarge.Load(),
 		MaxInFlight: s.maxInflight.Load(),
 	}
 }

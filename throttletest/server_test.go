@@ -55,8 +55,8 @@ const chat = `{"model":"gpt-test","messages":[{"role":"user","content":"12345678
 
 // TestDialects checks that what each dialect writes parses back, with
 // internal/headers, to the vendor's state: after one chat call with a
-// request quota of 3 and a token quota of 1000, 2 requests and 1000-2-16
-// tokens remain.
+// request quota of 3 and a token quota of 1000, 2 requests and 1000-59
+// tokens remain (the estimate: 3 of text, 6 of message framing, 50 out).
 func TestDialects(t *testing.T) {
 	for d := IETF; d <= Anthropic; d++ {
 		t.Run(d.String(), func(t *testing.T) {
@@ -83,8 +83,8 @@ func TestDialects(t *testing.T) {
 				got = append(got, q{x.Name, x.Remaining})
 			}
 			// The reply is settled after the headers went out: they show
-			// the estimate (2 in, 50 out) taken, not the usage.
-			want := []q{{"requests", 2}, {"tokens", 948}}
+			// the estimate (9 in, 50 out) taken, not the usage.
+			want := []q{{"requests", 2}, {"tokens", 941}}
 			if d == XRateLimit || d == XRateLimitEpoch {
 				want = []q{{"", 2}}
 			}
@@ -92,10 +92,10 @@ func TestDialects(t *testing.T) {
 				t.Errorf("quotas %+v, want %+v (headers %v)", got, want, resp.Header)
 			}
 			for _, x := range sig.Quotas {
-				// Requests: 1 missing at 1/s; tokens: 52 at 1000/min.
+				// Requests: 1 missing at 1/s; tokens: 59 at 1000/min.
 				wantReset := time.Second
 				if x.Name == "tokens" {
-					wantReset = 3120 * time.Millisecond
+					wantReset = 3540 * time.Millisecond
 					if d != OpenAI {
 						wantReset = 4 * time.Second // whole seconds, rounded up
 					}
@@ -241,16 +241,16 @@ func TestLLMReplies(t *testing.T) {
 			t.Fatalf("%s: status %d, %s", path, resp.StatusCode, body)
 		}
 		u, ok := throttle.ParseUsage([]byte(body))
-		if !ok || u != (throttle.Usage{Input: 2, Output: 5}) {
+		if !ok || u != (throttle.Usage{Input: 9, Output: 5}) {
 			t.Errorf("%s: usage %+v (%v) in %s", path, u, ok, body)
 		}
 	}
-	// Each call reserved 52 and settled to 7: 86 left, so a call
-	// reserving 52 still passes; without settling the second would not.
+	// Each call reserved 59 and settled to 14: 72 left, so a call
+	// reserving 59 still passes; without settling the second would not.
 	if resp, _ := call(t, s, http.MethodPost, "/v1/chat/completions", "k", chat); resp.StatusCode != 200 {
 		t.Errorf("third call: status %d, want 200", resp.StatusCode)
 	}
-	if st := s.Stats(); st.Tokens != 21 || st.Admitted != 3 {
+	if st := s.Stats(); st.Tokens != 42 || st.Admitted != 3 {
 		t.Errorf("stats %+v", st)
 	}
 	if resp, _ := call(t, s, http.MethodPost, "/v1/chat/completions", "k2", "not json"); resp.StatusCode != 400 {

@@ -3,9 +3,9 @@
 // SDK over throttle.Transport, against a fake vendor on loopback
 // (throttletest).
 //
-// Each call reserves its estimate before it is sent (prompt characters / 4
-// plus max_tokens: about 210) and, with WithLLM, is settled to the usage the
-// response reports (about 50 tokens). The program runs the same 40 calls
+// Each call reserves its estimate before it is sent (the prompt's estimated
+// tokens plus max_tokens: about 215) and, with WithLLM, is settled to the
+// usage the response reports (about 55 tokens). The program runs the same 40 calls
 // twice: reserving only, where the token quota binds, and reserving then
 // settling, where the unused tokens come back and only the request quota
 // binds.

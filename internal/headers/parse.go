@@ -361,7 +361,7 @@ func (p *parser) counters(family Family, name, limitKey, remainingKey, resetKey 
 	if format == resetDiscord {
 		const afterKey = "X-Ratelimit-Reset-After"
 		if v, ok := p.single(afterKey, true); ok {
-			if d, ok := parseRetryAfterDelay(v); ok {
+			if d, ok := parseSeconds(v); ok {
 				q.Reset = p.capped(d)
 			} else {
 				p.malformed(afterKey)

@@ -26,7 +26,7 @@ func ParseXRateLimitReset(v string, now time.Time) (time.Duration, bool) {
 // seconds with an optional fraction ("64.57"), surrounding spaces and tabs
 // ignored, saturating at the largest time.Duration. ok is false otherwise.
 func ParseResetAfter(v string) (time.Duration, bool) {
-	return parseRetryAfterDelay(trimOWS(v))
+	return parseSeconds(trimOWS(v))
 }
 
 // ParseCount parses a limit or remaining count: decimal digits only, with
