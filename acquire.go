@@ -173,9 +173,11 @@ func (g *group) changed(now int64) {
 }
 
 // project returns the instant at which costs could be taken from bs if
-// queued now behind every waiter.
+// queued now behind every waiter. It leaves in the members' tail levels and
+// in tailAt the state once every queued waiter is served, and keeps them
+// for the next call only while tailValid says they stay right.
 func (g *group) project(bs []*Bucket, costs []int64, now int64) int64 {
-	if !g.tailOK {
+	if !g.tailValid() {
 		for _, m := range g.members {
 			m.tail = m.lvl
 		}
@@ -184,10 +186,20 @@ func (g *group) project(bs []*Bucket, costs []int64, now int64) int64 {
 			g.tailAt = readyAt(w.bs, w.costs, w.since, g.tailAt, true)
 			spend(w.bs, w.costs, g.tailAt, true)
 		}
-		g.tailOK = true
+		g.tailOK = g.head != nil
 	}
 	return readyAt(bs, costs, now, g.tailAt, true)
 }
+
+// tailValid is the one test of whether the projection project keeps is
+// current. It is while waiters are queued and nothing but their own grants
+// (which spend what the projection already spent) has changed a level,
+// rate, pause or the queue since it was made: changed and a waiter leaving
+// clear tailOK. With nobody queued it never is, whatever tailOK says:
+// takeNow and TryAcquire then spend from the levels, through no call that
+// would clear it, so a projection made when the queue was empty (by an
+// Acquire that failed fast, say) would go stale unseen.
+func (g *group) tailValid() bool { return g.tailOK && g.head != nil }
 
 // check validates costs against bs. A zero cost leaves that limit out, but
 // at least one cost must be positive.
@@ -374,8 +386,9 @@ func acquire(ctx context.Context, w *waiter) error {
 		observe(w.bs, w.costs, EventRejected, wait)
 		return err
 	}
+	// The projection just made, extended by w: current, as w is queued.
 	spend(w.bs, w.costs, t, true)
-	g.tailAt = t
+	g.tailAt, g.tailOK = t, true
 	w.since, w.queued = now, true
 	if w.done == nil {
 		w.done = make(chan struct{}, 1)

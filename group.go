@@ -22,7 +22,7 @@ type group struct {
 
 	head, last *waiter // the FIFO queue
 	floor      int64   // instant of the latest grant to a queued waiter
-	tailOK     bool    // members' tail levels and tailAt are current
+	tailOK     bool    // members' tail levels and tailAt may be current; see tailValid
 	tailAt     int64   // instant the last queued waiter will be served
 }
 
