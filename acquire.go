@@ -247,21 +247,35 @@ func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
 	}
 	now := g.now()
 	g.serve(now)
-	var t int64
-	if g.head == nil {
-		if covers(bs, costs, now) {
-			return 0, nil
-		}
-		t = readyAt(bs, costs, now, g.floor, false)
-	} else {
-		t = g.project(bs, costs, now)
-	}
+	t := g.waitUntil(bs, costs, now)
 	if t == never {
 		if err := noRefill(bs, costs); err != nil {
 			return 0, err
 		}
 	}
 	return time.Duration(t - now), nil
+}
+
+// waitUntil is the instant WaitTime reports for costs, with g locked and
+// served at now: now if they can be taken now, else the instant they could
+// be taken if queued now behind every waiter; never if that will not come.
+func (g *group) waitUntil(bs []*Bucket, costs []int64, now int64) int64 {
+	if g.head == nil {
+		if covers(bs, costs, now) {
+			return now
+		}
+		return readyAt(bs, costs, now, g.floor, false)
+	}
+	return g.project(bs, costs, now)
+}
+
+// rejectedWait is the Wait of a refused TryAcquire's events: what WaitTime
+// would have said at that moment, or zero when the costs will never pass.
+func (g *group) rejectedWait(bs []*Bucket, costs []int64, now int64) time.Duration {
+	if t := g.waitUntil(bs, costs, now); t != never {
+		return time.Duration(t - now)
+	}
+	return 0
 }
 
 // Acquire waits until cost tokens can be taken, then takes them. Waiters

@@ -144,6 +144,10 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		}
 		ok = e.try(costs, now)
 	}
+	var wait time.Duration
+	if !ok && k.obs != nil {
+		wait = e.rejectedWait(costs, now)
+	}
 	if steps > 0 {
 		s.sweep(now, steps)
 	}
@@ -153,7 +157,7 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		if ok {
 			kind = EventGranted
 		}
-		p.observe(k.obs, costs, kind)
+		p.observeWait(k.obs, costs, kind, wait)
 	}
 	return ok, nil
 }

@@ -118,13 +118,17 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 		g.serve(now)
 	}
 	ok := g.takeNow(l.bs, costs, now)
+	var wait time.Duration
+	if !ok && l.obs {
+		wait = g.rejectedWait(l.bs, costs, now)
+	}
 	g.mu.Unlock()
 	if l.obs {
 		kind := EventRejected
 		if ok {
 			kind = EventGranted
 		}
-		observe(l.bs, costs, kind, 0)
+		observe(l.bs, costs, kind, wait)
 	}
 	return ok, nil
 }

@@ -125,23 +125,31 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 		g.serve(now)
 	}
 	ok := g.head == nil && now >= b.paused
-	var wait time.Duration
 	if ok {
 		b.advance(&b.lvl, now)
 		ok = b.lvl.tokens >= cost
 		if ok {
 			b.lvl.take(cost)
-		} else if b.obs != nil {
-			if t := b.readyAt(&b.lvl, cost); t != never {
-				wait = time.Duration(t - now)
-			}
 		}
+	}
+	var wait time.Duration
+	if !ok && b.obs != nil {
+		wait = b.rejectedWait(g, cost, now)
 	}
 	g.mu.Unlock()
 	if b.obs != nil {
 		b.reportTry(ok, cost, wait)
 	}
 	return ok, nil
+}
+
+// rejectedWait is group.rejectedWait for one cost, apart for the same
+// reason as reportTry.
+//
+//go:noinline
+func (b *Bucket) rejectedWait(g *group, cost int64, now int64) time.Duration {
+	bs, costs := [1]*Bucket{b}, [1]int64{cost}
+	return g.rejectedWait(bs[:], costs[:], now)
 }
 
 // reportTry tells the observer how TryAcquire went. It is apart so that
