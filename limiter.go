@@ -25,6 +25,20 @@ type Limiter struct {
 
 // NewLimiter returns a Limiter over buckets, whose costs are given in this
 // order. The buckets must use the same clock and appear once each.
+//
+// Joining is for good, and it couples the buckets' queues: every bucket
+// joined, directly or through a bucket shared with another Limiter, is
+// served from one FIFO queue, so a request waits behind every waiter
+// queued before it on any bucket of that set, including waiters that need
+// none of its own buckets. Say a daily token limit is shared by the
+// Limiters of two models, each also with its own requests-per-minute
+// bucket: while a call on model A waits hours for the daily limit, a bare
+// TryAcquire on model B's requests bucket is refused and an Acquire on it
+// queues behind that call, though B's bucket is full. That is the price of
+// strict FIFO over shared limits with no deadlock and exact instants; keep
+// buckets that must not wait for each other out of a common Limiter (give
+// each model its own daily bucket, or keep the waits short with
+// deadlines).
 func NewLimiter(buckets ...*Bucket) (*Limiter, error) {
 	if len(buckets) == 0 {
 		return nil, errors.New("throttle: NewLimiter needs at least one bucket")

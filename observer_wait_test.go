@@ -1,6 +1,8 @@
 package throttle
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"testing"
@@ -70,5 +72,39 @@ func TestRejectedTryAcquireReportsWait(t *testing.T) {
 		if got := krec.take(); len(got) != 1 || got[0].Kind != EventRejected || got[0].Wait != 750*time.Millisecond {
 			t.Fatalf("key %q: got %+v, want a rejection with a wait of 750ms", key, got)
 		}
+	}
+}
+
+// TestSharedBucketCouplesQueues pins the coupling NewLimiter documents:
+// with a waiter queued on a shared daily limit through one Limiter, a
+// bucket of the other Limiter refuses a bare TryAcquire though it is full.
+func TestSharedBucketCouplesQueues(t *testing.T) {
+	clk := newClock()
+	daily, _ := New(1000, Per(1000, 24*time.Hour), WithClock(clk), WithName("daily"))
+	rpmA, _ := New(10, Per(10, time.Minute), WithClock(clk), WithName("a"))
+	rpmB, _ := New(10, Per(10, time.Minute), WithClock(clk), WithName("b"))
+	a, _ := NewLimiter(rpmA, daily)
+	NewLimiter(rpmB, daily)
+	a.TryAcquire(1, 1000)
+	ctx, cancel := context.WithCancel(t.Context())
+	out := make(chan result, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, err := a.Acquire(ctx, 1, 500)
+		out <- result{err: err}
+	}()
+	waitQueued(t, daily, 1)
+	if ok, _ := rpmB.TryAcquire(1); ok {
+		t.Fatal("b's bucket jumped the shared queue")
+	}
+	cancel()
+	if r := <-out; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	wg.Wait()
+	if ok, _ := rpmB.TryAcquire(1); !ok {
+		t.Fatal("b's bucket refused with nobody queued")
 	}
 }
