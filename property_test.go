@@ -1,0 +1,614 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// This file checks every entry point of a set of buckets sharing one queue
+// (Bucket, Limiter, Keyed) against an exact model of the documented
+// semantics, with calls interleaved at random on the fake clock: TryAcquire,
+// Acquire with short and long deadlines, WaitTime, Settle, SetRate,
+// PauseUntil, Drain and cancellation. Only the call under test reads or
+// changes the state, so no other call refreshes anything as a side effect
+// and hides a bug: the model says what each call must return and when each
+// queued waiter must be granted, and the test checks just that.
+
+// qbucket is one bucket of the model, in exact rational arithmetic.
+type qbucket struct {
+	level    *big.Rat
+	last     int64
+	capacity int64
+	rate     *big.Rat // tokens per nanosecond
+	den      int64    // the rate's reduced period: the fraction's denominator
+	paused   int64
+}
+
+type qwaiter struct {
+	id    int
+	costs []int64
+	since int64
+}
+
+// qmodel is a set of buckets with one FIFO queue.
+type qmodel struct {
+	bs    []*qbucket
+	floor int64
+	queue []*qwaiter
+}
+
+func newQBucket(capacity int64, r Rate) *qbucket {
+	b := &qbucket{level: new(big.Rat).SetInt64(capacity), capacity: capacity, paused: noPause}
+	b.setRate(r)
+	return b
+}
+
+func (b *qbucket) setRate(r Rate) {
+	b.rate = big.NewRat(r.Tokens(), int64(r.Period()))
+	b.den = 1
+	if r.Tokens() != 0 {
+		b.den = int64(r.Period()) / int64(gcd(uint64(r.Tokens()), uint64(r.Period())))
+	}
+}
+
+func (b *qbucket) advance(t int64) {
+	if t <= b.last {
+		return
+	}
+	capacity := new(big.Rat).SetInt64(b.capacity)
+	b.level.Add(b.level, new(big.Rat).Mul(b.rate, new(big.Rat).SetInt64(t-b.last)))
+	if b.level.Cmp(capacity) > 0 {
+		b.level.Set(capacity)
+	}
+	b.last = t
+}
+
+// readyAt is the first instant at or after last at which the level covers
+// cost, rounded up to the nanosecond.
+func (b *qbucket) readyAt(cost int64) int64 {
+	c := new(big.Rat).SetInt64(cost)
+	if b.level.Cmp(c) >= 0 {
+		return b.last
+	}
+	if b.rate.Sign() == 0 || cost > b.capacity {
+		return never
+	}
+	d := new(big.Rat).Quo(new(big.Rat).Sub(c, b.level), b.rate)
+	q, r := new(big.Int).QuoRem(d.Num(), d.Denom(), new(big.Int))
+	if r.Sign() != 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return b.last + q.Int64()
+}
+
+func (b *qbucket) clone() *qbucket {
+	c := *b
+	c.level = new(big.Rat).Set(b.level)
+	return &c
+}
+
+// instant is when costs can be granted, not before since nor floor.
+func (m *qmodel) instant(costs []int64, since, floor int64) int64 {
+	t := max(since, floor)
+	for i, b := range m.bs {
+		if costs[i] > 0 {
+			t = max(t, b.paused, b.readyAt(costs[i]))
+		}
+	}
+	return t
+}
+
+func (m *qmodel) spend(costs []int64, t int64) {
+	for i, b := range m.bs {
+		if costs[i] > 0 {
+			b.advance(t)
+			b.level.Sub(b.level, new(big.Rat).SetInt64(costs[i]))
+		}
+	}
+}
+
+// head is the instant the first waiter is due, never with none.
+func (m *qmodel) head() int64 {
+	if len(m.queue) == 0 {
+		return never
+	}
+	w := m.queue[0]
+	return m.instant(w.costs, w.since, m.floor)
+}
+
+// serve grants every waiter due by now and returns their ids.
+func (m *qmodel) serve(now int64) []int {
+	var ids []int
+	for len(m.queue) > 0 {
+		w := m.queue[0]
+		t := m.instant(w.costs, w.since, m.floor)
+		if t > now {
+			break
+		}
+		m.spend(w.costs, t)
+		m.floor = t
+		m.queue = m.queue[1:]
+		ids = append(ids, w.id)
+	}
+	return ids
+}
+
+func (m *qmodel) covers(costs []int64, now int64) bool {
+	for i, b := range m.bs {
+		if costs[i] == 0 {
+			continue
+		}
+		b.advance(now)
+		if now < b.paused || b.level.Cmp(new(big.Rat).SetInt64(costs[i])) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// project is the instant costs would be granted if queued now.
+func (m *qmodel) project(costs []int64, now int64) int64 {
+	c := &qmodel{floor: m.floor}
+	for _, b := range m.bs {
+		c.bs = append(c.bs, b.clone())
+	}
+	for _, w := range m.queue {
+		t := c.instant(w.costs, w.since, c.floor)
+		if t == never {
+			return never
+		}
+		c.spend(w.costs, t)
+		c.floor = t
+	}
+	return c.instant(costs, now, c.floor)
+}
+
+// waitUntil is what WaitTime must report, as an instant.
+func (m *qmodel) waitUntil(costs []int64, now int64) int64 {
+	if len(m.queue) == 0 {
+		if m.covers(costs, now) {
+			return now
+		}
+		return m.instant(costs, now, m.floor)
+	}
+	return m.project(costs, now)
+}
+
+func (m *qmodel) noRefill(costs []int64) bool {
+	for i, b := range m.bs {
+		if costs[i] > 0 && b.rate.Sign() == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ptarget is the implementation under test: n buckets behind one queue.
+type ptarget struct {
+	try     func([]int64) (bool, error)
+	wait    func([]int64) (time.Duration, error)
+	acquire func(context.Context, []int64) (*Permit, error)
+	setRate func(int, Rate) error
+	pause   func(time.Time)
+	drain   func(int, int64)
+	queued  func() int
+	events  *recorder // the buckets' observer
+}
+
+type plimit struct {
+	capacity int64
+	rate     Rate
+}
+
+func (l plimit) String() string { return fmt.Sprintf("%d@%v", l.capacity, l.rate) }
+
+type presult struct {
+	id     int
+	permit *Permit
+	err    error
+	at     int64
+}
+
+// propertyTargets makes the implementations under test over limits.
+var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
+	"Bucket": func(clk clockwork.Clock, ls []plimit) ptarget {
+		rec := &recorder{}
+		b, _ := New(ls[0].capacity, ls[0].rate, WithClock(clk), WithObserver(rec))
+		return ptarget{
+			try:  func(c []int64) (bool, error) { return b.TryAcquire(c[0]) },
+			wait: func(c []int64) (time.Duration, error) { return b.WaitTime(c[0]) },
+			acquire: func(ctx context.Context, c []int64) (*Permit, error) {
+				return b.AcquirePermit(ctx, c[0])
+			},
+			setRate: func(_ int, r Rate) error { return b.SetRate(r) },
+			pause:   b.PauseUntil,
+			drain:   func(_ int, n int64) { b.Drain(n) },
+			queued:  b.queued,
+			events:  rec,
+		}
+	},
+	"Limiter": func(clk clockwork.Clock, ls []plimit) ptarget {
+		rec := &recorder{}
+		var bs []*Bucket
+		for i, l := range ls {
+			b, _ := New(l.capacity, l.rate, WithClock(clk), WithName(fmt.Sprint(i)), WithObserver(rec))
+			bs = append(bs, b)
+		}
+		l, _ := NewLimiter(bs...)
+		return ptarget{
+			try:     func(c []int64) (bool, error) { return l.TryAcquire(c...) },
+			wait:    func(c []int64) (time.Duration, error) { return l.WaitTime(c...) },
+			acquire: func(ctx context.Context, c []int64) (*Permit, error) { return l.Acquire(ctx, c...) },
+			setRate: func(i int, r Rate) error { return bs[i].SetRate(r) },
+			pause:   l.PauseUntil,
+			drain:   func(i int, n int64) { bs[i].Drain(n) },
+			queued:  bs[0].queued,
+			events:  rec,
+		}
+	},
+	"Keyed": func(clk clockwork.Clock, ls []plimit) ptarget {
+		rec := &recorder{}
+		k := NewKeyed(func(string) []Limit {
+			var out []Limit
+			for i, l := range ls {
+				out = append(out, Limit{Name: fmt.Sprint(i), Capacity: l.capacity, Rate: l.rate})
+			}
+			return out
+		}, WithClock(clk), WithObserver(rec))
+		// The key's Limiter, taken only once a call needs one (the first
+		// Acquire, say): until then the key stays compact, and a compact
+		// key may be dropped and made again, which must change no decision.
+		var lim *Limiter
+		limiter := func() *Limiter {
+			if lim == nil {
+				lim = k.Limiter("key")
+			}
+			return lim
+		}
+		return ptarget{
+			try:     func(c []int64) (bool, error) { return k.TryAcquire("key", c...) },
+			wait:    func(c []int64) (time.Duration, error) { return k.WaitTime("key", c...) },
+			acquire: func(ctx context.Context, c []int64) (*Permit, error) { return k.Acquire(ctx, "key", c...) },
+			setRate: func(i int, r Rate) error { return limiter().bs[i].SetRate(r) },
+			pause:   func(t time.Time) { limiter().PauseUntil(t) },
+			drain:   func(i int, n int64) { limiter().bs[i].Drain(n) },
+			queued: func() int { return limiter().bs[0].queued() },
+			events: rec,
+		}
+	},
+}
+
+func TestPropertyEveryEntryPoint(t *testing.T) {
+	seeds, ops := 30, 250
+	if testing.Short() || raceEnabled {
+		seeds = 8
+	}
+	for name, mk := range propertyTargets {
+		t.Run(name, func(t *testing.T) {
+			for seed := range uint64(seeds) {
+				if !runProperty(t, name, mk, seed, ops) {
+					return
+				}
+			}
+		})
+	}
+}
+
+// runProperty runs one random trace; it reports false once it failed.
+func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) ptarget, seed uint64, ops int) bool {
+	rng := rand.New(rand.NewPCG(seed, 12))
+	n := 2
+	if name == "Bucket" {
+		n = 1
+	}
+	randRate := func() Rate {
+		if rng.IntN(25) == 0 {
+			return Per(0, time.Second)
+		}
+		return Per(rng.Int64N(9)+1, time.Duration(rng.Int64N(int64(time.Second)))+time.Millisecond)
+	}
+	var ls []plimit
+	m := &qmodel{}
+	for range n {
+		l := plimit{rng.Int64N(8) + 3, randRate()}
+		if l.rate.Tokens() == 0 {
+			l.rate = Per(3, time.Second)
+		}
+		ls = append(ls, l)
+		m.bs = append(m.bs, newQBucket(l.capacity, l.rate))
+	}
+	clk := newClock()
+	tg := mk(clk, ls)
+	var (
+		now     int64
+		nextID  int
+		out     = make(chan presult, 1024)
+		cancels = map[int]context.CancelFunc{}
+		permits []*Permit
+		costsOf = map[int][]int64{}
+		pending = 0 // goroutines that have not sent their result
+		trace   []string
+	)
+	fail := func(format string, args ...any) bool {
+		t.Helper()
+		t.Errorf("seed %d, limits %v, at %dns: %s\ntrace (last 30):\n%s", seed, ls, now,
+			fmt.Sprintf(format, args...), fmtTrace(trace))
+		return false
+	}
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+		for ; pending > 0; pending-- {
+			<-out
+		}
+	}()
+	// collect receives the results of ids, granted now.
+	collect := func(ids []int) bool {
+		got := make([]int, 0, len(ids))
+		for range ids {
+			var r presult
+			select {
+			case r = <-out:
+			case <-time.After(10 * time.Second):
+				return fail("waiters %v were due and never returned (got %v)", ids, got)
+			}
+			pending--
+			if r.err != nil || r.at != now {
+				return fail("waiter %d returned %v at %dns, want a grant at %dns", r.id, r.err, r.at, now)
+			}
+			got = append(got, r.id)
+			permits = append(permits, r.permit)
+			delete(cancels, r.id)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, ids) {
+			return fail("granted %v, want %v", got, ids)
+		}
+		return true
+	}
+	randCosts := func() []int64 {
+		c := make([]int64, n)
+		for i := range c {
+			if n > 1 && rng.IntN(4) == 0 {
+				continue
+			}
+			c[i] = rng.Int64N(ls[i].capacity) + 1
+		}
+		if slices.Max(c) == 0 {
+			c[0] = 1
+		}
+		return c
+	}
+	for range ops {
+		// Time passes: to every instant a waiter is due, then to the next call.
+		next := now + rng.Int64N(int64(400*time.Millisecond))
+		if rng.IntN(3) == 0 {
+			next = now
+		}
+		for h := m.head(); h <= next; h = m.head() {
+			clk.Advance(time.Duration(h - now))
+			now = h
+			trace = append(trace, fmt.Sprintf("%d: due", now))
+			if !collect(m.serve(now)) {
+				return false
+			}
+		}
+		clk.Advance(time.Duration(next - now))
+		now = next
+		var op string
+		switch k := rng.IntN(20); {
+		case k < 5: // TryAcquire
+			c := randCosts()
+			m.serve(now)
+			want := len(m.queue) == 0 && m.covers(c, now)
+			var wantWait time.Duration
+			if want {
+				m.spend(c, now)
+			} else if u := m.waitUntil(c, now); u != never {
+				wantWait = time.Duration(u - now)
+			}
+			tg.events.take()
+			got, err := tg.try(c)
+			op = fmt.Sprintf("TryAcquire%v = %v, %v", c, got, err)
+			if err != nil || got != want {
+				return fail("%s, want %v", op, want)
+			}
+			if !got {
+				for _, e := range tg.events.take() {
+					if e.Kind != EventRejected || e.Wait != wantWait {
+						return fail("%s reported %+v, want a rejection with a wait of %v", op, e, wantWait)
+					}
+				}
+			}
+		case k < 8: // WaitTime
+			c := randCosts()
+			u := m.waitUntil(c, now)
+			d, err := tg.wait(c)
+			op = fmt.Sprintf("WaitTime%v = %v, %v", c, d, err)
+			if u == never && m.noRefill(c) {
+				if !errors.Is(err, ErrNoRefill) {
+					return fail("%s, want ErrNoRefill", op)
+				}
+			} else if err != nil || d != time.Duration(u-now) {
+				return fail("%s, want %v", op, time.Duration(u-now))
+			}
+		case k < 13: // Acquire with a short or a long deadline
+			c := randCosts()
+			m.serve(now)
+			// A short deadline lies near the wait the model expects, so
+			// that a wrong projection flips fail fast and queue.
+			dl := time.Hour
+			if u := m.project(c, now); rng.IntN(2) == 0 && u != never {
+				dl = time.Duration(float64(u-now) * (0.5 + rng.Float64()))
+			}
+			id := nextID
+			nextID++
+			var want string
+			var wantWait time.Duration
+			switch u := m.project(c, now); {
+			case len(m.queue) == 0 && m.covers(c, now):
+				m.spend(c, now)
+				want = "granted"
+			case u == never && m.noRefill(c):
+				want = "no refill"
+			case time.Duration(u-now) > dl:
+				want, wantWait = "fail fast", time.Duration(u-now)
+			default:
+				want = "queued"
+				m.queue = append(m.queue, &qwaiter{id: id, costs: c, since: now})
+			}
+			op = fmt.Sprintf("Acquire#%d%v deadline %v: want %s %v", id, c, dl, want, wantWait)
+			parent, cancel := context.WithCancel(t.Context())
+			ctx := fixedDeadline{parent, clk.Now().Add(dl)}
+			before := tg.queued()
+			pending++
+			go func() {
+				p, err := tg.acquire(ctx, c)
+				out <- presult{id: id, permit: p, err: err, at: int64(clk.Since(t0))}
+			}()
+			var r presult
+			returned := false
+			for !returned && tg.queued() == before {
+				select {
+				case r = <-out:
+					returned = true
+					pending--
+				default:
+					runtime.Gosched()
+				}
+			}
+			if want == "queued" {
+				if returned {
+					cancel()
+					return fail("%s: returned %v at once", op, r.err)
+				}
+				cancels[id] = cancel
+				costsOf[id] = c
+				break
+			}
+			cancel()
+			if !returned {
+				<-out
+				pending--
+				return fail("%s: queued", op)
+			}
+			var we *WaitError
+			switch want {
+			case "granted":
+				if r.err != nil {
+					return fail("%s: %v", op, r.err)
+				}
+				permits = append(permits, r.permit)
+			case "no refill":
+				if !errors.Is(r.err, ErrNoRefill) {
+					return fail("%s: %v", op, r.err)
+				}
+			case "fail fast":
+				if !errors.As(r.err, &we) || we.Wait != wantWait {
+					return fail("%s: %v", op, r.err)
+				}
+			}
+		case k < 14: // cancel a queued waiter
+			if len(m.queue) == 0 {
+				continue
+			}
+			i := rng.IntN(len(m.queue))
+			w := m.queue[i]
+			m.queue = slices.Delete(m.queue, i, i+1)
+			op = fmt.Sprintf("cancel #%d", w.id)
+			cancels[w.id]()
+			delete(cancels, w.id)
+			r := <-out
+			pending--
+			if r.id != w.id || !errors.Is(r.err, context.Canceled) {
+				return fail("%s: waiter %d returned %v", op, r.id, r.err)
+			}
+		case k < 16: // Settle
+			if len(permits) == 0 {
+				continue
+			}
+			i := rng.IntN(len(permits))
+			p := permits[i]
+			permits = slices.Delete(permits, i, i+1)
+			actual := make([]int64, n)
+			m.serve(now)
+			for j, b := range m.bs {
+				actual[j] = rng.Int64N(ls[j].capacity + 1)
+				b.advance(now)
+				d := new(big.Rat).SetInt64(actual[j] - p.costs[j])
+				b.level.Sub(b.level, d)
+				if capacity := new(big.Rat).SetInt64(b.capacity); b.level.Cmp(capacity) > 0 {
+					b.level.Set(capacity)
+				}
+			}
+			op = fmt.Sprintf("Settle%v of %v", actual, p.costs)
+			if err := p.Settle(actual...); err != nil {
+				return fail("%s: %v", op, err)
+			}
+		case k < 17: // SetRate
+			i := rng.IntN(n)
+			r := randRate()
+			m.serve(now)
+			b := m.bs[i]
+			b.advance(now)
+			whole := new(big.Int).Div(b.level.Num(), b.level.Denom()) // floor: Denom > 0
+			frac := new(big.Rat).Sub(b.level, new(big.Rat).SetInt(whole))
+			b.setRate(r)
+			scaled := new(big.Rat).Mul(frac, new(big.Rat).SetInt64(b.den))
+			units := new(big.Int).Div(scaled.Num(), scaled.Denom())
+			b.level.Add(new(big.Rat).SetInt(whole), new(big.Rat).SetFrac(units, big.NewInt(b.den)))
+			ls[i].rate = r // for the failure message
+			op = fmt.Sprintf("SetRate(%d, %v)", i, r)
+			if err := tg.setRate(i, r); err != nil {
+				return fail("%s: %v", op, err)
+			}
+		case k < 18: // PauseUntil
+			until := now + rng.Int64N(int64(time.Second))
+			m.serve(now)
+			for _, b := range m.bs {
+				if until > b.paused {
+					b.advance(now)
+					b.paused = until
+					b.last = max(b.last, until)
+				}
+			}
+			op = fmt.Sprintf("PauseUntil(+%v)", time.Duration(until-now))
+			tg.pause(t0.Add(time.Duration(until)))
+		default: // Drain
+			i := rng.IntN(n)
+			rem := rng.Int64N(ls[i].capacity+2) - 1
+			m.serve(now)
+			b := m.bs[i]
+			b.advance(now)
+			if r := new(big.Rat).SetInt64(max(rem, 0)); b.level.Cmp(r) > 0 {
+				b.level.Set(r)
+			}
+			op = fmt.Sprintf("Drain(%d, %d)", i, rem)
+			tg.drain(i, rem)
+		}
+		trace = append(trace, fmt.Sprintf("%d: %s", now, op))
+		// A change can make waiters due at once.
+		if !collect(m.serve(now)) {
+			return false
+		}
+	}
+	return true
+}
+
+func fmtTrace(trace []string) string {
+	s := ""
+	for _, l := range trace[max(0, len(trace)-30):] {
+		s += "  " + l + "\n"
+	}
+	return s
+}
