@@ -281,8 +281,8 @@ var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
 			setRate: func(i int, r Rate) error { return limiter().bs[i].SetRate(r) },
 			pause:   func(t time.Time) { limiter().PauseUntil(t) },
 			drain:   func(i int, n int64) { limiter().bs[i].Drain(n) },
-			queued: func() int { return limiter().bs[0].queued() },
-			events: rec,
+			queued:  func() int { return limiter().bs[0].queued() },
+			events:  rec,
 		}
 	},
 }
