@@ -7,12 +7,19 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// waiter is one Acquire call in a group's queue. Each waiter owns a timer,
-// and only the head's is armed, for its instant; the others wait on their
-// done channel. Timers are armed by whoever changes the queue or a level,
-// under the group's lock, so a waiter never wakes just to learn that it
-// moved up, and the head's timer fires only at its instant: a grant wakes
-// one goroutine, not the queue.
+// waiter is one Acquire call in a group's queue. Each waiter owns a timer.
+// The head's is always armed, for its instant: timers are armed by whoever
+// changes the queue or a level, under the group's lock, so a waiter never
+// wakes just to learn that it moved up, and the head's timer fires only at
+// its instant: a grant wakes one goroutine, not the queue. On the real
+// clock (group.ahead) every waiter also arms its own timer as it queues,
+// for the instant projected for it then, as x/time/rate's waiters do: in
+// steady state that is the instant it becomes due, so when it becomes the
+// head its timer is already right and nobody resets a timer that has
+// become the process's earliest (which makes the runtime wake a thread to
+// watch it). That timer is only a hint: a waiter it wakes before its turn
+// (the queue was re-timed later) serves nothing and sleeps on, and one
+// re-timed earlier is armed again when it becomes the head.
 type waiter struct {
 	bs         []*Bucket
 	costs      []int64
@@ -412,6 +419,8 @@ func acquire(ctx context.Context, w *waiter) error {
 	g.push(w)
 	if w.prev == nil {
 		g.arm(now)
+	} else if g.ahead {
+		w.setTimer(t, now)
 	}
 	g.mu.Unlock()
 	err := w.sleep(ctx)
@@ -442,8 +451,10 @@ func (w *waiter) sleep(ctx context.Context) error {
 		case <-w.done:
 			return w.err
 		case <-w.timer.Chan():
-			// w is the head and its instant has come. If a stale tick woke it
-			// instead, serve grants nothing and w sleeps again.
+			// w's instant has come, as armed for the head or projected when
+			// it queued. If it is not w's turn after all (a stale tick, or a
+			// queue re-timed later), serve grants it nothing and w sleeps
+			// again, until the head's timer or a grant wakes it.
 			g := w.bs[0].lock()
 			now := g.now()
 			w.armed = never // fired, or a stale tick: either way not pending
