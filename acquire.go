@@ -219,8 +219,8 @@ func check(bs []*Bucket, costs []int64) error {
 		if c < 0 {
 			return limitErr(bs[i], ErrInvalidCost, c)
 		}
-		if c > bs[i].capacity {
-			return limitErr(bs[i], ErrCostExceedsCapacity, c)
+		if err := bs[i].over(c); err != nil {
+			return limitErr(bs[i], err, c)
 		}
 		any = any || c > 0
 	}
@@ -376,7 +376,7 @@ func covers(bs []*Bucket, costs []int64, now int64) bool {
 			continue
 		}
 		b.advance(&b.lvl, now)
-		if now < b.paused || b.lvl.tokens < costs[i] {
+		if now < b.paused || (b.lvl.tokens < costs[i] && !b.inf) {
 			return false
 		}
 	}

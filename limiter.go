@@ -125,6 +125,12 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	g := l.bs[0].lock()
 	if err := check(l.bs, costs); err != nil {
 		g.mu.Unlock()
+		if errors.Is(err, ErrClosed) {
+			if l.obs {
+				observe(l.bs, costs, EventRejected, 0)
+			}
+			return false, nil
+		}
 		return false, err
 	}
 	now := g.now()
