@@ -33,13 +33,43 @@ type waiter struct {
 	err        error
 	one        [1]*Bucket
 	oneCost    [1]int64
+	rsv        *Reservation // set for a reservation: no goroutine sleeps on it, no timer
 }
 
 // arm sets the head's timer for its instant, which serve has left in the
-// future, and leaves it alone when it is already right.
+// future, and leaves it alone when it is already right. Reservations at the
+// head have no goroutine to wake: then the first waiter behind them that
+// has one is armed, for its instant once they are served at theirs.
 func (g *group) arm(now int64) {
 	h := g.head
-	h.setTimer(readyAt(h.bs, h.costs, h.since, g.floor, false), now)
+	if h.rsv == nil {
+		h.setTimer(readyAt(h.bs, h.costs, h.since, g.floor, false), now)
+		return
+	}
+	for w := h; w != nil; w = w.next {
+		if w.rsv == nil {
+			w.setTimer(g.instantOf(w), now)
+			return
+		}
+	}
+}
+
+// instantOf returns the instant queued waiter w will be served, given the
+// waiters ahead of it. It uses the tail levels to work it out, and so
+// leaves the projection to be made again.
+func (g *group) instantOf(w *waiter) int64 {
+	for _, m := range g.members {
+		m.tail = m.lvl
+	}
+	g.tailOK = false
+	t := g.floor
+	for v := g.head; ; v = v.next {
+		t = readyAt(v.bs, v.costs, v.since, t, true)
+		if v == w || t == never {
+			return t
+		}
+		spend(v.bs, v.costs, t, true)
+	}
 }
 
 // idleTimer returns a stopped timer with nothing in its channel. On a fake
@@ -81,9 +111,12 @@ func (w *waiter) setTimer(t, now int64) {
 // and w be reused. done has room for that one value: a waiter is finished
 // at most once per use, and recycle empties it between uses.
 func (w *waiter) finish(err error) {
-	w.timer.Stop()
 	w.granted = err == nil
 	w.err = err
+	if w.rsv != nil {
+		return
+	}
+	w.timer.Stop()
 	w.done <- struct{}{}
 }
 
@@ -159,6 +192,9 @@ func (g *group) serve(now int64) {
 		spend(w.bs, w.costs, t, false)
 		g.floor = t
 		g.remove(w)
+		if w.rsv != nil {
+			w.rsv.at = g.epoch.Add(time.Duration(t))
+		}
 		w.finish(nil)
 	}
 	if g.head == nil {
@@ -417,8 +453,8 @@ func acquire(ctx context.Context, w *waiter) error {
 	}
 	w.armed = never
 	g.push(w)
-	if w.prev == nil {
-		g.arm(now)
+	if w.prev == nil || g.head.rsv != nil {
+		g.arm(now) // w is the head, or may be the first waiter behind reservations
 	} else if g.ahead {
 		w.setTimer(t, now)
 	}
@@ -492,6 +528,8 @@ func (w *waiter) cancel(ctx context.Context) error {
 		g.tailOK = false
 		if wasHead {
 			g.changed(now)
+		} else if g.head.rsv != nil {
+			g.arm(now) // w may have been the waiter armed behind reservations
 		}
 	}
 	g.mu.Unlock()

@@ -83,7 +83,9 @@ func (g *group) join(o *group) {
 		next := w.next
 		w.since += delta
 		w.prev, w.next = nil, nil
-		w.timer.Stop()
+		if w.rsv == nil {
+			w.timer.Stop()
+		}
 		w.armed = never
 		g.push(w)
 		w = next
