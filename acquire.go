@@ -34,6 +34,8 @@ type waiter struct {
 	one        [1]*Bucket
 	oneCost    [1]int64
 	rsv        *Reservation // set for a reservation: no goroutine sleeps on it, no timer
+	priority   int          // from the context; see WithPriority
+	overtaken  int          // waiters queued after it and served before it
 }
 
 // arm sets the head's timer for its instant, which serve has left in the
@@ -429,7 +431,14 @@ func acquire(ctx context.Context, w *waiter) error {
 		observe(w.bs, w.costs, EventGranted, 0)
 		return nil
 	}
-	t := g.project(w.bs, w.costs, now)
+	w.priority = priorityOf(ctx)
+	before := g.insertionPoint(w.priority)
+	var t int64
+	if before == nil {
+		t = g.project(w.bs, w.costs, now)
+	} else {
+		t = g.projectBefore(before, w.bs, w.costs, now)
+	}
 	if t == never {
 		if err := noRefill(w.bs, w.costs); err != nil {
 			g.mu.Unlock()
@@ -443,16 +452,20 @@ func acquire(ctx context.Context, w *waiter) error {
 		observe(w.bs, w.costs, EventRejected, wait)
 		return err
 	}
-	// The projection just made, extended by w: current, as w is queued.
-	spend(w.bs, w.costs, t, true)
-	g.tailAt, g.tailOK = t, true
 	w.since, w.queued = now, true
 	if w.done == nil {
 		w.done = make(chan struct{}, 1)
 		w.timer = g.idleTimer()
 	}
 	w.armed = never
-	g.push(w)
+	if before == nil {
+		// The projection just made, extended by w: current, as w is queued.
+		spend(w.bs, w.costs, t, true)
+		g.tailAt, g.tailOK = t, true
+		g.push(w)
+	} else {
+		g.insertBefore(before, w)
+	}
 	if w.prev == nil || g.head.rsv != nil {
 		g.arm(now) // w is the head, or may be the first waiter behind reservations
 	} else if g.ahead {

@@ -10,7 +10,7 @@ import (
 
 func TestReserve(t *testing.T) {
 	b, clk := newFake(t, 10, Per(10, time.Second)) // a token every 100ms
-	r1, err := b.Reserve(10)                          // at once
+	r1, err := b.Reserve(10)                       // at once
 	if err != nil || !r1.OK() || r1.Delay() != 0 {
 		t.Fatalf("Reserve(10) on a full bucket: %v, OK %v, Delay %v", err, r1.OK(), r1.Delay())
 	}
