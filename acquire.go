@@ -338,14 +338,14 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 		return ErrInvalidCost
 	}
 	bs, costs := [1]*Bucket{b}, [1]int64{cost}
-	if done, err := tryNow(ctx, bs[:], costs[:], b.obs != nil); done {
+	g, now, done, err := tryOrLock(ctx, bs[:], costs[:], b.obs != nil)
+	if done {
 		return err
 	}
-	g := b.g.Load()
 	w := g.waiter()
 	w.one[0], w.oneCost[0] = b, cost
 	w.bs, w.costs = w.one[:], w.oneCost[:]
-	err := acquire(ctx, w)
+	err = enqueue(ctx, w, g, now)
 	g.recycle(w)
 	return err
 }
@@ -357,10 +357,23 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 // obs says whether any of bs has an observer: without one a grant reports
 // nothing, and makes no call to do so.
 func tryNow(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (done bool, err error) {
-	g := bs[0].lock()
+	g, _, done, err := tryOrLock(ctx, bs, costs, obs)
+	if !done {
+		g.mu.Unlock()
+	}
+	return done, err
+}
+
+// tryOrLock is tryNow for a caller that queues next: when it reports
+// done=false it returns with g, the buckets' group, still locked, and now
+// read under the lock, for enqueue. One lock per queued call instead of
+// two: with a thousand goroutines arriving at once on a slow limiter, the
+// second pass through a contended lock was a third of their CPU.
+func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *group, now int64, done bool, err error) {
+	g = bs[0].lock()
 	if err := check(bs, costs); err != nil {
 		g.mu.Unlock()
-		return true, err
+		return g, 0, true, err
 	}
 	// A context that is never done (Background, and so most requests'
 	// contexts) has no channel: no select then, which keeps the runtime's
@@ -370,26 +383,22 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (done bo
 		case <-d:
 			g.mu.Unlock()
 			observe(bs, costs, EventCancelled, 0)
-			return true, ctx.Err()
+			return g, 0, true, ctx.Err()
 		default:
 		}
 	}
 	// With waiters queued the caller queues too: serving them here would
 	// wake the head from this goroutine, where its own armed timer wakes it
 	// more cheaply, and changes no instant.
-	if g.head != nil {
-		g.mu.Unlock()
-		return false, nil
-	}
-	if !g.takeNow(bs, costs, g.now()) {
-		g.mu.Unlock()
-		return false, nil
+	now = g.now()
+	if !g.takeNow(bs, costs, now) {
+		return g, now, false, nil
 	}
 	g.mu.Unlock()
 	if obs {
 		observe(bs, costs, EventGranted, 0)
 	}
-	return true, nil
+	return g, now, true, nil
 }
 
 // takeNow takes costs from bs at now if nobody is queued and covers says
@@ -431,6 +440,12 @@ func acquire(ctx context.Context, w *waiter) error {
 		observe(w.bs, w.costs, EventGranted, 0)
 		return nil
 	}
+	return enqueue(ctx, w, g, now)
+}
+
+// enqueue is acquire once the costs could not be taken at now: g, w's
+// group, is locked, and enqueue unlocks it.
+func enqueue(ctx context.Context, w *waiter, g *group, now int64) error {
 	w.priority = priorityOf(ctx)
 	before := g.insertionPoint(w.priority)
 	var t int64

@@ -165,19 +165,19 @@ func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 // guarantees of Bucket.Acquire: FIFO, fail fast on a deadline that is too
 // short, and a cancelled waiter spends nothing.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) {
-	if done, err := tryNow(ctx, l.bs, costs, l.obs); done {
+	g, now, done, err := tryOrLock(ctx, l.bs, costs, l.obs)
+	if done {
 		if err != nil {
 			return nil, err
 		}
 		return newPermit(l.bs, costs), nil
 	}
-	g := l.bs[0].g.Load()
 	w := g.waiter()
 	// A copy, so that costs does not escape: a grant at once then
 	// allocates only its Permit. The Permit keeps the copy.
 	owned := slices.Clone(costs)
 	w.bs, w.costs = l.bs, owned
-	err := acquire(ctx, w)
+	err = enqueue(ctx, w, g, now)
 	g.recycle(w)
 	if err != nil {
 		return nil, err
@@ -190,13 +190,13 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 // reads no clock for that when it did not queue. costs must stay unchanged
 // until take returns.
 func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err error) {
-	if done, err := tryNow(ctx, l.bs, costs, l.obs); done {
+	g, now, done, err := tryOrLock(ctx, l.bs, costs, l.obs)
+	if done {
 		return 0, err
 	}
-	g := l.bs[0].g.Load()
 	w := g.waiter()
 	w.bs, w.costs = l.bs, costs
-	err = acquire(ctx, w)
+	err = enqueue(ctx, w, g, now)
 	if w.queued {
 		waited = l.bs[0].g.Load().now() - w.since
 	}
