@@ -391,6 +391,9 @@ func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *g
 	// wake the head from this goroutine, where its own armed timer wakes it
 	// more cheaply, and changes no instant.
 	now = g.now()
+	if g.head != nil && g.head.rsv != nil {
+		g.serve(now) // reservations have no goroutine to serve them when due
+	}
 	if !g.takeNow(bs, costs, now) {
 		return g, now, false, nil
 	}
@@ -435,6 +438,9 @@ func covers(bs []*Bucket, costs []int64, now int64) bool {
 func acquire(ctx context.Context, w *waiter) error {
 	g := w.bs[0].lock()
 	now := g.now()
+	if g.head != nil && g.head.rsv != nil {
+		g.serve(now)
+	}
 	if g.takeNow(w.bs, w.costs, now) {
 		g.mu.Unlock()
 		observe(w.bs, w.costs, EventGranted, 0)

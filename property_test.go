@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"runtime"
@@ -35,9 +36,12 @@ type qbucket struct {
 }
 
 type qwaiter struct {
-	id    int
-	costs []int64
-	since int64
+	id        int
+	costs     []int64
+	since     int64
+	priority  int
+	overtaken int
+	rsv       *Reservation // a reservation's, nil for an Acquire call
 }
 
 // qmodel is a set of buckets with one FIFO queue.
@@ -156,13 +160,40 @@ func (m *qmodel) covers(costs []int64, now int64) bool {
 	return true
 }
 
-// project is the instant costs would be granted if queued now.
+// project is the instant costs would be granted if queued now at the end.
 func (m *qmodel) project(costs []int64, now int64) int64 {
+	return m.projectAt(len(m.queue), costs, now)
+}
+
+// place is where a waiter of priority p goes in the queue: ahead of those
+// of lower priority, passing none passed MaxOvertake times, nor a
+// reservation.
+func (m *qmodel) place(p int) int {
+	i := len(m.queue)
+	for i > 0 {
+		q := m.queue[i-1]
+		if q.priority >= p || q.overtaken >= MaxOvertake || q.rsv != nil {
+			break
+		}
+		i--
+	}
+	return i
+}
+
+func (m *qmodel) insert(i int, w *qwaiter) {
+	for _, q := range m.queue[i:] {
+		q.overtaken++
+	}
+	m.queue = slices.Insert(m.queue, i, w)
+}
+
+// projectAt is the instant costs would be granted if queued now at i.
+func (m *qmodel) projectAt(i int, costs []int64, now int64) int64 {
 	c := &qmodel{floor: m.floor}
 	for _, b := range m.bs {
 		c.bs = append(c.bs, b.clone())
 	}
-	for _, w := range m.queue {
+	for _, w := range m.queue[:i] {
 		t := c.instant(w.costs, w.since, c.floor)
 		if t == never {
 			return never
@@ -193,6 +224,39 @@ func (m *qmodel) noRefill(costs []int64) bool {
 	return false
 }
 
+// sleepers counts the Acquire calls queued on b: a queued call adds one,
+// while reservations, which any call may serve, do not count.
+func sleepers(b *Bucket) int {
+	g := b.lock()
+	defer g.mu.Unlock()
+	n := 0
+	for w := g.head; w != nil; w = w.next {
+		if w.rsv == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// mres is a reservation made in the trace: at is its grant instant, never
+// while it is queued as w.
+type mres struct {
+	r     *Reservation
+	costs []int64
+	w     *qwaiter
+	at    int64
+}
+
+// instantOf is the instant queued w will be granted.
+func (m *qmodel) instantOf(w *qwaiter) int64 {
+	i := slices.Index(m.queue, w)
+	c := &qmodel{floor: m.floor, queue: m.queue[:i]}
+	for _, b := range m.bs {
+		c.bs = append(c.bs, b.clone())
+	}
+	return c.projectAt(i, w.costs, w.since)
+}
+
 // ptarget is the implementation under test: n buckets behind one queue.
 type ptarget struct {
 	try     func([]int64) (bool, error)
@@ -201,6 +265,7 @@ type ptarget struct {
 	setRate func(int, Rate) error
 	pause   func(time.Time)
 	drain   func(int, int64)
+	reserve func([]int64) (*Reservation, error)
 	queued  func() int
 	events  *recorder // the buckets' observer
 	group   func() *group
@@ -232,9 +297,10 @@ var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
 				return b.AcquirePermit(ctx, c[0])
 			},
 			setRate: func(_ int, r Rate) error { return b.SetRate(r) },
+			reserve: func(c []int64) (*Reservation, error) { return b.Reserve(c[0]) },
 			pause:   b.PauseUntil,
 			drain:   func(_ int, n int64) { b.Drain(n) },
-			queued:  b.queued,
+			queued:  func() int { return sleepers(b) },
 			events:  rec,
 			group:   func() *group { return b.g.Load() },
 		}
@@ -252,9 +318,10 @@ var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
 			wait:    func(c []int64) (time.Duration, error) { return l.WaitTime(c...) },
 			acquire: func(ctx context.Context, c []int64) (*Permit, error) { return l.Acquire(ctx, c...) },
 			setRate: func(i int, r Rate) error { return bs[i].SetRate(r) },
+			reserve: func(c []int64) (*Reservation, error) { return l.Reserve(c...) },
 			pause:   l.PauseUntil,
 			drain:   func(i int, n int64) { bs[i].Drain(n) },
-			queued:  bs[0].queued,
+			queued:  func() int { return sleepers(bs[0]) },
 			events:  rec,
 			group:   func() *group { return bs[0].g.Load() },
 		}
@@ -283,9 +350,10 @@ var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
 			wait:    func(c []int64) (time.Duration, error) { return k.WaitTime("key", c...) },
 			acquire: func(ctx context.Context, c []int64) (*Permit, error) { return k.Acquire(ctx, "key", c...) },
 			setRate: func(i int, r Rate) error { return limiter().bs[i].SetRate(r) },
+			reserve: func(c []int64) (*Reservation, error) { return limiter().Reserve(c...) },
 			pause:   func(t time.Time) { limiter().PauseUntil(t) },
 			drain:   func(i int, n int64) { limiter().bs[i].Drain(n) },
-			queued:  func() int { return limiter().bs[0].queued() },
+			queued:  func() int { return sleepers(limiter().bs[0]) },
 			group:   func() *group { return limiter().bs[0].g.Load() },
 			events:  rec,
 		}
@@ -357,6 +425,9 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 		costsOf = map[int][]int64{}
 		pending = 0 // goroutines that have not sent their result
 		trace   []string
+
+		reservations []*mres
+		rsvOf        = map[int]*mres{} // reservations queued, by id
 	)
 	fail := func(format string, args ...any) bool {
 		t.Helper()
@@ -390,8 +461,18 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 		clk.Advance(d)
 		g.mu.Unlock()
 	}
-	// collect receives the results of ids, granted now.
-	collect := func(ids []int) bool {
+	// collect receives the results of ids, granted now; reservations
+	// have no goroutine, and only take note of their instant.
+	collect := func(all []int) bool {
+		var ids []int
+		for _, id := range all {
+			if mr := rsvOf[id]; mr != nil {
+				mr.at = now
+				delete(rsvOf, id)
+			} else {
+				ids = append(ids, id)
+			}
+		}
 		got := make([]int, 0, len(ids))
 		for range ids {
 			var r presult
@@ -409,6 +490,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			delete(cancels, r.id)
 		}
 		slices.Sort(got)
+		slices.Sort(ids)
 		if !slices.Equal(got, ids) {
 			return fail("granted %v, want %v", got, ids)
 		}
@@ -444,7 +526,70 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 		advance(time.Duration(next - now))
 		now = next
 		var op string
-		switch k := rng.IntN(20); {
+		switch k := rng.IntN(23); {
+		case k >= 20: // Reserve, look at a reservation, or cancel one
+			if k == 20 || len(reservations) == 0 {
+				c := randCosts()
+				m.serve(now)
+				id := nextID
+				nextID++
+				u := m.project(c, now)
+				r, err := tg.reserve(c)
+				op = fmt.Sprintf("Reserve#%d%v = %v", id, c, err)
+				switch {
+				case len(m.queue) == 0 && m.covers(c, now):
+					m.spend(c, now)
+					if err != nil || r.Delay() != 0 {
+						return fail("%s, want a grant at once", op)
+					}
+					reservations = append(reservations, &mres{r: r, costs: c, at: now})
+				case u == never && m.noRefill(c):
+					if !errors.Is(err, ErrNoRefill) {
+						return fail("%s, want ErrNoRefill", op)
+					}
+				default:
+					if err != nil {
+						return fail("%s", op)
+					}
+					w := &qwaiter{id: id, costs: c, since: now, rsv: r}
+					m.queue = append(m.queue, w)
+					mr := &mres{r: r, costs: c, w: w, at: never}
+					reservations = append(reservations, mr)
+					rsvOf[id] = mr
+				}
+				break
+			}
+			i := rng.IntN(len(reservations))
+			mr := reservations[i]
+			m.serve(now)
+			if k == 21 {
+				want := time.Duration(max(mr.at-now, 0))
+				if mr.at == never {
+					want = math.MaxInt64 // never granted: behind a limit that does not refill
+					if u := m.instantOf(mr.w); u != never {
+						want = time.Duration(u - now)
+					}
+				}
+				op = fmt.Sprintf("Reservation%v.Delay() = %v", mr.costs, mr.r.Delay())
+				if d := mr.r.Delay(); d != want {
+					return fail("%s, want %v", op, want)
+				}
+				break
+			}
+			reservations = slices.Delete(reservations, i, i+1)
+			if mr.at == never {
+				m.queue = slices.DeleteFunc(m.queue, func(q *qwaiter) bool { return q == mr.w })
+			} else {
+				for j, b := range m.bs {
+					b.advance(now)
+					b.level.Add(b.level, new(big.Rat).SetInt64(mr.costs[j]))
+					if capacity := new(big.Rat).SetInt64(b.capacity); b.level.Cmp(capacity) > 0 {
+						b.level.Set(capacity)
+					}
+				}
+			}
+			op = fmt.Sprintf("Reservation%v.Cancel()", mr.costs)
+			mr.r.Cancel()
 		case k < 5: // TryAcquire
 			c := randCosts()
 			m.serve(now)
@@ -483,17 +628,22 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 		case k < 13: // Acquire with a short or a long deadline
 			c := randCosts()
 			m.serve(now)
+			prio := 0
+			if rng.IntN(3) == 0 {
+				prio = rng.IntN(3) - 1
+			}
+			at := m.place(prio)
 			// A short deadline lies near the wait the model expects, so
 			// that a wrong projection flips fail fast and queue.
 			dl := time.Hour
-			if u := m.project(c, now); rng.IntN(2) == 0 && u != never {
+			if u := m.projectAt(at, c, now); rng.IntN(2) == 0 && u != never {
 				dl = time.Duration(float64(u-now) * (0.5 + rng.Float64()))
 			}
 			id := nextID
 			nextID++
 			var want string
 			var wantWait time.Duration
-			switch u := m.project(c, now); {
+			switch u := m.projectAt(at, c, now); {
 			case len(m.queue) == 0 && m.covers(c, now):
 				m.spend(c, now)
 				want = "granted"
@@ -503,10 +653,10 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 				want, wantWait = "fail fast", time.Duration(u-now)
 			default:
 				want = "queued"
-				m.queue = append(m.queue, &qwaiter{id: id, costs: c, since: now})
+				m.insert(at, &qwaiter{id: id, costs: c, since: now, priority: prio})
 			}
-			op = fmt.Sprintf("Acquire#%d%v deadline %v: want %s %v", id, c, dl, want, wantWait)
-			parent, cancel := context.WithCancel(t.Context())
+			op = fmt.Sprintf("Acquire#%d%v priority %d deadline %v: want %s %v", id, c, prio, dl, want, wantWait)
+			parent, cancel := context.WithCancel(WithPriority(t.Context(), prio))
 			ctx := fixedDeadline{parent, clk.Now().Add(dl)}
 			before := tg.queued()
 			pending++
@@ -527,7 +677,13 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			}
 			if want == "queued" {
 				if returned {
+					// Queued at the head with its tokens there (it passed
+					// waiters of lower priority), it is served at once.
 					cancel()
+					if ids := m.serve(now); r.err == nil && slices.Equal(ids, []int{id}) && r.at == now {
+						permits = append(permits, r.permit)
+						break
+					}
 					return fail("%s: returned %v at once", op, r.err)
 				}
 				cancels[id] = cancel
@@ -562,6 +718,9 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			}
 			i := rng.IntN(len(m.queue))
 			w := m.queue[i]
+			if w.rsv != nil {
+				continue
+			}
 			m.queue = slices.Delete(m.queue, i, i+1)
 			op = fmt.Sprintf("cancel #%d", w.id)
 			cancels[w.id]()
