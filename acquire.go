@@ -331,8 +331,10 @@ func (g *group) rejectedWait(bs []*Bucket, costs []int64, now int64) time.Durati
 // matches context.DeadlineExceeded) when ctx's deadline, read on the
 // bucket's clock, comes before the instant the tokens could be granted. A
 // waiter whose ctx is done leaves the queue, spends nothing and returns
-// ctx.Err(). It fails with ErrInvalidCost, ErrCostExceedsCapacity, or, when
-// the rate is zero and the level cannot cover cost, ErrNoRefill.
+// ctx.Err(). It fails with ErrInvalidCost, ErrCostExceedsCapacity,
+// ErrClosed on a closed bucket, or, when the rate is zero and the level
+// cannot cover cost, ErrNoRefill. A ctx made by WithPriority queues ahead
+// of waiters of lower priority, within the bound MaxOvertake states.
 func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 	if cost <= 0 {
 		return ErrInvalidCost
