@@ -7,12 +7,19 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// waiter is one Acquire call in a group's queue. Each waiter owns a timer,
-// and only the head's is armed, for its instant; the others wait on their
-// done channel. Timers are armed by whoever changes the queue or a level,
-// under the group's lock, so a waiter never wakes just to learn that it
-// moved up, and the head's timer fires only at its instant: a grant wakes
-// one goroutine, not the queue.
+// waiter is one Acquire call in a group's queue. Each waiter owns a timer.
+// The head's is always armed, for its instant: timers are armed by whoever
+// changes the queue or a level, under the group's lock, so a waiter never
+// wakes just to learn that it moved up, and the head's timer fires only at
+// its instant: a grant wakes one goroutine, not the queue. On the real
+// clock (group.ahead) every waiter also arms its own timer as it queues,
+// for the instant projected for it then, as x/time/rate's waiters do: in
+// steady state that is the instant it becomes due, so when it becomes the
+// head its timer is already right and nobody resets a timer that has
+// become the process's earliest (which makes the runtime wake a thread to
+// watch it). That timer is only a hint: a waiter it wakes before its turn
+// (the queue was re-timed later) serves nothing and sleeps on, and one
+// re-timed earlier is armed again when it becomes the head.
 type waiter struct {
 	bs         []*Bucket
 	costs      []int64
@@ -26,13 +33,45 @@ type waiter struct {
 	err        error
 	one        [1]*Bucket
 	oneCost    [1]int64
+	rsv        *Reservation // set for a reservation: no goroutine sleeps on it, no timer
+	priority   int          // from the context; see WithPriority
+	overtaken  int          // waiters queued after it and served before it
 }
 
 // arm sets the head's timer for its instant, which serve has left in the
-// future, and leaves it alone when it is already right.
+// future, and leaves it alone when it is already right. Reservations at the
+// head have no goroutine to wake: then the first waiter behind them that
+// has one is armed, for its instant once they are served at theirs.
 func (g *group) arm(now int64) {
 	h := g.head
-	h.setTimer(readyAt(h.bs, h.costs, h.since, g.floor, false), now)
+	if h.rsv == nil {
+		h.setTimer(readyAt(h.bs, h.costs, h.since, g.floor, false), now)
+		return
+	}
+	for w := h; w != nil; w = w.next {
+		if w.rsv == nil {
+			w.setTimer(g.instantOf(w), now)
+			return
+		}
+	}
+}
+
+// instantOf returns the instant queued waiter w will be served, given the
+// waiters ahead of it. It uses the tail levels to work it out, and so
+// leaves the projection to be made again.
+func (g *group) instantOf(w *waiter) int64 {
+	for _, m := range g.members {
+		m.tail = m.lvl
+	}
+	g.tailOK = false
+	t := g.floor
+	for v := g.head; ; v = v.next {
+		t = readyAt(v.bs, v.costs, v.since, t, true)
+		if v == w || t == never {
+			return t
+		}
+		spend(v.bs, v.costs, t, true)
+	}
 }
 
 // idleTimer returns a stopped timer with nothing in its channel. On a fake
@@ -74,9 +113,12 @@ func (w *waiter) setTimer(t, now int64) {
 // and w be reused. done has room for that one value: a waiter is finished
 // at most once per use, and recycle empties it between uses.
 func (w *waiter) finish(err error) {
-	w.timer.Stop()
 	w.granted = err == nil
 	w.err = err
+	if w.rsv != nil {
+		return
+	}
+	w.timer.Stop()
 	w.done <- struct{}{}
 }
 
@@ -152,6 +194,9 @@ func (g *group) serve(now int64) {
 		spend(w.bs, w.costs, t, false)
 		g.floor = t
 		g.remove(w)
+		if w.rsv != nil {
+			w.rsv.at = g.epoch.Add(time.Duration(t))
+		}
 		w.finish(nil)
 	}
 	if g.head == nil {
@@ -173,9 +218,11 @@ func (g *group) changed(now int64) {
 }
 
 // project returns the instant at which costs could be taken from bs if
-// queued now behind every waiter.
+// queued now behind every waiter. It leaves in the members' tail levels and
+// in tailAt the state once every queued waiter is served, and keeps them
+// for the next call only while tailValid says they stay right.
 func (g *group) project(bs []*Bucket, costs []int64, now int64) int64 {
-	if !g.tailOK {
+	if !g.tailValid() {
 		for _, m := range g.members {
 			m.tail = m.lvl
 		}
@@ -184,10 +231,20 @@ func (g *group) project(bs []*Bucket, costs []int64, now int64) int64 {
 			g.tailAt = readyAt(w.bs, w.costs, w.since, g.tailAt, true)
 			spend(w.bs, w.costs, g.tailAt, true)
 		}
-		g.tailOK = true
+		g.tailOK = g.head != nil
 	}
 	return readyAt(bs, costs, now, g.tailAt, true)
 }
+
+// tailValid is the one test of whether the projection project keeps is
+// current. It is while waiters are queued and nothing but their own grants
+// (which spend what the projection already spent) has changed a level,
+// rate, pause or the queue since it was made: changed and a waiter leaving
+// clear tailOK. With nobody queued it never is, whatever tailOK says:
+// takeNow and TryAcquire then spend from the levels, through no call that
+// would clear it, so a projection made when the queue was empty (by an
+// Acquire that failed fast, say) would go stale unseen.
+func (g *group) tailValid() bool { return g.tailOK && g.head != nil }
 
 // check validates costs against bs. A zero cost leaves that limit out, but
 // at least one cost must be positive.
@@ -200,8 +257,8 @@ func check(bs []*Bucket, costs []int64) error {
 		if c < 0 {
 			return limitErr(bs[i], ErrInvalidCost, c)
 		}
-		if c > bs[i].capacity {
-			return limitErr(bs[i], ErrCostExceedsCapacity, c)
+		if err := bs[i].over(c); err != nil {
+			return limitErr(bs[i], err, c)
 		}
 		any = any || c > 0
 	}
@@ -235,21 +292,35 @@ func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
 	}
 	now := g.now()
 	g.serve(now)
-	var t int64
-	if g.head == nil {
-		if covers(bs, costs, now) {
-			return 0, nil
-		}
-		t = readyAt(bs, costs, now, g.floor, false)
-	} else {
-		t = g.project(bs, costs, now)
-	}
+	t := g.waitUntil(bs, costs, now)
 	if t == never {
 		if err := noRefill(bs, costs); err != nil {
 			return 0, err
 		}
 	}
 	return time.Duration(t - now), nil
+}
+
+// waitUntil is the instant WaitTime reports for costs, with g locked and
+// served at now: now if they can be taken now, else the instant they could
+// be taken if queued now behind every waiter; never if that will not come.
+func (g *group) waitUntil(bs []*Bucket, costs []int64, now int64) int64 {
+	if g.head == nil {
+		if covers(bs, costs, now) {
+			return now
+		}
+		return readyAt(bs, costs, now, g.floor, false)
+	}
+	return g.project(bs, costs, now)
+}
+
+// rejectedWait is the Wait of a refused TryAcquire's events: what WaitTime
+// would have said at that moment, or zero when the costs will never pass.
+func (g *group) rejectedWait(bs []*Bucket, costs []int64, now int64) time.Duration {
+	if t := g.waitUntil(bs, costs, now); t != never {
+		return time.Duration(t - now)
+	}
+	return 0
 }
 
 // Acquire waits until cost tokens can be taken, then takes them. Waiters
@@ -260,21 +331,23 @@ func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
 // matches context.DeadlineExceeded) when ctx's deadline, read on the
 // bucket's clock, comes before the instant the tokens could be granted. A
 // waiter whose ctx is done leaves the queue, spends nothing and returns
-// ctx.Err(). It fails with ErrInvalidCost, ErrCostExceedsCapacity, or, when
-// the rate is zero and the level cannot cover cost, ErrNoRefill.
+// ctx.Err(). It fails with ErrInvalidCost, ErrCostExceedsCapacity,
+// ErrClosed on a closed bucket, or, when the rate is zero and the level
+// cannot cover cost, ErrNoRefill. A ctx made by WithPriority queues ahead
+// of waiters of lower priority, within the bound MaxOvertake states.
 func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 	if cost <= 0 {
 		return ErrInvalidCost
 	}
 	bs, costs := [1]*Bucket{b}, [1]int64{cost}
-	if done, err := tryNow(ctx, bs[:], costs[:], b.obs != nil); done {
+	g, now, done, err := tryOrLock(ctx, bs[:], costs[:], b.obs != nil)
+	if done {
 		return err
 	}
-	g := b.g.Load()
 	w := g.waiter()
 	w.one[0], w.oneCost[0] = b, cost
 	w.bs, w.costs = w.one[:], w.oneCost[:]
-	err := acquire(ctx, w)
+	err = enqueue(ctx, w, g, now)
 	g.recycle(w)
 	return err
 }
@@ -286,10 +359,23 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 // obs says whether any of bs has an observer: without one a grant reports
 // nothing, and makes no call to do so.
 func tryNow(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (done bool, err error) {
-	g := bs[0].lock()
+	g, _, done, err := tryOrLock(ctx, bs, costs, obs)
+	if !done {
+		g.mu.Unlock()
+	}
+	return done, err
+}
+
+// tryOrLock is tryNow for a caller that queues next: when it reports
+// done=false it returns with g, the buckets' group, still locked, and now
+// read under the lock, for enqueue. One lock per queued call instead of
+// two: with a thousand goroutines arriving at once on a slow limiter, the
+// second pass through a contended lock was a third of their CPU.
+func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *group, now int64, done bool, err error) {
+	g = bs[0].lock()
 	if err := check(bs, costs); err != nil {
 		g.mu.Unlock()
-		return true, err
+		return g, 0, true, err
 	}
 	// A context that is never done (Background, and so most requests'
 	// contexts) has no channel: no select then, which keeps the runtime's
@@ -299,26 +385,25 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (done bo
 		case <-d:
 			g.mu.Unlock()
 			observe(bs, costs, EventCancelled, 0)
-			return true, ctx.Err()
+			return g, 0, true, ctx.Err()
 		default:
 		}
 	}
 	// With waiters queued the caller queues too: serving them here would
 	// wake the head from this goroutine, where its own armed timer wakes it
 	// more cheaply, and changes no instant.
-	if g.head != nil {
-		g.mu.Unlock()
-		return false, nil
+	now = g.now()
+	if g.head != nil && g.head.rsv != nil {
+		g.serve(now) // reservations have no goroutine to serve them when due
 	}
-	if !g.takeNow(bs, costs, g.now()) {
-		g.mu.Unlock()
-		return false, nil
+	if !g.takeNow(bs, costs, now) {
+		return g, now, false, nil
 	}
 	g.mu.Unlock()
 	if obs {
 		observe(bs, costs, EventGranted, 0)
 	}
-	return true, nil
+	return g, now, true, nil
 }
 
 // takeNow takes costs from bs at now if nobody is queued and covers says
@@ -343,7 +428,7 @@ func covers(bs []*Bucket, costs []int64, now int64) bool {
 			continue
 		}
 		b.advance(&b.lvl, now)
-		if now < b.paused || b.lvl.tokens < costs[i] {
+		if now < b.paused || (b.lvl.tokens < costs[i] && !b.inf) {
 			return false
 		}
 	}
@@ -355,12 +440,28 @@ func covers(bs []*Bucket, costs []int64, now int64) bool {
 func acquire(ctx context.Context, w *waiter) error {
 	g := w.bs[0].lock()
 	now := g.now()
+	if g.head != nil && g.head.rsv != nil {
+		g.serve(now)
+	}
 	if g.takeNow(w.bs, w.costs, now) {
 		g.mu.Unlock()
 		observe(w.bs, w.costs, EventGranted, 0)
 		return nil
 	}
-	t := g.project(w.bs, w.costs, now)
+	return enqueue(ctx, w, g, now)
+}
+
+// enqueue is acquire once the costs could not be taken at now: g, w's
+// group, is locked, and enqueue unlocks it.
+func enqueue(ctx context.Context, w *waiter, g *group, now int64) error {
+	w.priority = priorityOf(ctx)
+	before := g.insertionPoint(w.priority)
+	var t int64
+	if before == nil {
+		t = g.project(w.bs, w.costs, now)
+	} else {
+		t = g.projectBefore(before, w.bs, w.costs, now)
+	}
 	if t == never {
 		if err := noRefill(w.bs, w.costs); err != nil {
 			g.mu.Unlock()
@@ -374,17 +475,24 @@ func acquire(ctx context.Context, w *waiter) error {
 		observe(w.bs, w.costs, EventRejected, wait)
 		return err
 	}
-	spend(w.bs, w.costs, t, true)
-	g.tailAt = t
 	w.since, w.queued = now, true
 	if w.done == nil {
 		w.done = make(chan struct{}, 1)
 		w.timer = g.idleTimer()
 	}
 	w.armed = never
-	g.push(w)
-	if w.prev == nil {
-		g.arm(now)
+	if before == nil {
+		// The projection just made, extended by w: current, as w is queued.
+		spend(w.bs, w.costs, t, true)
+		g.tailAt, g.tailOK = t, true
+		g.push(w)
+	} else {
+		g.insertBefore(before, w)
+	}
+	if w.prev == nil || g.head.rsv != nil {
+		g.arm(now) // w is the head, or may be the first waiter behind reservations
+	} else if g.ahead {
+		w.setTimer(t, now)
 	}
 	g.mu.Unlock()
 	err := w.sleep(ctx)
@@ -415,8 +523,10 @@ func (w *waiter) sleep(ctx context.Context) error {
 		case <-w.done:
 			return w.err
 		case <-w.timer.Chan():
-			// w is the head and its instant has come. If a stale tick woke it
-			// instead, serve grants nothing and w sleeps again.
+			// w's instant has come, as armed for the head or projected when
+			// it queued. If it is not w's turn after all (a stale tick, or a
+			// queue re-timed later), serve grants it nothing and w sleeps
+			// again, until the head's timer or a grant wakes it.
 			g := w.bs[0].lock()
 			now := g.now()
 			w.armed = never // fired, or a stale tick: either way not pending
@@ -454,6 +564,8 @@ func (w *waiter) cancel(ctx context.Context) error {
 		g.tailOK = false
 		if wasHead {
 			g.changed(now)
+		} else if g.head.rsv != nil {
+			g.arm(now) // w may have been the waiter armed behind reservations
 		}
 	}
 	g.mu.Unlock()

@@ -20,14 +20,19 @@ type group struct {
 
 	idle sync.Pool // waiters done with, for reuse; see recycle
 
+	// ahead: waiters behind the head arm their timers as they queue (see
+	// waiter). Set on the real clock only, so that on a fake clock a
+	// queue has one timer, which tests can count and wait for.
+	ahead bool
+
 	head, last *waiter // the FIFO queue
 	floor      int64   // instant of the latest grant to a queued waiter
-	tailOK     bool    // members' tail levels and tailAt are current
+	tailOK     bool    // members' tail levels and tailAt may be current; see tailValid
 	tailAt     int64   // instant the last queued waiter will be served
 }
 
 func newGroup(c clockwork.Clock) *group {
-	g := &group{clock: c, timers: c}
+	g := &group{clock: c, timers: c, ahead: c == nil}
 	if c == nil {
 		g.timers = clockwork.NewRealClock()
 		g.epoch = time.Now()
@@ -78,7 +83,9 @@ func (g *group) join(o *group) {
 		next := w.next
 		w.since += delta
 		w.prev, w.next = nil, nil
-		w.timer.Stop()
+		if w.rsv == nil {
+			w.timer.Stop()
+		}
 		w.armed = never
 		g.push(w)
 		w = next

@@ -160,8 +160,11 @@ func (d *domain) wall() time.Time {
 // NewClass. The rate must be positive. WithName names it, WithClock sets
 // its clock; WithObserver is not supported on classes and is ignored.
 func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
-	if rate.tokens <= 0 {
-		return nil, fmt.Errorf("throttle: NewQuota: rate must be positive, got %v", rate)
+	if rate.tokens <= 0 || rate.inf {
+		return nil, fmt.Errorf("throttle: NewQuota: rate must be positive and finite, got %v", rate)
+	}
+	if capacity <= 0 {
+		return nil, fmt.Errorf("throttle: NewQuota: capacity must be positive, got %d", capacity)
 	}
 	s, err := rate.shape(capacity)
 	if err != nil {
@@ -254,6 +257,9 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	ceil, ceilBurst := cfg.Ceil, cfg.CeilBurst
 	if ceil == (Rate{}) {
 		ceil = c.ceil
+	}
+	if ceil.inf {
+		return nil, fmt.Errorf("throttle: NewClass %q: ceiling must be finite", cfg.Name)
 	}
 	if ceilBurst == 0 {
 		ceilBurst = c.c.capacity

@@ -169,9 +169,19 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 	} else {
 		if err := p.check(costs); err != nil {
 			s.mu.Unlock()
+			if errors.Is(err, ErrClosed) { // refused, not a mistake
+				if k.obs != nil {
+					p.observeWait(k.obs, costs, EventRejected, 0)
+				}
+				return false, nil
+			}
 			return false, err
 		}
 		ok = e.try(costs, now)
+	}
+	var wait time.Duration
+	if !ok && k.obs != nil {
+		wait = e.rejectedWait(costs, now)
 	}
 	s.sweep(now, steps)
 	s.mu.Unlock()
@@ -180,7 +190,7 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		if ok {
 			kind = EventGranted
 		}
-		p.observe(k.obs, costs, kind)
+		p.observeWait(k.obs, costs, kind, wait)
 	}
 	return ok, nil
 }
@@ -435,8 +445,8 @@ func (p *profile) check(costs []int64) error {
 		if c < 0 {
 			return limitErr(p.bucket(i), ErrInvalidCost, c)
 		}
-		if c > p.shapes[i].capacity {
-			return limitErr(p.bucket(i), ErrCostExceedsCapacity, c)
+		if err := p.shapes[i].over(c); err != nil {
+			return limitErr(p.bucket(i), err, c)
 		}
 		any = any || c > 0
 	}

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -182,7 +183,8 @@ func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int)
 	}
 	switch mode {
 	case findMake:
-		if err := p.check(costs); err != nil {
+		// A closed limit is no mistake: the key is made, and refuses.
+		if err := p.check(costs); err != nil && !errors.Is(err, ErrClosed) {
 			s.forget(p)
 			return nil, nil, now, 0, err
 		}

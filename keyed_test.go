@@ -107,12 +107,12 @@ func TestKeyedErrors(t *testing.T) {
 		case 0:
 			return nil
 		case 1:
-			return []Limit{{Name: "req", Capacity: 1, Rate: Per(1, time.Second)}, {Name: "tok", Capacity: 0, Rate: Per(1, time.Second)}}
+			return []Limit{{Name: "req", Capacity: 1, Rate: Per(1, time.Second)}, {Name: "tok", Capacity: -1, Rate: Per(1, time.Second)}}
 		}
 		return []Limit{{Name: "req", Capacity: 3, Rate: Per(1, time.Second)}, {Name: "tok", Capacity: 100, Rate: Per(1, time.Second)}}
 	})
 	_, err := k.TryAcquire(1, 1, 1)
-	_, newErr := New(0, Per(1, time.Second))
+	_, newErr := New(-1, Per(1, time.Second))
 	if !errors.Is(err, ErrInvalidLimit) || !contains(err.Error(), `"tok"`) || !contains(err.Error(), newErr.Error()) {
 		t.Fatalf("invalid config: %v", err)
 	}
@@ -228,7 +228,7 @@ func propConfig(key int) []Limit {
 		return []Limit{{Name: "tiny", Capacity: 1, Rate: Every(7)}}
 	case 4:
 		if key%12 == 4 {
-			return []Limit{{Name: "bad", Capacity: 0, Rate: Per(1, time.Second)}}
+			return []Limit{{Name: "bad", Capacity: -1, Rate: Per(1, time.Second)}}
 		}
 		return []Limit{{Name: "a", Capacity: 10, Rate: Per(10, 10*time.Millisecond)}, {Name: "b", Capacity: 4, Rate: Per(3, 29*time.Millisecond)}, {Name: "c", Capacity: 1000, Rate: Per(999, time.Second)}}
 	}

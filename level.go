@@ -29,11 +29,16 @@ type shape struct {
 	num      uint64  // 0: never refills
 	den      uint64  // > 0
 	perDen   divider // divides by den
+	inf      bool    // Inf: always full, and any cost passes
 }
 
 // advance moves l forward to now. Time that runs backwards adds nothing and
 // never moves l.last back, so a clock that jumps cannot mint tokens.
 func (s *shape) advance(l *level, now int64) {
+	if s.inf {
+		l.tokens, l.frac, l.last = s.capacity, 0, max(l.last, now)
+		return
+	}
 	if now <= l.last {
 		return
 	}
@@ -89,7 +94,7 @@ func (s *shape) advance(l *level, now int64) {
 // enough and one nanosecond earlier is not. It returns never when the level
 // will not get there (no refill, or cost above capacity).
 func (s *shape) readyAt(l *level, cost int64) int64 {
-	if l.tokens >= cost {
+	if l.tokens >= cost || s.inf {
 		return l.last
 	}
 	if s.num == 0 || cost > s.capacity {

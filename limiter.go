@@ -25,6 +25,20 @@ type Limiter struct {
 
 // NewLimiter returns a Limiter over buckets, whose costs are given in this
 // order. The buckets must use the same clock and appear once each.
+//
+// Joining is for good, and it couples the buckets' queues: every bucket
+// joined, directly or through a bucket shared with another Limiter, is
+// served from one FIFO queue, so a request waits behind every waiter
+// queued before it on any bucket of that set, including waiters that need
+// none of its own buckets. Say a daily token limit is shared by the
+// Limiters of two models, each also with its own requests-per-minute
+// bucket: while a call on model A waits hours for the daily limit, a bare
+// TryAcquire on model B's requests bucket is refused and an Acquire on it
+// queues behind that call, though B's bucket is full. That is the price of
+// strict FIFO over shared limits with no deadlock and exact instants; keep
+// buckets that must not wait for each other out of a common Limiter (give
+// each model its own daily bucket, or keep the waits short with
+// deadlines).
 func NewLimiter(buckets ...*Bucket) (*Limiter, error) {
 	if len(buckets) == 0 {
 		return nil, errors.New("throttle: NewLimiter needs at least one bucket")
@@ -113,6 +127,12 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	g := l.bs[0].lock()
 	if err := check(l.bs, costs); err != nil {
 		g.mu.Unlock()
+		if errors.Is(err, ErrClosed) {
+			if l.obs {
+				observe(l.bs, costs, EventRejected, 0)
+			}
+			return false, nil
+		}
 		return false, err
 	}
 	now := g.now()
@@ -120,13 +140,17 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 		g.serve(now)
 	}
 	ok := g.takeNow(l.bs, costs, now)
+	var wait time.Duration
+	if !ok && l.obs {
+		wait = g.rejectedWait(l.bs, costs, now)
+	}
 	g.mu.Unlock()
 	if l.obs {
 		kind := EventRejected
 		if ok {
 			kind = EventGranted
 		}
-		observe(l.bs, costs, kind, 0)
+		observe(l.bs, costs, kind, wait)
 	}
 	return ok, nil
 }
@@ -143,19 +167,19 @@ func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 // guarantees of Bucket.Acquire: FIFO, fail fast on a deadline that is too
 // short, and a cancelled waiter spends nothing.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) {
-	if done, err := tryNow(ctx, l.bs, costs, l.obs); done {
+	g, now, done, err := tryOrLock(ctx, l.bs, costs, l.obs)
+	if done {
 		if err != nil {
 			return nil, err
 		}
 		return newPermit(l.bs, costs), nil
 	}
-	g := l.bs[0].g.Load()
 	w := g.waiter()
 	// A copy, so that costs does not escape: a grant at once then
 	// allocates only its Permit. The Permit keeps the copy.
 	owned := slices.Clone(costs)
 	w.bs, w.costs = l.bs, owned
-	err := acquire(ctx, w)
+	err = enqueue(ctx, w, g, now)
 	g.recycle(w)
 	if err != nil {
 		return nil, err
@@ -168,13 +192,13 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 // reads no clock for that when it did not queue. costs must stay unchanged
 // until take returns.
 func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err error) {
-	if done, err := tryNow(ctx, l.bs, costs, l.obs); done {
+	g, now, done, err := tryOrLock(ctx, l.bs, costs, l.obs)
+	if done {
 		return 0, err
 	}
-	g := l.bs[0].g.Load()
 	w := g.waiter()
 	w.bs, w.costs = l.bs, costs
-	err = acquire(ctx, w)
+	err = enqueue(ctx, w, g, now)
 	if w.queued {
 		waited = l.bs[0].g.Load().now() - w.since
 	}

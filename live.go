@@ -27,17 +27,19 @@ func (b *Bucket) SetRate(r Rate) error {
 	g.serve(now)
 	b.advance(&b.lvl, now)
 	b.lvl.frac = rescale(b.lvl.frac, b.den, s.den)
-	b.num, b.den, b.perDen, b.rate = s.num, s.den, s.perDen, r
+	b.num, b.den, b.perDen, b.inf, b.rate = s.num, s.den, s.perDen, s.inf, r
 	g.changed(now)
 	return nil
 }
 
 // SetCapacity changes the capacity from now on. A level above the new
 // capacity is cut down to it; queued waiters are re-timed, and those whose
-// cost the new capacity can never cover fail with ErrCostExceedsCapacity.
+// cost the new capacity can never cover fail with ErrCostExceedsCapacity,
+// or with ErrClosed for a capacity of 0, which closes the bucket (see New).
+// With the rate Inf the capacity bounds nothing.
 func (b *Bucket) SetCapacity(capacity int64) error {
-	if capacity <= 0 {
-		return fmt.Errorf("throttle: capacity must be positive, got %d", capacity)
+	if capacity < 0 {
+		return fmt.Errorf("throttle: capacity must not be negative, got %d", capacity)
 	}
 	// The failed waiters are reported once unlocked, from copies taken
 	// before they are finished: a finished waiter's Acquire call can return
@@ -64,10 +66,10 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 	for w := g.head; w != nil; {
 		next := w.next
 		for i, wb := range w.bs {
-			if wb == b && w.costs[i] > capacity {
+			if err := b.over(w.costs[i]); wb == b && err != nil {
 				failed = append(failed, failure{slices.Clone(w.bs), slices.Clone(w.costs)})
 				g.remove(w)
-				w.finish(limitErr(b, ErrCostExceedsCapacity, w.costs[i]))
+				w.finish(limitErr(b, err, w.costs[i]))
 				break
 			}
 		}

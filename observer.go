@@ -18,9 +18,9 @@ const (
 //
 // Wait is, for EventGranted, the time from the call to the grant (timer
 // lateness included); for EventRejected, the wait that would have been
-// needed (zero when TryAcquire was refused only because others were queued
-// or a pause was in force and no wait is known); for EventCancelled, the
-// time spent queued. For an acquisition over several limits, every limit
+// needed: for a refused TryAcquire, what WaitTime would have said at that
+// moment (behind the waiters queued, past any pause), zero only when the
+// costs will never pass; for EventCancelled, the time spent queued. For an acquisition over several limits, every limit
 // reports the wait of the whole acquisition.
 type Event struct {
 	Kind     EventKind

@@ -11,6 +11,7 @@ import (
 type Rate struct {
 	tokens int64
 	period time.Duration
+	inf    bool // Inf
 }
 
 // Per returns a rate of tokens added evenly over each period. Per(0, d) never
@@ -30,14 +31,23 @@ func (r Rate) Tokens() int64 { return r.tokens }
 // Period returns the period over which Tokens are added, as given to Per.
 func (r Rate) Period() time.Duration { return r.period }
 
-// String formats r as "tokens/period", for example "500/1m0s".
-func (r Rate) String() string { return fmt.Sprintf("%d/%v", r.tokens, r.period) }
+// String formats r as "tokens/period", for example "500/1m0s", and Inf as
+// "Inf".
+func (r Rate) String() string {
+	if r.inf {
+		return "Inf"
+	}
+	return fmt.Sprintf("%d/%v", r.tokens, r.period)
+}
 
 // shape validates r for a bucket of the given capacity and reduces the rate
 // by the gcd of tokens and period, which keeps the fraction small.
 func (r Rate) shape(capacity int64) (shape, error) {
-	if capacity <= 0 {
-		return shape{}, fmt.Errorf("throttle: capacity must be positive, got %d", capacity)
+	if capacity < 0 {
+		return shape{}, fmt.Errorf("throttle: capacity must not be negative, got %d", capacity)
+	}
+	if r.inf {
+		return shape{capacity: capacity, num: 1, den: 1, perDen: newDivider(1), inf: true}, nil
 	}
 	if r.tokens < 0 {
 		return shape{}, fmt.Errorf("throttle: rate must not be negative, got %d tokens", r.tokens)

@@ -34,7 +34,8 @@ import (
 //     from snippetImports. An import a snippet does declare but not use is
 //     made blank, so that a block showing the import line checks its path.
 //   - Names of the reader's own program (ctx, jobs, call, callTheAPI, api,
-//     baseURL, apiKeyID, estimate, usage, logger, otelObs, rdb) are declared by
+//     baseURL, apiKeyID, estimate, usage, logger, otelObs, rdb, b, lim, est,
+//     job, errTooBusy, schedule) are declared by
 //     snippetPrelude; a snippet may use them as they are.
 //
 // Errors are reported at the Markdown file's lines.
@@ -67,8 +68,10 @@ var snippetImports = map[string]string{
 const snippetPrelude = `
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -86,7 +89,15 @@ var (
 	usage    struct{ TotalTokens int64 }
 	logger   *slog.Logger
 	otelObs  throttle.Observer
+	b        *throttle.Bucket
+	lim      *throttle.Limiter
+	est      int64
+	job      string
+
+	errTooBusy = errors.New("too busy")
 )
+
+func schedule(job string, after time.Duration) {}
 
 func call(job string) {}
 

@@ -53,8 +53,11 @@ func WithName(name string) Option {
 }
 
 // New returns a full bucket that holds at most capacity tokens and refills
-// at rate. It fails for capacity <= 0, a negative token count or a period
-// <= 0.
+// at rate. A capacity of 0 makes a closed bucket, which admits nothing
+// (TryAcquire refuses, Acquire and WaitTime fail with ErrClosed), and the
+// rate Inf one that never limits; both are for configs and tests that
+// switch a limit off or shut it, behind the same types. New fails for a
+// negative capacity, a negative token count or a period <= 0.
 func New(capacity int64, rate Rate, opts ...Option) (*Bucket, error) {
 	s, err := rate.shape(capacity)
 	if err != nil {
@@ -108,31 +111,45 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	} else {
 		g, now = b.lockNow()
 	}
-	if cost > b.capacity {
+	if err := b.over(cost); err != nil {
 		g.mu.Unlock()
-		return false, limitErr(b, ErrCostExceedsCapacity, cost)
+		if err == ErrClosed {
+			if b.obs != nil {
+				b.reportTry(false, cost, 0)
+			}
+			return false, nil
+		}
+		return false, limitErr(b, err, cost)
 	}
 	if g.head != nil {
 		g.serve(now)
 	}
 	ok := g.head == nil && now >= b.paused
-	var wait time.Duration
 	if ok {
 		b.advance(&b.lvl, now)
-		ok = b.lvl.tokens >= cost
+		ok = b.lvl.tokens >= cost || b.inf
 		if ok {
 			b.lvl.take(cost)
-		} else if b.obs != nil {
-			if t := b.readyAt(&b.lvl, cost); t != never {
-				wait = time.Duration(t - now)
-			}
 		}
+	}
+	var wait time.Duration
+	if !ok && b.obs != nil {
+		wait = b.rejectedWait(g, cost, now)
 	}
 	g.mu.Unlock()
 	if b.obs != nil {
 		b.reportTry(ok, cost, wait)
 	}
 	return ok, nil
+}
+
+// rejectedWait is group.rejectedWait for one cost, apart for the same
+// reason as reportTry.
+//
+//go:noinline
+func (b *Bucket) rejectedWait(g *group, cost int64, now int64) time.Duration {
+	bs, costs := [1]*Bucket{b}, [1]int64{cost}
+	return g.rejectedWait(bs[:], costs[:], now)
 }
 
 // reportTry tells the observer how TryAcquire went. It is apart so that

@@ -87,7 +87,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		capacity int64
 		rate     Rate
 	}{
-		{0, Per(1, time.Second)},
 		{-1, Per(1, time.Second)},
 		{1, Per(-1, time.Second)},
 		{1, Per(1, 0)},

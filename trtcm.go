@@ -63,6 +63,14 @@ type Marker struct {
 // peak rate pir and burst pbs. RFC 2698 asks for pir >= cir; both bursts
 // must be positive. WithClock and WithName apply.
 func NewMarker(cir Rate, cbs int64, pir Rate, pbs int64, opts ...Option) (*Marker, error) {
+	// RFC 2698 requires both burst sizes above zero; an unlimited rate
+	// would make every packet green, which is no marker.
+	if cbs <= 0 || pbs <= 0 {
+		return nil, fmt.Errorf("throttle: NewMarker: burst sizes must be positive, got CBS %d and PBS %d", cbs, pbs)
+	}
+	if cir.inf || pir.inf {
+		return nil, fmt.Errorf("throttle: NewMarker: rates must be finite, got CIR %v and PIR %v", cir, pir)
+	}
 	cs, err := cir.shape(cbs)
 	if err != nil {
 		return nil, fmt.Errorf("throttle: NewMarker: committed: %w", err)

@@ -19,6 +19,31 @@ const (
 	waitersBurst = 1
 )
 
+// waiterLib is one library under BenchmarkWaiters: a fresh limiter of
+// capacity waitersBurst at waitersRate, as a function that empties it and
+// one that waits for a token.
+type waiterLib struct {
+	name string
+	make func(b *testing.B) (drain func() bool, wait func(context.Context) error)
+}
+
+// waiterLibs alternate within each run: every benchmark below runs ours,
+// then x/time/rate, then ours again with -count, in one process.
+var waiterLibs = []waiterLib{
+	{"throttle", func(b *testing.B) (func() bool, func(context.Context) error) {
+		bk, err := throttle.New(waitersBurst, throttle.Per(waitersRate, time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() bool { ok, _ := bk.TryAcquire(waitersBurst); return ok },
+			func(ctx context.Context) error { return bk.Acquire(ctx, 1) }
+	}},
+	{"xrate", func(*testing.B) (func() bool, func(context.Context) error) {
+		l := rate.NewLimiter(waitersRate, waitersBurst)
+		return func() bool { return l.AllowN(time.Now(), waitersBurst) }, l.Wait
+	}},
+}
+
 // BenchmarkWaiters measures 1,000 goroutines blocked in Acquire (ours) or
 // Wait (x/time/rate) on a limiter of 2,000/s with capacity 1. One op is one
 // grant, so -benchtime 2000x is a one-second run and ns/op is the wall time
@@ -33,28 +58,28 @@ const (
 //   - rate_ratio: grants delivered per second over the configured rate;
 //     target: within 1% of 1.
 //
-// The limiter is emptied before the clock starts, so the initial burst does
+// ctx=background gives every goroutine a context with no deadline;
+// ctx=deadline gives each a context with a deadline (an hour away: never
+// reached), as requests carry, which both libraries then watch. The
+// limiter is emptied before the clock starts, so the initial burst does
 // not count, and the goroutines are created before the clock starts too;
 // waking them is part of what is measured, for both libraries alike.
+// BenchmarkWaitersPhases measures their arrival and departure.
 func BenchmarkWaiters(b *testing.B) {
-	b.Run("lib=throttle", func(b *testing.B) {
-		bk, err := throttle.New(waitersBurst, throttle.Per(waitersRate, time.Second))
-		if err != nil {
-			b.Fatal(err)
+	for _, ctxKind := range []string{"background", "deadline"} {
+		for _, lib := range waiterLibs {
+			b.Run("ctx="+ctxKind+"/lib="+lib.name, func(b *testing.B) {
+				drain, wait := lib.make(b)
+				runWaiters(b, ctxKind == "deadline", drain, wait)
+			})
 		}
-		runWaiters(b, func() bool { ok, _ := bk.TryAcquire(waitersBurst); return ok },
-			func(ctx context.Context) error { return bk.Acquire(ctx, 1) })
-	})
-	b.Run("lib=xrate", func(b *testing.B) {
-		l := rate.NewLimiter(waitersRate, waitersBurst)
-		runWaiters(b, func() bool { return l.AllowN(time.Now(), waitersBurst) }, l.Wait)
-	})
+	}
 }
 
 // runWaiters runs waitersN goroutines that call wait in a loop until b.N
 // grants have been delivered, and reports the metrics described on
 // BenchmarkWaiters. drain must empty the limiter.
-func runWaiters(b *testing.B, drain func() bool, wait func(context.Context) error) {
+func runWaiters(b *testing.B, deadline bool, drain func() bool, wait func(context.Context) error) {
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	var (
@@ -68,6 +93,12 @@ func runWaiters(b *testing.B, drain func() bool, wait func(context.Context) erro
 	n := int64(b.N)
 	for range waitersN {
 		wg.Go(func() {
+			ctx := ctx
+			if deadline {
+				var stop context.CancelFunc
+				ctx, stop = context.WithTimeout(ctx, time.Hour)
+				defer stop()
+			}
 			<-start
 			for {
 				if err := wait(ctx); err != nil {
@@ -97,4 +128,110 @@ func runWaiters(b *testing.B, drain func() bool, wait func(context.Context) erro
 	b.ReportMetric(float64(useEnd.cpu-useBegin.cpu)/float64(n), "cpu-ns/grant")
 	b.ReportMetric(float64(useEnd.switches-useBegin.switches)/float64(n), "sleeps/grant")
 	b.ReportMetric(float64(n)/elapsed.Seconds()/waitersRate, "rate_ratio")
+}
+
+// phasesLife is how long each goroutine of BenchmarkWaitersPhases lives:
+// its context's deadline, from its arrival.
+const phasesLife = 2 * time.Second
+
+// BenchmarkWaitersPhases counts everything a program pays for waiters, in
+// three phases reported apart. One op is one run: 1,000 goroutines arrive
+// at once on an emptied limiter of 2,000/s with capacity 1 (they are
+// started after the clock starts), each with one context whose deadline is
+// 2 s away, and loop on Acquire or Wait until a call fails on that
+// deadline (at once, for both libraries, once the wait would pass it), so
+// that all leave as it nears.
+//
+//   - arrival: from the start to the 1,000th grant: the goroutines start
+//     and queue, and the first round of grants goes out (0.5 s);
+//   - steady: from there to 0.5 s before the deadline, when every
+//     goroutine is still in the loop;
+//   - teardown: from there until the last goroutine has returned: calls
+//     start to fail on the deadline, and the goroutines leave.
+//
+// Each phase reports its CPU (getrusage, the whole process) and its
+// voluntary context switches per grant made in it, and the run its
+// delivered rate over the configured one (grants over the time from the
+// start to the last grant).
+func BenchmarkWaitersPhases(b *testing.B) {
+	for _, lib := range waiterLibs {
+		b.Run("lib="+lib.name, func(b *testing.B) {
+			var sum [3]phase
+			var delivered float64
+			for range b.N {
+				drain, wait := lib.make(b)
+				ph, d := runPhases(b, drain, wait)
+				for i := range sum {
+					sum[i].add(ph[i])
+				}
+				delivered += d
+			}
+			for i, name := range []string{"arrival", "steady", "teardown"} {
+				b.ReportMetric(float64(sum[i].use.cpu)/float64(sum[i].grants), name+"-cpu-ns/grant")
+				b.ReportMetric(float64(sum[i].use.switches)/float64(sum[i].grants), name+"-sleeps/grant")
+			}
+			b.ReportMetric(delivered/float64(b.N), "rate_ratio")
+		})
+	}
+}
+
+// phase is what one phase of a run cost, and the grants made in it.
+type phase struct {
+	use    usage
+	grants int64
+}
+
+func (p *phase) add(q phase) {
+	p.use.cpu += q.use.cpu
+	p.use.switches += q.use.switches
+	p.grants += q.grants
+}
+
+// runPhases runs BenchmarkWaitersPhases once and returns its three phases
+// and the delivered rate over the configured one.
+func runPhases(b *testing.B, drain func() bool, wait func(context.Context) error) ([3]phase, float64) {
+	var (
+		grants   atomic.Int64
+		lastNano atomic.Int64 // of the latest grant, since begin
+		arrived  = make(chan struct{})
+		arrival  struct {
+			use    usage
+			grants int64
+		}
+		wg sync.WaitGroup
+	)
+	b.StopTimer()
+	b.StartTimer()
+	u0 := readUsage(b)
+	if !drain() {
+		b.Fatal("could not empty the limiter")
+	}
+	begin := time.Now()
+	ctx, cancel := context.WithDeadline(b.Context(), begin.Add(phasesLife))
+	defer cancel()
+	for range waitersN {
+		wg.Go(func() {
+			for wait(ctx) == nil {
+				lastNano.Store(int64(time.Since(begin)))
+				if grants.Add(1) == waitersN {
+					arrival.use, arrival.grants = readUsage(b), waitersN
+					close(arrived)
+				}
+			}
+		})
+	}
+	<-arrived
+	t := time.NewTimer(time.Until(begin.Add(phasesLife - 500*time.Millisecond)))
+	<-t.C
+	u2, g2 := readUsage(b), grants.Load()
+	wg.Wait()
+	u3, g3 := readUsage(b), grants.Load()
+	b.StopTimer()
+	ph := [3]phase{
+		{usage{arrival.use.cpu - u0.cpu, arrival.use.switches - u0.switches}, arrival.grants},
+		{usage{u2.cpu - arrival.use.cpu, u2.switches - arrival.use.switches}, g2 - arrival.grants},
+		{usage{u3.cpu - u2.cpu, u3.switches - u2.switches}, g3 - g2},
+	}
+	elapsed := time.Duration(lastNano.Load())
+	return ph, float64(g3) / elapsed.Seconds() / waitersRate
 }

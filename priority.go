@@ -1,0 +1,79 @@
+package throttle
+
+import "context"
+
+// MaxOvertake bounds how far priorities reorder a queue: a waiter is
+// served after at most MaxOvertake waiters that queued after it, whatever
+// their priority. So a waiter of low priority is never starved: it waits
+// at most for those queued ahead of it when it came, plus MaxOvertake
+// more grants.
+const MaxOvertake = 16
+
+type priorityKey struct{}
+
+// WithPriority returns a copy of ctx that carries priority p for Acquire
+// (on a Bucket, a Limiter or a Keyed limiter, and through a Transport),
+// so that interactive calls and batch jobs can share one quota without
+// batch delaying interactive. The default priority is 0; a higher value
+// is served first: a waiter queues ahead of the waiters of lower priority
+// already queued, except that it passes none that has been passed
+// MaxOvertake times already, nor a Reservation (whose Delay was promised).
+// Within a priority the queue is FIFO. TryAcquire never jumps a queue, and
+// Reserve and WaitTime take the place of priority 0 at the end.
+//
+// A waiter's instant is worked out for its place in the queue: a deadline
+// too short for it fails fast as usual, and waiters it passes are re-timed
+// later, as if the queue had been that way from the start.
+func WithPriority(ctx context.Context, p int) context.Context {
+	return context.WithValue(ctx, priorityKey{}, p)
+}
+
+// PriorityOf returns the priority WithPriority put in ctx, or 0.
+func PriorityOf(ctx context.Context) int {
+	p, _ := ctx.Value(priorityKey{}).(int)
+	return p
+}
+
+func priorityOf(ctx context.Context) int { return PriorityOf(ctx) }
+
+// insertionPoint returns the waiter before which a waiter of priority p
+// goes, or nil for the end of the queue: the common case, one comparison.
+func (g *group) insertionPoint(p int) *waiter {
+	var at *waiter
+	for v := g.last; v != nil && v.priority < p && v.overtaken < MaxOvertake && v.rsv == nil; v = v.prev {
+		at = v
+	}
+	return at
+}
+
+// projectBefore returns the instant costs could be taken from bs if
+// queued now just before waiter at. It works through the tail levels, so
+// the projection is to be made again.
+func (g *group) projectBefore(at *waiter, bs []*Bucket, costs []int64, now int64) int64 {
+	for _, m := range g.members {
+		m.tail = m.lvl
+	}
+	g.tailOK = false
+	t := g.floor
+	for v := g.head; v != at; v = v.next {
+		t = readyAt(v.bs, v.costs, v.since, t, true)
+		spend(v.bs, v.costs, t, true)
+	}
+	return readyAt(bs, costs, now, t, true)
+}
+
+// insertBefore queues w just before at, counting the overtaking against
+// every waiter w passes.
+func (g *group) insertBefore(at, w *waiter) {
+	for v := at; v != nil; v = v.next {
+		v.overtaken++
+	}
+	w.next, w.prev = at, at.prev
+	if at.prev == nil {
+		g.head = w
+	} else {
+		at.prev.next = w
+	}
+	at.prev = w
+	g.tailOK = false
+}

@@ -1,0 +1,145 @@
+package throttle
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// A Reservation is a place in a bucket's FIFO queue, taken by Reserve
+// without blocking, for callers that schedule work themselves: wait
+// Delay(), then act; or call Cancel if the work will not be done. It is
+// x/time/rate's Reservation with this package's guarantees: a reservation
+// queues like an Acquire call (FIFO with every waiter and reservation, and
+// TryAcquire does not jump it), is granted at the exact instant its tokens
+// exist, and Cancel gives back everything.
+//
+// A Reservation is safe for concurrent use.
+type Reservation struct {
+	w *waiter // its buckets, costs and state
+	// Guarded by the group's lock.
+	at        time.Time // once granted, the instant it was, on the group's clock
+	cancelled bool
+}
+
+// Reserve reserves cost tokens: at once if nobody is queued and the level
+// covers cost, otherwise at the end of the queue, to be granted at the
+// instant the tokens exist behind everyone queued before. It never blocks.
+// It fails, reserving nothing, as Acquire does: with ErrInvalidCost,
+// ErrCostExceedsCapacity, ErrClosed, or ErrNoRefill when the rate is zero
+// and the level cannot cover cost.
+func (b *Bucket) Reserve(cost int64) (*Reservation, error) {
+	if cost <= 0 {
+		return nil, ErrInvalidCost
+	}
+	return reserve(b.self[:], []int64{cost})
+}
+
+// Reserve is Bucket.Reserve over the limiter's buckets, all or nothing:
+// the costs are granted from every bucket at one instant.
+func (l *Limiter) Reserve(costs ...int64) (*Reservation, error) {
+	return reserve(l.bs, slices.Clone(costs))
+}
+
+func reserve(bs []*Bucket, costs []int64) (*Reservation, error) {
+	g := bs[0].lock()
+	defer g.mu.Unlock()
+	if err := check(bs, costs); err != nil {
+		return nil, err
+	}
+	now := g.now()
+	g.serve(now)
+	r := &Reservation{}
+	w := &waiter{bs: bs, costs: costs, since: now, rsv: r, armed: never}
+	r.w = w
+	if g.takeNow(bs, costs, now) {
+		w.granted, r.at = true, g.epoch.Add(time.Duration(now))
+		return r, nil
+	}
+	t := g.project(bs, costs, now)
+	if t == never {
+		if err := noRefill(bs, costs); err != nil {
+			return nil, err
+		}
+	}
+	spend(bs, costs, t, true)
+	g.tailAt, g.tailOK = t, true
+	w.queued = true
+	g.push(w)
+	return r, nil
+}
+
+// OK reports whether the reservation holds: it has not been cancelled, and
+// no change made its cost impossible (SetCapacity below it, or to 0).
+func (r *Reservation) OK() bool {
+	g := r.w.bs[0].lock()
+	defer g.mu.Unlock()
+	return !r.cancelled && r.w.err == nil
+}
+
+// Delay is DelayFrom(now), now read on the bucket's clock.
+func (r *Reservation) Delay() time.Duration {
+	return r.delay(nil)
+}
+
+// DelayFrom returns how long after t the reserved tokens are granted, 0 if
+// by then they are. A reservation still queued is re-timed like a waiter
+// by whatever re-times the queue (SetRate, PauseUntil, Drain, Settle, a
+// cancelled reservation or waiter ahead of it), so ask again after such a
+// change. For a reservation that is not OK it returns the largest
+// Duration, as x/time/rate's does.
+func (r *Reservation) DelayFrom(t time.Time) time.Duration {
+	return r.delay(&t)
+}
+
+func (r *Reservation) delay(from *time.Time) time.Duration {
+	w := r.w
+	g := w.bs[0].lock()
+	defer g.mu.Unlock()
+	if r.cancelled || w.err != nil {
+		return math.MaxInt64
+	}
+	now := g.now()
+	g.serve(now)
+	var at int64
+	if w.granted {
+		at = g.instant(r.at)
+	} else if at = g.instantOf(w); at == never {
+		return math.MaxInt64
+	}
+	base := now
+	if from != nil {
+		base = g.instant(*from)
+	}
+	return time.Duration(max(at-base, 0))
+}
+
+// Cancel gives the reservation back, in full: one still queued leaves the
+// queue, and those behind it are re-timed as if it had never been made;
+// one already granted returns its tokens to the levels (never above
+// capacity), as Permit.Cancel does. Call it only for work that will not be
+// done. Cancelling twice, or a reservation that is not OK, does nothing.
+func (r *Reservation) Cancel() {
+	w := r.w
+	g := w.bs[0].lock()
+	defer g.mu.Unlock()
+	if r.cancelled || w.err != nil {
+		return
+	}
+	r.cancelled = true
+	now := g.now()
+	g.serve(now)
+	if w.granted {
+		for i, b := range w.bs {
+			b.advance(&b.lvl, now)
+			b.give(&b.lvl, w.costs[i])
+		}
+		g.changed(now)
+		return
+	}
+	g.remove(w)
+	g.changed(now)
+	if g.head != nil {
+		g.arm(now) // the waiter armed may now be due earlier
+	}
+}

@@ -1,0 +1,28 @@
+package throttle
+
+import "errors"
+
+// Inf is the rate that never limits, as x/time/rate's Inf: a bucket at
+// rate Inf grants every cost at once, whatever its capacity (0 included),
+// so that a config can switch a limit off without another code path. It
+// still honours PauseUntil, and in a Limiter it still takes its turn in
+// the shared FIFO queue. Inf.Tokens() and Inf.Period() are 0.
+var Inf = Rate{inf: true}
+
+// ErrClosed is returned by Acquire and WaitTime for a positive cost on a
+// closed bucket: one of capacity 0 (and a rate other than Inf), which
+// admits nothing, ever. TryAcquire on it is simply refused, with no error.
+var ErrClosed = errors.New("throttle: limit is closed (capacity 0): it admits nothing")
+
+// over returns the error for a cost the shape can never cover: ErrClosed
+// when it is closed, ErrCostExceedsCapacity when the cost is above its
+// capacity; nil otherwise.
+func (s *shape) over(cost int64) error {
+	switch {
+	case cost <= s.capacity || s.inf:
+		return nil
+	case s.capacity == 0:
+		return ErrClosed
+	}
+	return ErrCostExceedsCapacity
+}
