@@ -175,7 +175,9 @@ func FuzzParseOpenAIReset(f *testing.F) {
 				t.Fatalf("ParseOpenAIReset(%q) = %v, %v; time.ParseDuration says %v", v, d, ok, std)
 			}
 		}
-		if _, bare := parseDecimal(s); ok && !bare && d < maxDur && err != nil {
+		// A bare number of seconds (decimal or exponent form, as Retry-After
+		// takes it) is not a Go duration but is accepted by design.
+		if _, bare := parseRetryAfterDelay(s); ok && !bare && d < maxDur && err != nil {
 			t.Fatalf("ParseOpenAIReset(%q) = %v without saturating; time.ParseDuration fails: %v", v, d, err)
 		}
 		if !ok {
