@@ -26,10 +26,10 @@ func deadlineWindow(callTimeout time.Duration) time.Duration {
 
 // callCtx returns the context for a script call made with ctx, ending with
 // ctx or at the call timeout. A call made without a context of its own
-// (context.Background: TryAcquire, WaitTime, Tokens, the lease's fetches)
-// takes the deadline shared by the calls started in the same window
-// (deadlineWindow), which ends between the call timeout and the call
-// timeout plus the window after the call started. A caller's context
+// (context.Background: the methods without a Context suffix, the lease's
+// returns) takes the deadline shared by the calls started in the same
+// window (deadlineWindow), which ends between the call timeout and the
+// call timeout plus the window after the call started. A caller's context
 // keeps a timer of its own: it carries the caller's cancellation and its
 // values (tracing hooks read them).
 func (e *engine) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
