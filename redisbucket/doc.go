@@ -8,8 +8,9 @@
 // Script.Run does (EVALSHA, then EVAL) on a redis.UniversalClient (a
 // single server, Sentinel or Cluster; the script uses only commands Valkey
 // has too). The script reads the server's TIME, refills with exact
-// integer arithmetic (the rate reduced by its gcd, time in microseconds, every intermediate value
-// checked below 2^52 when the limiter is built), checks, spends and sets
+// integer arithmetic (the rate reduced by its gcd, time in microseconds,
+// every intermediate value checked below 2^52 when the limiter is built),
+// checks, spends and sets
 // the key's expiry to the moment the bucket is full again, since a missing
 // key is a full bucket. The state is one string key: a GET and a SET with
 // PXAT per decision. Keys are
