@@ -57,18 +57,25 @@ func cleanup(b *testing.B, c *redis.Client, prefix string) {
 // 1 µs, and it writes on every call, as we do.
 const decisionRate = 1_000_000
 
+// noopScript answers like a grant and runs no command: the cost of a
+// script call itself (BenchmarkRedisDecision's noop_script).
+var noopScript = redis.NewScript("return {1, 0, 0, 0}")
+
 // BenchmarkRedisDecision measures one decision through Redis: our Bucket's
 // TryAcquire against redis_rate's Allow (GCRA, also one Lua script), on the
 // same server, with a limit both must write for (decisionRate), from 1 and
-// from 8 goroutines, alternating the two at each goroutine count.
+// from 8 goroutines, alternating the two at each goroutine count, and the
+// floor both stand on: noop_script, a script call with our arguments that
+// runs no command (writes/decision 0).
 // Reported: decisions/s, p50/p99 latency, and from the server's INFO:
 // writes/decision (SET, HSET and the like run by the script; 1 when both
 // write), script-µs/decision (the EVALSHA's own time) and
 // server-cpu-µs/decision (the server process's user+sys CPU, networking
-// included).
+// included), and client-cpu-µs/decision (this process's, the loop's own
+// clock reads included, the same for both).
 func BenchmarkRedisDecision(b *testing.B) {
 	for _, g := range []int{1, 8} {
-		for _, impl := range []string{"throttle", "redis_rate"} {
+		for _, impl := range []string{"throttle", "redis_rate", "noop_script"} {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", impl, g), func(b *testing.B) {
 				c := redisClient(b)
 				prefix := benchPrefix(b)
@@ -84,6 +91,14 @@ func BenchmarkRedisDecision(b *testing.B) {
 						b.Fatal(err)
 					}
 					decide = func() (bool, error) { return bk.TryAcquire(1) }
+				case "noop_script":
+					// The floor both pay: EVALSHA with our arguments, no
+					// command run, a 4-value integer reply, on the same client.
+					key := []string{prefix + "{bench}"}
+					decide = func() (bool, error) {
+						v, err := noopScript.Run(ctx, c, key, "1000000", "1000000", "1000000", 1, "1764590000000000 999999").Int64Slice()
+						return err == nil && v[0] == 1, err
+					}
 				case "redis_rate":
 					lim := redis_rate.NewLimiter(c)
 					limit := redis_rate.Limit{Rate: decisionRate, Burst: decisionRate, Period: time.Second}
@@ -101,6 +116,7 @@ func BenchmarkRedisDecision(b *testing.B) {
 				lat := make([][]time.Duration, g)
 				var wg sync.WaitGroup
 				before := readServerStats(b, c)
+				u0 := readUsage(b)
 				b.ResetTimer()
 				start := time.Now()
 				for w := range g {
@@ -126,6 +142,7 @@ func BenchmarkRedisDecision(b *testing.B) {
 				wg.Wait()
 				elapsed := time.Since(start)
 				b.StopTimer()
+				u1 := readUsage(b)
 				after := readServerStats(b, c)
 				all := slices.Concat(lat...)
 				slices.Sort(all)
@@ -141,6 +158,7 @@ func BenchmarkRedisDecision(b *testing.B) {
 				b.ReportMetric(float64(writes)/n, "writes/decision")
 				b.ReportMetric(float64(after.usec["evalsha"]-before.usec["evalsha"])/float64(max(evals, 1)), "script-µs/decision")
 				b.ReportMetric((after.cpu-before.cpu)*1e6/n, "server-cpu-µs/decision")
+				b.ReportMetric(float64((u1.cpu-u0.cpu).Microseconds())/n, "client-cpu-µs/decision")
 			})
 		}
 	}

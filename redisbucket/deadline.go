@@ -2,6 +2,7 @@ package redisbucket
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,20 +28,20 @@ type reply struct {
 	err error
 }
 
-// run sends the script. On a client that does not honour deadlines it runs
-// the call in a goroutine of its own and returns ctx's error when ctx ends
-// first, so that no decision waits past the call timeout or the caller's
-// deadline; the abandoned call ends with the client's own timeout, and its
-// effect, if any, was a spend the caller never got (the safe side). The
-// breaker sends only probes while Redis is slow, so few calls are
-// abandoned at once.
-func (e *engine) run(ctx context.Context, keys []string, args []any) ([]int64, error) {
+// run sends the script with argv from e.argv. On a client that does not
+// honour deadlines it runs the call in a goroutine of its own and returns
+// ctx's error when ctx ends first, so that no decision waits past the call
+// timeout or the caller's deadline; the abandoned call ends with the
+// client's own timeout, and its effect, if any, was a spend the caller
+// never got (the safe side). The breaker sends only probes while Redis is
+// slow, so few calls are abandoned at once.
+func (e *engine) run(ctx context.Context, argv []any) ([]int64, error) {
 	if !e.guard {
-		return script.Run(ctx, e.client, keys, args...).Int64Slice()
+		return e.send(ctx, argv)
 	}
 	ch := make(chan reply, 1)
 	go func() {
-		v, err := script.Run(ctx, e.client, keys, args...).Int64Slice()
+		v, err := e.send(ctx, argv)
 		ch <- reply{v, err}
 	}()
 	select {
@@ -49,4 +50,34 @@ func (e *engine) run(ctx context.Context, keys []string, args []any) ([]int64, e
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// argv returns the command line of a script call, EVALSHA and keys,
+// with room for n arguments to append.
+func (e *engine) argv(keys []string, n int) []any {
+	argv := make([]any, 3, 3+len(keys)+n)
+	argv[0], argv[1], argv[2] = "evalsha", scriptHash, len(keys)
+	for _, k := range keys {
+		argv = append(argv, k)
+	}
+	return argv
+}
+
+// send is go-redis's Script.Run (EVALSHA, then EVAL when the server
+// answers NOSCRIPT: after a restart, a failover or SCRIPT FLUSH) on one
+// argument slice, with the reply read as integers as it arrives: no
+// interface per value and no second slice (the script replies integers
+// only). The first key is named, as Script.Run does, so that a cluster
+// client routes by it.
+func (e *engine) send(ctx context.Context, argv []any) ([]int64, error) {
+	cmd := redis.NewIntSliceCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3)
+	_ = e.client.Process(ctx, cmd)
+	if err := cmd.Err(); err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")) {
+		argv[0], argv[1] = "eval", scriptSrc
+		cmd = redis.NewIntSliceCmd(ctx, argv...)
+		cmd.SetFirstKeyPos(3)
+		_ = e.client.Process(ctx, cmd)
+	}
+	return cmd.Result()
 }

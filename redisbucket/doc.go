@@ -4,12 +4,13 @@
 //
 // A Bucket has the semantics of throttle.Bucket and a Limiter those of
 // throttle.Limiter (several limits, all or nothing, with permits to settle
-// after the response). Each decision is one Lua script run with go-redis's
-// Script.Run on a redis.UniversalClient (a single server, Sentinel or
-// Cluster; the script uses only commands Valkey has too). The script reads
-// the server's TIME, refills with exact integer arithmetic (the rate
-// reduced by its gcd, time in microseconds, every intermediate value
-// checked below 2^52 when the limiter is built), checks, spends and sets
+// after the response). Each decision is one Lua script run as go-redis's
+// Script.Run does (EVALSHA, then EVAL) on a redis.UniversalClient (a
+// single server, Sentinel or Cluster; the script uses only commands Valkey
+// has too). The script reads the server's TIME, refills with exact
+// integer arithmetic (the rate reduced by its gcd, time in microseconds,
+// every intermediate value checked below 2^52 when the limiter is built),
+// checks, spends and sets
 // the key's expiry to the moment the bucket is full again, since a missing
 // key is a full bucket. The state is one string key: a GET and a SET with
 // PXAT per decision. Keys are

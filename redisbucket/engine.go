@@ -34,6 +34,9 @@ type engine struct {
 	// deadline: the client's context deadlines do not reach its sockets.
 	guard bool
 
+	fastArgs [3]any // the fast path's capacity, num and den (limits[0])
+	dl       deadlines
+
 	local   *throttle.Limiter // FailLocal; nil for the other policies
 	localBs []*throttle.Bucket
 
@@ -84,6 +87,8 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 		br: newBreaker(o.probeMin, o.probeMax),
 	}
 	e.keys = []string{e.key}
+	// Boxed once: a string put in an interface is an allocation per call.
+	e.fastArgs = [3]any{limits[0].args[0], limits[0].args[1], limits[0].args[2]}
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		e.cl = &clusterWatch{c: cc, key: e.key}
 	}
@@ -159,9 +164,8 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 	if mode == "a" && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
 		return e.callFast(ctx, local, now, hint, a[0])
 	}
-	args := make([]any, 9, 9+6*len(e.limits))
-	args[0], args[1], args[2], args[3], args[4] = mode, now, len(e.limits), permitTTL, share
-	args[5], args[6], args[7], args[8] = hint, charge, member, fleetTTL
+	args := e.argv(keys, 9+6*len(e.limits))
+	args = append(args, mode, now, len(e.limits), permitTTL, share, hint, charge, member, fleetTTL)
 	for i, l := range e.limits {
 		var bi int64
 		if b != nil {
@@ -169,10 +173,10 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 		}
 		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], a[i], bi)
 	}
-	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
+	cctx, cancel := e.callCtx(ctx)
 	defer cancel()
 	e.st.calls.Add(1)
-	v, err := e.run(cctx, keys, args)
+	v, err := e.run(cctx, args)
 	if err == nil && len(v) != replyHead+2*len(e.limits) {
 		err = fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), replyHead+2*len(e.limits))
 	}
@@ -199,16 +203,16 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 // acquisition without permit, charge or registration, with five arguments
 // and a four-value reply (five when the script fell through to its general
 // path, the fifth its flags).
-func (e *engine) callFast(ctx context.Context, local time.Time, now, hint string, cost int64) (result, error) {
-	l := &e.limits[0]
-	cctx, cancel := context.WithTimeout(ctx, e.o.callTimeout)
+func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint []byte, cost int64) (result, error) {
+	cctx, cancel := e.callCtx(ctx)
 	defer cancel()
 	e.st.calls.Add(1)
-	args := []any{l.args[0], l.args[1], l.args[2], cost, hint}
+	args := e.argv(e.keys, 6)
+	args = append(args, e.fastArgs[0], e.fastArgs[1], e.fastArgs[2], cost, hint)
 	if now != "" {
 		args = append(args, now)
 	}
-	v, err := e.run(cctx, e.keys, args)
+	v, err := e.run(cctx, args)
 	if err == nil && len(v) != 4 && len(v) != 5 {
 		err = fmt.Errorf("redisbucket: script replied %d values, want 4 or 5", len(v))
 	}

@@ -81,8 +81,12 @@ func WithPrefix(prefix string) Option { return func(o *options) { o.prefix = pre
 func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithCallTimeout bounds each script call; past it the call counts as a
-// failure and the failure policy decides. The default is 75 ms. No call
-// returns later than this or the caller's deadline, whichever comes first:
+// failure and the failure policy decides. The default is 75 ms. Calls
+// made with context.Background (the methods without a Context suffix,
+// the lease's returns) share one deadline timer per window of
+// min(1 ms, d/16), so their timeout runs up to that much longer. No call
+// returns later than the timeout or the caller's deadline, whichever
+// comes first:
 // on a client without ContextTimeoutEnabled, whose sockets do not see
 // context deadlines, each call runs in a goroutine of its own and is
 // abandoned at the deadline (set ContextTimeoutEnabled to save that

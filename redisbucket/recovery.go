@@ -28,17 +28,18 @@ type seen struct {
 // client's clock, with a margin: it would say what a missing key says
 // anyway, and leaving it out keeps the fast path's arguments short), the
 // charge to send, and the owed amounts the charge stands for.
-func (s *seen) get(local time.Time) (hint, charge string, owed []int64) {
+func (s *seen) get(local time.Time) (hint []byte, charge string, owed []int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ok && !(s.full && !local.Before(s.fullAt)) {
-		buf := make([]byte, 0, 20+12*len(s.toks))
-		buf = strconv.AppendInt(buf, s.now, 10)
+		// Bytes, not a string: go-redis writes either, and the conversion
+		// would be a second allocation per call.
+		hint = make([]byte, 0, 20+12*len(s.toks))
+		hint = strconv.AppendInt(hint, s.now, 10)
 		for _, t := range s.toks {
-			buf = append(buf, ' ')
-			buf = strconv.AppendInt(buf, t, 10)
+			hint = append(hint, ' ')
+			hint = strconv.AppendInt(hint, t, 10)
 		}
-		hint = string(buf)
 	}
 	if !s.owing {
 		return hint, "", nil

@@ -467,3 +467,6 @@ return reply(1, w, amount)
 // to EVAL when the server answers NOSCRIPT (after a restart, a failover or
 // SCRIPT FLUSH).
 var script = redis.NewScript(scriptSrc)
+
+// scriptHash is the script's SHA-1, which EVALSHA names it by.
+var scriptHash = script.Hash()
