@@ -333,6 +333,9 @@ func (x *exchange) send() (*http.Response, error) {
 		t.settle(resp, newPermit(x.l.bs, x.costs))
 	}
 	t.heed(x.l, resp.StatusCode, &x.sig, x.clock)
+	if x.l.auto != nil {
+		x.l.auto.response(x.req, x.l, x.costs, resp.StatusCode, &x.sig)
+	}
 	return resp, nil
 }
 
