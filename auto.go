@@ -54,33 +54,45 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // # Sharing a quota with others
 //
 // A remaining count is the quota's, not the client's: other clients spend
-// it too. The client's rate R for a learned limit is its share of a target:
-// every interval of at least max(50ms, min(1s, 10/rate)) it measures the
-// quota's consumption C = rate*dt + r0 - r1 from two remaining counts, and
-// its own spending s over dt, and sets R to the mean of R and s/dt*T/C,
-// bounded to [R/2, 2R], where the target T = rate + (r1 - r*)/1s spends the
-// surplus over the reserve r* = min(burst/2, 1s of rate) within a second,
-// and is at least 5% of the rate. Clients that do this converge together on
-// a total of the server's rate while the remaining count hovers at the
-// reserve, so that nobody is refused, whatever their number. Before it has
-// measured, a client takes 5% of the rate times the fraction of the burst
-// that remains; on every response its level is lowered to its share, R/rate,
-// of the remaining count. A 429 halves R.
+// it too. The client's rate R for a learned limit is its share of a target.
+// Every interval of at least max(50ms, min(1s, 10/rate)) between two
+// responses reporting remaining counts r0 and r1, it measures the quota's
+// consumption C = rate*dt + r0 - r1 (at least its own), and its own
+// spending s, and computes s*T/C + 1% of the rate per second of dt, where
+// the target T = rate + (r1 - r*)/1s spends the surplus over the reserve
+// r* = min(burst/2, 1s of rate) within a second (and is at least 5% of the
+// rate). Bounded to [R/2, 2R], that is the new R; a decrease is averaged
+// with the old R. Clients that do this converge together on a total of the
+// server's rate while the remaining count hovers at the reserve, whatever
+// their number; the small equal increase evens their shares out. Before it
+// has measured, a client takes 5% of the rate times the fraction of the
+// burst that remains (at least a fifth). On every response its level is
+// lowered to its share, R/rate, of the remaining count, and its capacity
+// is a quarter second of R (at least the largest cost seen, at most the
+// burst). A refusal halves R, once per interval.
 //
 // # With nothing but 429
 //
 // A quota that reports no limit is found by congestion control on the
-// bucket "requests": it starts at the initial rate (AutoInitialRate,
-// default 2 per second) with a burst of a tenth of a second of its rate,
-// and, in slow start, grows 1.5 times each epoch (max(250ms, 2/R)) in which
-// the calls really went at least at 70% of R, so that an idle client does
-// not grow. A refusal (429, or what the Transport counts as one) cuts R to
-// half in slow start, to 0.8 of itself later, times a random factor in
-// [0.9, 1] so that clients refused together do not come back together, and
-// remembers the rate it was refused at, W; one cut per epoch. After a cut R
-// grows each epoch by half its distance to W (at most 10% of R), then, at
-// W, by 2% of W per epoch to probe for more. The Transport's shared pause
-// on a 429 applies as always, lengthened by a random quarter of itself.
+// bucket "requests". It starts at the initial rate (AutoInitialRate,
+// default 2 per second) with a capacity of a tenth of a second of its rate
+// (at least 1). Epochs last max(250ms, 1/R); an epoch counts only if the
+// calls really went at half of R or more, so that an idle client does not
+// grow. In slow start R grows 1.5 times per counted epoch. A refusal (a
+// 429, or what the Transport counts as one), at most one per epoch, ends
+// slow start and cuts R: the first to half; a later one to what the server
+// let through since the previous refusal, pause included, bounded to [0.5,
+// 0.8] of R: a server that refills during the pause what the client sends
+// after it, and refuses once that is spent, let through exactly the
+// client's share. The cut is multiplied by a random factor in [0.9, 1], so
+// that clients refused together do not come back together, and sets the
+// rate W to climb back to: the cut rate after slow start, the refused rate
+// later, or the mean of the two if the refusal came below the last W
+// (CUBIC's fast convergence). Below W, R gains half its distance to W per
+// counted epoch (at most 10% of R); at W it probes, gaining 1% of W per
+// epoch, a quarter more for each epoch since the cut. The Transport's
+// shared pause on a refusal applies as always, lengthened by a random part
+// of up to a quarter of it.
 //
 // # Bounds
 //
