@@ -5,7 +5,8 @@ import "time"
 // The constants of congestion control; see AutoLimiter.
 const (
 	autoSlowGrowth = 1.5  // growth per epoch in slow start
-	autoSlowCut    = 0.5  // cut on the refusal that ends slow start
+	autoFirstCut   = 0.5  // cut on the refusal that ends slow start
+	autoSlowCut    = 0.5  // deepest cut on later refusals
 	autoCut        = 0.8  // least cut on later refusals
 	autoCutJitter  = 0.1  // cuts are further multiplied by [1-this, 1)
 	autoApproach   = 0.5  // part of the distance to W gained per epoch
@@ -32,7 +33,7 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 		if ln.cutEver && now-ln.cutAt < ln.epoch() {
 			return // the same congestion: one cut
 		}
-		next := ln.rate * autoSlowCut
+		next := ln.rate * autoFirstCut
 		if !ln.slow && now > ln.cutAt {
 			// What the server let through since the last refusal, pause
 			// included, is the client's share of the quota: the server
@@ -74,7 +75,10 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 		case ln.slow:
 			ln.rate *= autoSlowGrowth
 		case ln.rate < ln.wmax:
-			ln.rate += min((ln.wmax-ln.rate)*autoApproach, ln.rate*autoMaxStep)
+			// At least a probe's step, so that W is reached, not only
+			// approached.
+			step := min((ln.wmax-ln.rate)*autoApproach, ln.rate*autoMaxStep)
+			ln.rate = min(ln.rate+max(step, autoProbe*ln.wmax), ln.wmax)
 		default:
 			// Probing, faster the longer it goes unrefused (convex, as
 			// CUBIC's): a quarter more for each epoch since the cut.

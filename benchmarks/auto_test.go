@@ -56,7 +56,8 @@ type vendor struct {
 	bucket      *throttle.Bucket
 	ok, refused atomic.Int64
 	mu          sync.Mutex
-	refusedAt   []time.Duration // since start, for the convergence run
+	refusedAt   []time.Duration // since start
+	okAt        []time.Duration
 	start       time.Time
 }
 
@@ -98,10 +99,14 @@ func (v *vendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.ok.Add(1)
+	v.mu.Lock()
+	v.okAt = append(v.okAt, time.Since(v.start))
+	v.mu.Unlock()
 	io.WriteString(w, `{"ok":true}`)
 }
 
-// histogram returns the 429s per half second since the start.
+// histogram returns the 429s and the successes per half second since the
+// start.
 func (v *vendor) histogram() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -113,7 +118,15 @@ func (v *vendor) histogram() string {
 		}
 		counts[i]++
 	}
-	return fmt.Sprint(counts)
+	var oks []int
+	for _, at := range v.okAt {
+		i := int(at / (500 * time.Millisecond))
+		for len(oks) <= i {
+			oks = append(oks, 0)
+		}
+		oks[i]++
+	}
+	return fmt.Sprint(counts, " ok ", oks)
 }
 
 // contender is a client library under test: it returns one client's
