@@ -90,7 +90,7 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // later, or the mean of the two if the refusal came below the last W
 // (CUBIC's fast convergence). Below W, R gains half its distance to W per
 // counted epoch (at most 10% of R, at least the first probe step); at W it probes, gaining 1% of W per
-// epoch, a quarter more for each epoch since the cut. The Transport's
+// epoch, a sixteenth more for each epoch since the cut. The Transport's
 // shared pause on a refusal applies as always, lengthened by a random part
 // of up to a quarter of it.
 //

@@ -81,9 +81,9 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 			ln.rate = min(ln.rate+max(step, autoProbe*ln.wmax), ln.wmax)
 		default:
 			// Probing, faster the longer it goes unrefused (convex, as
-			// CUBIC's): a quarter more for each epoch since the cut.
+			// CUBIC's): a sixteenth more for each epoch since the cut.
 			k := float64(now-ln.cutAt) / float64(ln.epoch())
-			ln.rate += autoProbe * ln.wmax * (1 + k/4)
+			ln.rate += autoProbe * ln.wmax * (1 + k/16)
 		}
 		ln.rate = a.clamp(ln.rate, true)
 	}

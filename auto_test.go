@@ -259,6 +259,24 @@ func TestAutoCongestionControl(t *testing.T) {
 	if math.Abs(ln.rate-want) > 0.05*want {
 		t.Fatalf("after the second refusal: %v/s; want about %v/s", ln.rate, want)
 	}
+	// After the cut, calls at the rate climb back to W, then past it:
+	// probing, faster the longer no refusal comes.
+	w := ln.wmax
+	if ln.rate >= w {
+		t.Fatalf("rate %v not below W %v after a cut", ln.rate, w)
+	}
+	var steps []float64
+	for range 40 {
+		ok(int(math.Ceil(ln.rate/4)), time.Second/time.Duration(math.Ceil(ln.rate)))
+		steps = append(steps, ln.rate)
+	}
+	if steps[len(steps)-1] <= w*1.05 {
+		t.Fatalf("rate %v after 40 epochs unrefused; want it past W %v: %v", steps[len(steps)-1], w, steps)
+	}
+	n := len(steps)
+	if steps[n-1]-steps[n-2] <= steps[n/2]-steps[n/2-1] {
+		t.Errorf("probe steps do not grow: %v", steps)
+	}
 	// Refusals that are not 429s count too: a 503 with Retry-After.
 	h := http.Header{}
 	h.Set("Retry-After", "1")
