@@ -86,9 +86,7 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // after it, and refuses once that is spent, let through exactly the
 // client's share. The cut is multiplied by a random factor in [0.9, 1], so
 // that clients refused together do not come back together, and sets the
-// rate W to climb back to: the cut rate after slow start, the refused rate
-// later, or the mean of the two if the refusal came below the last W
-// (CUBIC's fast convergence). Below W, R gains half its distance to W per
+// rate W to climb back to: the cut rate before that factor. Below W, R gains half its distance to W per
 // counted epoch (at most 10% of R, at least the first probe step); at W it probes, gaining 1% of W per
 // epoch, a sixteenth more for each epoch since the cut. The Transport's
 // shared pause on a refusal applies as always, lengthened by a random part

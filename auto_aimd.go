@@ -42,17 +42,10 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 			delivered := float64(ln.okSince) / (float64(now-ln.cutAt) / float64(time.Second))
 			next = min(max(delivered, ln.rate*autoSlowCut), ln.rate*autoCut)
 		}
-		switch {
-		case ln.slow:
-			ln.wmax = next
-		case ln.rate < ln.wmax:
-			// Refused below the last refusal's rate: the quota shrank, or
-			// others took more of it; expect less (CUBIC's fast
-			// convergence).
-			ln.wmax = (ln.rate + next) / 2
-		default:
-			ln.wmax = ln.rate
-		}
+		// The rate to climb back to is the cut rate itself: after slow
+		// start because the server's burst hid the overload until the
+		// refusal, later because it is what the server let through.
+		ln.wmax = next
 		ln.rate = a.clamp(next*a.jitter(1-autoCutJitter, 1), true)
 		ln.slow = false
 		ln.cutEver, ln.cutAt = true, now
