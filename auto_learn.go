@@ -20,6 +20,7 @@ const (
 	autoBurstTime  = 0.25 // seconds of its rate a learned bucket holds
 	autoShareLeast = 0.2  // least fraction of the burst the first share assumes
 	autoFair       = 0.01 // per second, as a fraction of the server's rate
+	autoShareMax   = 0.2  // most of the server's rate the first share keeps of the rate before
 )
 
 // lane is one learned bucket of a quota and the state that tunes it.
@@ -278,7 +279,10 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 	reserve := min(burst/2, ln.ceil)
 	if !ln.measured {
 		ln.measured = true
-		ln.rate = ln.ceil * autoShare0 * max(float64(rem)/burst, autoShareLeast)
+		// No lower than the rate the client already had, up to a fifth of
+		// the server's: calls queued on the congestion-controlled bucket
+		// this lane takes over must not all fail their deadlines at once.
+		ln.rate = max(ln.ceil*autoShare0*max(float64(rem)/burst, autoShareLeast), min(ln.rate, ln.ceil*autoShareMax))
 		ln.lastR, ln.lastAt, ln.own = rem, now, 0
 	} else if dt := now - ln.lastAt; dt >= ln.interval() {
 		secs := float64(dt) / float64(time.Second)
@@ -322,13 +326,20 @@ func (a *AutoLimiter) clamp(v float64, requests bool) float64 {
 }
 
 // apply sets the lane's bucket to its rate, and a capacity of a quarter
-// second of it (a tenth while congestion-controlled), at least the
-// largest cost seen and at most the server's burst. Changes under 2% are
+// second of it (a tenth while congestion-controlled; for tokens, at least
+// the client's share of the server's burst), at least the largest cost
+// seen and at most the server's burst. Changes under 2% are
 // not applied: SetRate re-times every waiter.
 func (ln *lane) apply(a *AutoLimiter) {
 	var c float64
 	if ln.learned {
 		c = max(math.Ceil(ln.rate*autoBurstTime), float64(ln.maxCost))
+		if tokenLane(ln.name) {
+			// A token cost is capped at the capacity (see LLM.Cost): a
+			// capacity of a quarter second would cap every prompt. Hold
+			// the client's share of the server's burst.
+			c = max(c, math.Ceil(ln.burst()*min(1, ln.rate/ln.ceil)))
+		}
 		c = min(c, max(ln.burst(), float64(ln.maxCost)))
 	} else {
 		c = math.Ceil(ln.rate * autoCCBurst)

@@ -396,6 +396,11 @@ func TestAutoLearnsVendorFamilies(t *testing.T) {
 	if ls[0].Quota != 600 || ls[0].Window != time.Minute || ls[1].Quota != 150000 {
 		t.Errorf("learned %+v", ls)
 	}
+	// A token bucket holds its share of the server's burst, so that a
+	// prompt's cost is not capped at a quarter second of the rate.
+	if rate, c := perSec(ls[1].Rate), ls[1].Capacity; float64(c) < 140000*rate/2500-1 || float64(c) <= rate*autoBurstTime {
+		t.Errorf("tokens capacity %d at %v/s; want the share of the 140000 remaining", c, rate)
+	}
 
 	req = get(t, "https://api.anthropic.com/v1/messages")
 	h = http.Header{}
