@@ -66,9 +66,10 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // server's rate while the remaining count hovers at the reserve, whatever
 // their number; the small equal increase evens their shares out. Before it
 // has measured, a client takes 5% of the rate times the fraction of the
-// burst that remains (at least a fifth), or the rate it already had if
-// higher, up to a fifth of the server's: calls queued on the congestion-
-// controlled bucket must not all fail their deadlines at once. On every response its level is
+// burst that remains (at least a fifth), or if higher the rate it already
+// had, up to a fifth of the server's, times that fraction: calls queued on
+// the congestion-controlled bucket must not all fail their deadlines at
+// once. On every response its level is
 // lowered to its share, R/rate, of the remaining count, and its capacity
 // is a quarter second of R (for tokens, at least its share of the burst,
 // since a token cost is capped at the capacity; at least the largest cost

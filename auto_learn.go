@@ -280,9 +280,11 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 	if !ln.measured {
 		ln.measured = true
 		// No lower than the rate the client already had, up to a fifth of
-		// the server's: calls queued on the congestion-controlled bucket
-		// this lane takes over must not all fail their deadlines at once.
-		ln.rate = max(ln.ceil*autoShare0*max(float64(rem)/burst, autoShareLeast), min(ln.rate, ln.ceil*autoShareMax))
+		// the server's, times the fraction left: calls queued on the
+		// congestion-controlled bucket this lane takes over must not all
+		// fail their deadlines at once.
+		f := float64(rem) / burst
+		ln.rate = max(ln.ceil*autoShare0*max(f, autoShareLeast), min(ln.rate, ln.ceil*autoShareMax)*f)
 		ln.lastR, ln.lastAt, ln.own = rem, now, 0
 	} else if dt := now - ln.lastAt; dt >= ln.interval() {
 		secs := float64(dt) / float64(time.Second)
