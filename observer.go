@@ -12,6 +12,7 @@ const (
 	EventCancelled                      // a waiter's context ended before its grant
 	EventPaused                         // PauseUntil stopped grants
 	EventSettled                        // a Permit was settled or cancelled
+	EventTuned                          // Auto changed a limit's rate or capacity
 )
 
 // Event describes one decision of a bucket.
@@ -29,6 +30,9 @@ type Event struct {
 	Estimate int64         // for EventSettled, the cost the permit had taken
 	Wait     time.Duration // see above
 	Until    time.Time     // for EventPaused, the end of the pause
+	// Rate is, for EventTuned, the limit's new rate; Cost is then its new
+	// capacity.
+	Rate Rate
 }
 
 // Observer receives a bucket's events. It is called outside the bucket's

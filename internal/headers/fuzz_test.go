@@ -235,6 +235,7 @@ func FuzzParse(f *testing.F) {
 		"X-RateLimit-Limit: 5\nX-RateLimit-Remaining: 0\nX-RateLimit-Reset: 1748779201.500\nX-RateLimit-Reset-After: 64.57",
 		"x-rate-limit-reset: 99999999999\nRateLimit-Limit: 10, 10;w=1\nRateLimit-Reset: 1e9",
 		"Retry-After: 5\nRetry-After: 6\nX-RateLimit-Remaining: 10, 10\nStripe-Should-Retry: false\nX-Shopify-Shop-Api-Call-Limit: 32/40",
+		"x-ratelimit-limit: 30\nx-ratelimit-remaining: 29\nx-ratelimit-reset: 1748779260\nx-ratelimit-resource: code_search",
 	}
 	for _, s := range seeds {
 		f.Add(s, int64(time.Hour), int64(0))
@@ -260,6 +261,9 @@ func FuzzParse(f *testing.F) {
 			prev = q.Family
 			if q.Limit < -1 || q.Remaining < -1 || q.Reset != -1 && !inRange(q.Reset) || q.Window < -1 || q.Window == 0 {
 				t.Fatalf("invalid quota %+v, maxPause %v", q, limit)
+			}
+			if q.Resource != "" && (q.Family != FamilyXRateLimit || len(q.Resource) > 64 || strings.ContainsAny(q.Resource, " ,;\"\t")) {
+				t.Fatalf("resource %q of %+v", q.Resource, q)
 			}
 			if q.Limit == -1 && q.Remaining == -1 && q.Reset == -1 {
 				t.Fatalf("empty quota %+v", q)

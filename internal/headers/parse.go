@@ -378,8 +378,32 @@ func (p *parser) counters(family Family, name, limitKey, remainingKey, resetKey 
 		}
 	}
 	if q.Limit >= 0 || q.Remaining >= 0 || q.Reset >= 0 {
+		if family == FamilyXRateLimit {
+			q.Resource = p.resource()
+		}
 		p.add(q)
 	}
+}
+
+// resource reads GitHub's X-RateLimit-Resource: a short token such as
+// "core" or "search", which names the quota the counters describe.
+func (p *parser) resource() string {
+	const key = "X-Ratelimit-Resource"
+	v, ok := p.single(key, true)
+	if !ok {
+		return ""
+	}
+	if len(v) == 0 || len(v) > 64 {
+		p.malformed(key)
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			p.malformed(key)
+			return ""
+		}
+	}
+	return v
 }
 
 func (p *parser) reset(v string, format resetFormat) (time.Duration, bool) {

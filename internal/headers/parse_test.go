@@ -160,7 +160,19 @@ func TestParse(t *testing.T) {
 				"x-ratelimit-reset", "1748779200", // 12:00:00
 				"x-ratelimit-resource", "core",
 			),
-			want: Signals{Quotas: []Quota{quota(FamilyXRateLimit, "", 5000, 0, time.Minute)}},
+			want: Signals{Quotas: []Quota{withResource(quota(FamilyXRateLimit, "", 5000, 0, time.Minute), "core")}},
+		},
+		{
+			name: "github: a malformed resource is ignored",
+			h: header(
+				"x-ratelimit-limit", "30",
+				"x-ratelimit-remaining", "29",
+				"x-ratelimit-resource", "se arch",
+			),
+			want: Signals{
+				Quotas:    []Quota{{Family: FamilyXRateLimit, Limit: 30, Remaining: 29, Reset: -1, Window: -1}},
+				Malformed: []string{"X-Ratelimit-Resource"},
+			},
 		},
 		{
 			name: "discord: reset-after wins over the fractional epoch",
@@ -425,4 +437,9 @@ func TestFamilyString(t *testing.T) {
 			t.Errorf("Family(%d).String() = %q; want %q", f, got, want[f])
 		}
 	}
+}
+
+func withResource(q Quota, resource string) Quota {
+	q.Resource = resource
+	return q
 }

@@ -62,6 +62,10 @@ type Quota struct {
 	// requests, the default, or "content-bytes", "concurrent-requests" or
 	// another unit as sent. It is "" for the other families.
 	Unit string
+	// Resource is GitHub's X-RateLimit-Resource ("core", "search",
+	// "graphql"): which of the server's quotas the counters describe. It is
+	// "" when absent, malformed, or for the other families.
+	Resource string
 	// Limit is the size of the quota, or -1 when not reported.
 	Limit int64
 	// Remaining is what is left of it, or -1 when not reported.

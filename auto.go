@@ -1,0 +1,558 @@
+package throttle
+
+import (
+	"fmt"
+	"hash/maphash"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Auto returns a LimiterFunc that needs no configuration: it learns each
+// quota from what the server says, and finds it by congestion control when
+// the server says nothing but 429. It is NewAuto(opts...).Limiter; keep the
+// AutoLimiter to read its Stats.
+//
+//	client := &http.Client{Transport: throttle.NewTransport(http.DefaultTransport, throttle.Auto())}
+func Auto(opts ...AutoOption) LimiterFunc {
+	return NewAuto(opts...).Limiter
+}
+
+// AutoLimiter keeps one learned Limiter per quota: by default per host and
+// credential (see AutoKey). It learns only through a Transport, which tells
+// the Limiter of every response; a Limiter used elsewhere stays as it is.
+//
+// # What it learns from headers
+//
+// Each limit a response reports with its size becomes a bucket of the
+// quota's Limiter, named as the limit, and is re-tuned on every response
+// that reports it:
+//   - IETF RateLimit-Policy: q requests per w seconds, exactly; one bucket
+//     per policy that counts requests (policies counting another unit are
+//     not learned).
+//   - OpenAI x-ratelimit-limit-{requests,tokens} and Anthropic
+//     anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-limit:
+//     per minute, by the vendors' convention.
+//   - GitHub x-ratelimit-limit with x-ratelimit-resource: per hour (per
+//     minute for the "search" and "code_search" resources), each resource a
+//     quota of its own; requests are assigned to a resource by the first
+//     segment of their path, as its responses report it.
+//
+// The server's rate is the limit over its window; its burst is q for IETF
+// and GitHub, and for the per-minute vendors the largest remaining count
+// seen, at least one second of the rate. Other families (legacy RateLimit-*,
+// unnamed X-RateLimit-*) carry no window and are not learned; their
+// remaining counts still lower the levels, as on any Transport.
+//
+// # Sharing a quota with others
+//
+// A remaining count is the quota's, not the client's: other clients spend
+// it too. The client's rate R for a learned limit is its share of a target.
+// Every interval of at least max(50ms, min(1s, 10/rate)) between two
+// responses reporting remaining counts r0 and r1, it measures the quota's
+// consumption C = rate*dt + r0 - r1 (at least its own), and its own
+// spending s, and computes s*T/C + 1% of the rate per second of dt, where
+// the target T = rate + (r1 - r*)/1s spends the surplus over the reserve
+// r* = min(burst/2, 1s of rate) within a second (and is at least 5% of the
+// rate). Bounded to [R/2, 2R], that is the new R; a decrease is averaged
+// with the old R. Clients that do this converge together on a total of the
+// server's rate while the remaining count hovers at the reserve, whatever
+// their number; the small equal increase evens their shares out. Before it
+// has measured, a client takes 5% of the rate times the fraction of the
+// burst that remains (at least a fifth), or if higher the rate it already
+// had, up to a fifth of the server's, times that fraction: calls queued on
+// the congestion-controlled bucket must not all fail their deadlines at
+// once. On every response its level is
+// lowered to its share, R/rate, of the remaining count, and its capacity
+// is a quarter second of R (for tokens, at least its share of the burst,
+// since a token cost is capped at the capacity; at least the largest cost
+// seen; at most the burst). A refusal halves R, once per interval.
+//
+// # With nothing but 429
+//
+// A quota that reports no limit is found by congestion control on the
+// bucket "requests". It starts at the initial rate (AutoInitialRate,
+// default 2 per second) with a capacity of a tenth of a second of its rate
+// (at least 1). Epochs last max(250ms, 1/R); an epoch counts only if the
+// calls really went at half of R or more, so that an idle client does not
+// grow. In slow start R grows 1.5 times per counted epoch. A refusal (a
+// 429, or what the Transport counts as one), at most one per epoch, ends
+// slow start and cuts R: the first to half; a later one to what the server
+// let through since the previous refusal, pause included, bounded to [0.5,
+// 0.8] of R: a server that refills during the pause what the client sends
+// after it, and refuses once that is spent, let through exactly the
+// client's share. The cut is multiplied by a random factor in [0.9, 1], so
+// that clients refused together do not come back together, and sets the
+// rate W to climb back to: the cut rate before that factor. Below W, R gains half its distance to W per
+// counted epoch (at most 10% of R, at least the first probe step); at W it probes, gaining 1% of W per
+// epoch, a sixteenth more for each epoch since the cut. The Transport's
+// shared pause on a refusal applies as always, lengthened by a random part
+// of up to a quarter of it.
+//
+// # Bounds
+//
+// Every rate stays between the floor (AutoMinRate, default one per ten
+// seconds) and the maximum (AutoMaxRate, default none). Explicit limits
+// (AutoWithin) stay in force: a request must pass them and the learned
+// limits, which can only tighten them. The learned buckets are kept in a
+// Keyed (see NewKeyed), which drops them once they are idle and full; a
+// quota unused for AutoIdle (default 10 minutes, at least its longest
+// window) is forgotten, so memory follows the quotas in use. The
+// credential is hashed with a seed made for each AutoLimiter: the
+// AutoLimiter keeps only the hash, never the secret.
+type AutoLimiter struct {
+	cfg   autoConfig
+	keyed *Keyed[laneKey]
+	seed  maphash.Seed
+	epoch time.Time
+
+	mu     sync.Mutex
+	quotas map[quotaKey]*autoQuota
+	order  []*autoQuota // the quotas, for the sweep
+	next   int          // the sweep's position in order
+}
+
+// AutoOption configures an AutoLimiter.
+type AutoOption func(*autoConfig)
+
+type autoConfig struct {
+	key     func(*http.Request) string
+	initial float64 // tokens per second
+	max     float64 // 0: no maximum
+	floor   float64
+	within  LimiterFunc
+	clock   clockwork.Clock
+	obs     Observer
+	idle    time.Duration
+	rand    func() float64 // in [0, 1)
+}
+
+// AutoKey sets what a quota is: requests with the same key(r) share one.
+// The default is the request's host and a hash of its credential
+// (Authorization, X-Api-Key, Api-Key or X-Goog-Api-Key), so that two API
+// keys of one vendor are two quotas. A custom key is used as given,
+// without the credential: hash secrets before returning them.
+func AutoKey(key func(*http.Request) string) AutoOption {
+	return func(c *autoConfig) { c.key = key }
+}
+
+// AutoInitialRate sets the rate a quota starts at before anything is
+// known about it. The default is 2 per second.
+func AutoInitialRate(r Rate) AutoOption {
+	return func(c *autoConfig) {
+		if v := perSecond(r); v > 0 {
+			c.initial = v
+		}
+	}
+}
+
+// AutoMaxRate caps every learned request rate at r (token limits are not
+// capped). The default is no cap.
+func AutoMaxRate(r Rate) AutoOption {
+	return func(c *autoConfig) {
+		if v := perSecond(r); v > 0 {
+			c.max = v
+		}
+	}
+}
+
+// AutoMinRate sets the floor no learned rate goes below, whatever the
+// server says. The default is one per ten seconds.
+func AutoMinRate(r Rate) AutoOption {
+	return func(c *autoConfig) {
+		if v := perSecond(r); v > 0 {
+			c.floor = v
+		}
+	}
+}
+
+// AutoWithin puts every request under f's Limiter as well as under the
+// learned one: the configured limits stay the ceiling, and learned limits
+// only tighten them. f's buckets must be on the same clock as Auto's
+// (AutoClock). The two are joined into one Limiter, costs in f's bucket
+// order first.
+func AutoWithin(f LimiterFunc) AutoOption {
+	return func(c *autoConfig) { c.within = f }
+}
+
+// AutoClock makes the learned buckets and the learning read time from c.
+func AutoClock(c clockwork.Clock) AutoOption {
+	return func(o *autoConfig) { o.clock = c }
+}
+
+// AutoObserver reports the learned buckets' decisions to o, and an
+// EventTuned each time a learned limit changes its rate or capacity.
+func AutoObserver(o Observer) AutoOption {
+	return func(c *autoConfig) { c.obs = o }
+}
+
+// AutoIdle sets how long a quota nobody uses is remembered; the default is
+// 10 minutes. A quota is always kept for at least its longest window.
+func AutoIdle(d time.Duration) AutoOption {
+	return func(c *autoConfig) {
+		if d > 0 {
+			c.idle = d
+		}
+	}
+}
+
+// NewAuto returns an AutoLimiter; see Auto.
+func NewAuto(opts ...AutoOption) *AutoLimiter {
+	cfg := autoConfig{initial: 2, floor: 0.1, idle: 10 * time.Minute, rand: rand.Float64}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg.floor = min(cfg.floor, cfg.initial)
+	if cfg.max > 0 {
+		cfg.initial = min(cfg.initial, cfg.max)
+		cfg.floor = min(cfg.floor, cfg.max)
+	}
+	a := &AutoLimiter{cfg: cfg, seed: maphash.MakeSeed(), quotas: make(map[quotaKey]*autoQuota)}
+	kopts := []Option{WithObserver(cfg.obs)}
+	if cfg.clock != nil {
+		kopts = append(kopts, WithClock(cfg.clock))
+	}
+	a.keyed = NewKeyed(a.startLimits, kopts...)
+	a.epoch = a.wall()
+	return a
+}
+
+// quotaKey names a quota: the key, the credential's hash, and for GitHub
+// the resource.
+type quotaKey struct {
+	name     string
+	cred     uint64
+	resource string
+}
+
+func (k quotaKey) String() string {
+	s := k.name
+	if k.cred != 0 {
+		s += fmt.Sprintf("#%016x", k.cred)
+	}
+	if k.resource != "" {
+		s += "/" + k.resource
+	}
+	return s
+}
+
+// laneKey names one learned bucket in the Keyed.
+type laneKey struct {
+	quota quotaKey
+	name  string
+}
+
+// startLimits is the Keyed's config: what a bucket is before anything is
+// learned. The congestion-controlled "requests" bucket starts at the
+// initial rate; a bucket learned from headers is re-tuned as soon as it is
+// made, from a token of capacity.
+func (a *AutoLimiter) startLimits(k laneKey) []Limit {
+	if k.name == aimdLane {
+		return []Limit{{Name: k.name, Capacity: 1, Rate: rateOf(a.cfg.initial)}}
+	}
+	return []Limit{{Name: k.name, Capacity: 1, Rate: Per(1, time.Second)}}
+}
+
+// credentialHeaders are the request headers whose value identifies a
+// credential, hence a quota.
+var credentialHeaders = [...]string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
+
+// keyOf returns the quota key of r, without resource.
+func (a *AutoLimiter) keyOf(r *http.Request) quotaKey {
+	if a.cfg.key != nil {
+		return quotaKey{name: a.cfg.key(r)}
+	}
+	k := quotaKey{name: HostKey(r)}
+	var h maphash.Hash
+	found := false
+	for _, name := range credentialHeaders {
+		for _, v := range r.Header[name] {
+			if !found {
+				h.SetSeed(a.seed)
+				found = true
+			}
+			h.WriteString(name)
+			h.WriteByte(0)
+			h.WriteString(v)
+			h.WriteByte(0)
+		}
+	}
+	if found {
+		k.cred = max(h.Sum64(), 1)
+	}
+	return k
+}
+
+// Limiter returns the learned Limiter for r's quota, joined with the
+// AutoWithin Limiter if any. It is a LimiterFunc.
+func (a *AutoLimiter) Limiter(r *http.Request) (*Limiter, error) {
+	var user *Limiter
+	if a.cfg.within != nil {
+		var err error
+		if user, err = a.cfg.within(r); err != nil {
+			return nil, err
+		}
+	}
+	k := a.keyOf(r)
+	now := a.now()
+	a.mu.Lock()
+	q := a.quota(k, now)
+	if res := q.resourceOf(r); res != "" {
+		k.resource = res
+		q = a.quota(k, now)
+	}
+	a.sweep(now)
+	a.mu.Unlock()
+	return q.limiter(user)
+}
+
+// quota returns the quota of k, made if need be. a.mu is held.
+func (a *AutoLimiter) quota(k quotaKey, now int64) *autoQuota {
+	q := a.quotas[k]
+	if q == nil {
+		q = &autoQuota{a: a, key: k}
+		q.lanes = []*lane{q.newLane(aimdLane)}
+		q.rebuild()
+		a.quotas[k] = q
+		a.order = append(a.order, q)
+	}
+	q.used.Store(now)
+	return q
+}
+
+// sweep looks at one quota, and forgets it if it has gone unused for long
+// enough. One look per call keeps up with the quotas made, one per call at
+// most. a.mu is held.
+func (a *AutoLimiter) sweep(now int64) {
+	if len(a.order) == 0 {
+		return
+	}
+	if a.next >= len(a.order) {
+		a.next = 0
+	}
+	q := a.order[a.next]
+	if now-q.used.Load() < int64(q.horizon()) {
+		a.next++
+		return
+	}
+	delete(a.quotas, q.key)
+	last := len(a.order) - 1
+	a.order[a.next] = a.order[last]
+	a.order[last] = nil
+	a.order = a.order[:last]
+}
+
+// Len returns the number of quotas remembered.
+func (a *AutoLimiter) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.quotas)
+}
+
+// now is the time on the AutoLimiter's clock, in nanoseconds since it was
+// made.
+func (a *AutoLimiter) now() int64 { return int64(a.wall().Sub(a.epoch)) }
+
+func (a *AutoLimiter) wall() time.Time {
+	if a.cfg.clock != nil {
+		return a.cfg.clock.Now()
+	}
+	return time.Now()
+}
+
+// jitter returns a random number in [lo, hi).
+func (a *AutoLimiter) jitter(lo, hi float64) float64 {
+	return lo + (hi-lo)*a.cfg.rand()
+}
+
+// autoQuota is what is learned about one quota.
+type autoQuota struct {
+	a    *AutoLimiter
+	key  quotaKey
+	used atomic.Int64 // instant of the last use, on a's time line
+
+	mu        sync.Mutex
+	lanes     []*lane
+	lim       *Limiter   // over the lanes' buckets
+	comb      *Limiter   // lim joined with the user's buckets combUser
+	combUser  []*Bucket  //
+	combOf    *Limiter   // the lim comb was made from
+	resources []resource // GitHub: path segment to resource, on the base quota
+	throttled int64
+}
+
+// resource maps the first segment of a request path to the GitHub resource
+// its responses named.
+type resource struct{ segment, name string }
+
+// maxResources bounds the path segments remembered per quota.
+const maxResources = 32
+
+// limiter returns the Limiter for a request whose explicit limits are user.
+func (q *autoQuota) limiter(user *Limiter) (*Limiter, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if user == nil {
+		return q.lim, nil
+	}
+	if q.comb != nil && q.combOf == q.lim && slices.Equal(q.combUser, user.bs) {
+		return q.comb, nil
+	}
+	bs := append(slices.Clone(user.bs), q.lim.bs...)
+	l, err := NewLimiter(bs...)
+	if err != nil {
+		return nil, fmt.Errorf("throttle: Auto with explicit limits: %w", err)
+	}
+	l.auto = q
+	q.comb, q.combUser, q.combOf = l, slices.Clone(user.bs), q.lim
+	return l, nil
+}
+
+// rebuild makes the Limiter over the current lanes. q.mu is held (or q is
+// not yet shared).
+func (q *autoQuota) rebuild() {
+	bs := make([]*Bucket, len(q.lanes))
+	for i, ln := range q.lanes {
+		bs[i] = ln.b
+	}
+	l, err := NewLimiter(bs...)
+	if err != nil {
+		panic("throttle: joining learned buckets failed: " + err.Error())
+	}
+	l.auto = q
+	q.lim = l
+}
+
+// horizon is how long q is kept unused.
+func (q *autoQuota) horizon() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	h := q.a.cfg.idle
+	for _, ln := range q.lanes {
+		h = max(h, ln.window)
+	}
+	return h
+}
+
+// resourceOf returns the GitHub resource learned for r's path, or "".
+func (q *autoQuota) resourceOf(r *http.Request) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.resources) == 0 {
+		return ""
+	}
+	seg := firstSegment(r)
+	for _, res := range q.resources {
+		if res.segment == seg {
+			return res.name
+		}
+	}
+	return ""
+}
+
+func firstSegment(r *http.Request) string {
+	if r.URL == nil {
+		return ""
+	}
+	p := strings.TrimPrefix(r.URL.Path, "/")
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		p = p[:i]
+	}
+	return p
+}
+
+// lane returns q's lane named name, or nil.
+func (q *autoQuota) lane(name string) *lane {
+	for _, ln := range q.lanes {
+		if ln.name == name {
+			return ln
+		}
+	}
+	return nil
+}
+
+// newLane makes a lane over the Keyed's bucket for name. A bucket the
+// Keyed still holds from an earlier time this quota was known keeps what
+// was learned then.
+func (q *autoQuota) newLane(name string) *lane {
+	l := q.a.keyed.Limiter(laneKey{quota: q.key, name: name})
+	b := l.bs[0]
+	ln := &lane{name: name, lim: l, b: b, slow: true}
+	ln.rate, ln.capacity = perSecond(b.Rate()), b.Capacity()
+	return ln
+}
+
+// AutoQuotaStats describes one quota an AutoLimiter knows.
+type AutoQuotaStats struct {
+	// Key names the quota: its key (the host by default), then "#" and
+	// the hash of its credential if any, then "/" and its GitHub resource
+	// if any.
+	Key string
+	// Limits are the quota's learned buckets, in cost order.
+	Limits []AutoLimitStats
+	// Throttled counts the responses that said the quota was exceeded.
+	Throttled int64
+}
+
+// AutoLimitStats describes one learned limit.
+type AutoLimitStats struct {
+	Name string
+	// Learned reports that the limit was read from the server's headers;
+	// false means it is being found by congestion control.
+	Learned bool
+	// Quota and Window are the server's limit, when Learned.
+	Quota  int64
+	Window time.Duration
+	// Rate and Capacity are the client's own, now.
+	Rate     Rate
+	Capacity int64
+}
+
+// Stats returns what a has learned, quota by quota, in no set order.
+func (a *AutoLimiter) Stats() []AutoQuotaStats {
+	a.mu.Lock()
+	qs := slices.Clone(a.order)
+	a.mu.Unlock()
+	out := make([]AutoQuotaStats, 0, len(qs))
+	for _, q := range qs {
+		q.mu.Lock()
+		s := AutoQuotaStats{Key: q.key.String(), Throttled: q.throttled}
+		for _, ln := range q.lanes {
+			s.Limits = append(s.Limits, AutoLimitStats{
+				Name: ln.name, Learned: ln.learned, Quota: ln.limit, Window: ln.window,
+				Rate: ln.b.Rate(), Capacity: ln.b.Capacity(),
+			})
+		}
+		q.mu.Unlock()
+		out = append(out, s)
+	}
+	return out
+}
+
+// perSecond is r in tokens per second.
+func perSecond(r Rate) float64 {
+	if r.period <= 0 || r.tokens <= 0 {
+		return 0
+	}
+	return float64(r.tokens) / r.period.Seconds()
+}
+
+// rateOf is the Rate of v tokens per second, to a thousandth of a token
+// per second and at least that.
+func rateOf(v float64) Rate {
+	m := math.Round(v * 1000)
+	if !(m >= 1) { // NaN too
+		m = 1
+	}
+	if m > 1e15 {
+		m = 1e15
+	}
+	return Per(int64(m), 1000*time.Second)
+}

@@ -1,0 +1,398 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/throttlekit/throttle"
+)
+
+// The harness of issue 14: a loopback vendor enforces one quota (50
+// requests/s, burst 50) for N independent clients, each its own http.Client
+// with the same work, and answers in one of four dialects. Auto() is
+// compared with go-retryablehttp's exponential back-off on the same work.
+//
+// The full table runs in real time for a few minutes; it runs only with
+// THROTTLE_AUTO_TABLE=1 (see README.md). Without it a smoke version runs:
+// three clients, one dialect, a second and a half.
+
+const (
+	vendorRate  = 50 // requests per second
+	vendorBurst = 50
+)
+
+// dialect is what the vendor tells its clients.
+type dialect int
+
+const (
+	dialectIETF       dialect = iota // RateLimit-Policy and RateLimit, Retry-After on 429
+	dialectOpenAI                    // x-ratelimit-*-requests per minute, Retry-After on 429
+	dialectRetryAfter                // Retry-After on 429, nothing else
+	dialectBare                      // a bare 429
+)
+
+func (d dialect) String() string {
+	return [...]string{"IETF", "OpenAI", "Retry-After only", "bare 429"}[d]
+}
+
+// vendor is the loopback API: one token bucket for everyone.
+type vendor struct {
+	dialect     dialect
+	bucket      *throttle.Bucket
+	ok, refused atomic.Int64
+	mu          sync.Mutex
+	refusedAt   []time.Duration // since start
+	okAt        []time.Duration
+	start       time.Time
+}
+
+func newVendor(d dialect) *vendor {
+	b, err := throttle.New(vendorBurst, throttle.Per(vendorRate, time.Second))
+	if err != nil {
+		panic(err)
+	}
+	return &vendor{dialect: d, bucket: b, start: time.Now()}
+}
+
+func (v *vendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	ok, _ := v.bucket.TryAcquire(1)
+	level := v.bucket.Tokens()
+	remaining := max(int64(math.Floor(level)), 0)
+	toFull := time.Duration((vendorBurst - level) / vendorRate * float64(time.Second))
+	h := w.Header()
+	switch v.dialect {
+	case dialectIETF:
+		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=1`, vendorBurst))
+		h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, remaining, int64(math.Ceil(toFull.Seconds()))))
+	case dialectOpenAI:
+		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(vendorRate*60))
+		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(remaining, 10))
+		h.Set("X-Ratelimit-Reset-Requests", toFull.Round(time.Millisecond).String())
+	}
+	if !ok {
+		v.refused.Add(1)
+		v.mu.Lock()
+		v.refusedAt = append(v.refusedAt, time.Since(v.start))
+		v.mu.Unlock()
+		if v.dialect != dialectBare {
+			wait, _ := v.bucket.WaitTime(1)
+			h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
+		}
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":"rate limited"}`)
+		return
+	}
+	v.ok.Add(1)
+	v.mu.Lock()
+	v.okAt = append(v.okAt, time.Since(v.start))
+	v.mu.Unlock()
+	io.WriteString(w, `{"ok":true}`)
+}
+
+// histogram returns the 429s and the successes per half second since the
+// start.
+func (v *vendor) histogram() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var counts []int
+	for _, at := range v.refusedAt {
+		i := int(at / (500 * time.Millisecond))
+		for len(counts) <= i {
+			counts = append(counts, 0)
+		}
+		counts[i]++
+	}
+	var oks []int
+	for _, at := range v.okAt {
+		i := int(at / (500 * time.Millisecond))
+		for len(oks) <= i {
+			oks = append(oks, 0)
+		}
+		oks[i]++
+	}
+	return fmt.Sprint(counts, " ok ", oks)
+}
+
+// contender is a client library under test: it returns one client's
+// do function and a cleanup.
+type contender struct {
+	name string
+	make func() (do func(ctx context.Context, url string) error, stop func())
+}
+
+func baseTransport(workers int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = workers
+	return t
+}
+
+// callOK reads and closes a response, and says whether the call
+// succeeded.
+func callOK(resp *http.Response, err error) error {
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func autoContender(workers int) contender {
+	return contender{name: "throttle.Auto()", make: func() (func(context.Context, string) error, func()) {
+		base := baseTransport(workers)
+		c := &http.Client{Transport: throttle.NewTransport(base, throttle.Auto())}
+		return func(ctx context.Context, url string) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			req.Header.Set("Authorization", "Bearer sk-shared")
+			return callOK(c.Do(req))
+		}, base.CloseIdleConnections
+	}}
+}
+
+func retryableContender(workers int) contender {
+	return contender{name: "go-retryablehttp", make: func() (func(context.Context, string) error, func()) {
+		base := baseTransport(workers)
+		c := retryablehttp.NewClient()
+		c.HTTPClient = &http.Client{Transport: base}
+		c.Logger = nil
+		return func(ctx context.Context, url string) error {
+			req, _ := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			req.Header.Set("Authorization", "Bearer sk-shared")
+			return callOK(c.Do(req))
+		}, base.CloseIdleConnections
+	}}
+}
+
+// outcome is one run of one contender.
+type outcome struct {
+	refused, failed int64
+	elapsed         time.Duration
+	floor           time.Duration
+	when            string // 429s per half second, from the start
+}
+
+// runVendor has n clients of c make perClient calls each, workers at a
+// time, against a fresh vendor speaking d.
+func runVendor(t testing.TB, d dialect, c contender, n, perClient, workers int) outcome {
+	v := newVendor(d)
+	srv := httptest.NewUnstartedServer(v)
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	srv.Start()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	v.start = time.Now()
+	start := time.Now()
+	for range n {
+		do, stop := c.make()
+		calls := make(chan struct{}, perClient)
+		for range perClient {
+			calls <- struct{}{}
+		}
+		close(calls)
+		var cw sync.WaitGroup
+		for range workers {
+			cw.Add(1)
+			go func() {
+				defer cw.Done()
+				for range calls {
+					if err := do(ctx, srv.URL+"/v1/call"); err != nil {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			cw.Wait()
+			stop()
+			wg.Done()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	total := n * perClient
+	return outcome{
+		refused: v.refused.Load(),
+		failed:  failed.Load(),
+		elapsed: elapsed,
+		floor:   time.Duration(float64(total) / vendorRate * float64(time.Second)),
+		when:    v.histogram(),
+	}
+}
+
+func TestAutoVendorSmoke(t *testing.T) {
+	o := runVendor(t, dialectIETF, autoContender(2), 3, 25, 2)
+	t.Logf("IETF, 3 clients x 25 calls: %d 429s, %d failed, %v (floor %v)", o.refused, o.failed, o.elapsed, o.floor)
+	if o.failed != 0 {
+		t.Errorf("%d calls failed", o.failed)
+	}
+}
+
+// TestAutoVendorTable prints the table of benchmarks/README.md.
+func TestAutoVendorTable(t *testing.T) {
+	if os.Getenv("THROTTLE_AUTO_TABLE") == "" {
+		t.Skip("THROTTLE_AUTO_TABLE=1 runs the real-time table (minutes)")
+	}
+	const workers = 4
+	type row struct {
+		d    dialect
+		n    int
+		per  int
+		goal bool
+	}
+	rows := []row{
+		{dialectIETF, 10, 50, true},
+		{dialectOpenAI, 10, 50, true},
+		{dialectRetryAfter, 10, 50, true},
+		{dialectBare, 10, 50, true},
+		{dialectIETF, 50, 10, true},
+		{dialectRetryAfter, 50, 10, false},
+		{dialectBare, 50, 10, false},
+	}
+	if only := os.Getenv("THROTTLE_AUTO_ROWS"); only != "" {
+		var keep []row
+		for i, r := range rows {
+			if strings.Contains(","+only+",", ","+strconv.Itoa(i)+",") {
+				keep = append(keep, r)
+			}
+		}
+		rows = keep
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| dialect | N | calls | go-retryablehttp 429s | failed | time/floor | Auto() 429s | failed | time/floor | 429s vs retryablehttp |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		var base outcome
+		if os.Getenv("THROTTLE_AUTO_ONLY") == "" {
+			base = runVendor(t, r.d, retryableContender(workers), r.n, r.per, workers)
+		}
+		auto := runVendor(t, r.d, autoContender(workers), r.n, r.per, workers)
+		ratio, baseTime := 0.0, 0.0
+		if base.floor > 0 {
+			baseTime = float64(base.elapsed) / float64(base.floor)
+		}
+		if base.refused > 0 {
+			ratio = float64(auto.refused) / float64(base.refused)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.2f | %d | %d | %.2f | %.1f%% |\n",
+			r.d, r.n, r.n*r.per, base.refused, base.failed, baseTime,
+			auto.refused, auto.failed, float64(auto.elapsed)/float64(auto.floor), 100*ratio)
+		t.Logf("%s N=%d: base %+v auto %+v", r.d, r.n, base, auto)
+	}
+	t.Log("\n" + b.String())
+}
+
+// TestAutoVendorConverge drives one client with unknown quota, 8 workers,
+// for 12 s against each dialect that says nothing but 429, and reports the
+// 429s sent before the client's rate first stays within 10% of the quota
+// for 2 s, counted from the learned rate sampled every 50 ms.
+func TestAutoVendorConverge(t *testing.T) {
+	if os.Getenv("THROTTLE_AUTO_TABLE") == "" {
+		t.Skip("THROTTLE_AUTO_TABLE=1 runs the real-time convergence runs")
+	}
+	for _, d := range []dialect{dialectRetryAfter, dialectBare, dialectIETF, dialectOpenAI} {
+		v := newVendor(d)
+		srv := httptest.NewServer(v)
+		auto := throttle.NewAuto()
+		base := baseTransport(8)
+		c := &http.Client{Transport: throttle.NewTransport(base, auto.Limiter)}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopAt := time.AfterFunc(12*time.Second, cancel)
+		var wg sync.WaitGroup
+		var failed, done atomic.Int64
+		v.start = time.Now()
+		start := v.start
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/call", nil)
+					if err := callOK(c.Do(req)); err != nil {
+						if ctx.Err() == nil && failed.Add(1) == 1 {
+							t.Logf("%s: first failure at %v: %v", d, time.Since(start), err)
+						}
+						continue
+					}
+					done.Add(1)
+				}
+			}()
+		}
+		type sample struct {
+			at   time.Duration
+			rate float64
+		}
+		var samples []sample
+		tick := time.NewTicker(50 * time.Millisecond)
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case <-tick.C:
+				for _, q := range auto.Stats() {
+					for _, l := range q.Limits {
+						samples = append(samples, sample{time.Since(start), float64(l.Rate.Tokens()) / l.Rate.Period().Seconds()})
+					}
+				}
+			}
+		}
+		tick.Stop()
+		stopAt.Stop()
+		cancel()
+		wg.Wait()
+		base.CloseIdleConnections()
+		srv.Close()
+		var trace []string
+		for i := 0; i < len(samples); i += 10 {
+			trace = append(trace, fmt.Sprintf("%.0f", samples[i].rate))
+		}
+		t.Logf("%s: rate every 0.5 s: %s; 429s at %v", d, strings.Join(trace, " "), v.refusedAt)
+		// The first instant from which the rate stays within 10% for 2 s.
+		conv := time.Duration(-1)
+		for i := range samples {
+			okFor := true
+			for j := i; j < len(samples) && samples[j].at-samples[i].at < 2*time.Second; j++ {
+				if math.Abs(samples[j].rate-vendorRate) > 0.1*vendorRate {
+					okFor = false
+					break
+				}
+			}
+			if okFor && samples[len(samples)-1].at-samples[i].at >= 2*time.Second {
+				conv = samples[i].at
+				break
+			}
+		}
+		v.mu.Lock()
+		before := sort.Search(len(v.refusedAt), func(i int) bool { return conv >= 0 && v.refusedAt[i] > conv })
+		if conv < 0 {
+			before = len(v.refusedAt)
+		}
+		total := len(v.refusedAt)
+		v.mu.Unlock()
+		t.Logf("%s, one client: converged at %v with %d 429s before; %d 429s in 12 s; %d calls done (%.1f/s), %d failed",
+			d, conv, before, total, done.Load(), float64(done.Load())/12, failed.Load())
+	}
+}

@@ -1,0 +1,75 @@
+package sdktest_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/throttletest"
+)
+
+// TestAutoOpenAISDK runs 100 concurrent chat completions through the
+// official OpenAI SDK and a Transport with throttle.Auto(), configured with
+// nothing, against a vendor allowing 10 requests per second (burst 10) that
+// publishes its quota in the IETF fields. Auto learns the quota from the
+// first response: no call fails, and the calls take a little more than the 9 s the quota
+// needs (12.7 s measured: the first share is small). Real clock, about
+// 13 s; skipped with -short.
+func TestAutoOpenAISDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock test of about 10 s")
+	}
+	const calls = 100
+	vendor := throttletest.NewServer(throttletest.Config{
+		Requests: throttle.Per(10, time.Second), RequestBurst: 10, Dialect: throttletest.IETF,
+	})
+	defer vendor.Close()
+	auto := throttle.NewAuto()
+	tr := throttle.NewTransport(newBase(t), auto.Limiter)
+	client := openai.NewClient(
+		option.WithBaseURL(vendor.URL+"/v1/"),
+		option.WithAPIKey("sk-auto"),
+		option.WithHTTPClient(&http.Client{Transport: tr}),
+	)
+	var fails atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range calls {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+				Model:    openai.ChatModelGPT4oMini,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say ok.")},
+			})
+			if err != nil && fails.Add(1) == 1 {
+				t.Logf("first failure after %v: %v", time.Since(start), err)
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	st := vendor.Stats()
+	t.Logf("Auto: %d of %d calls failed in %v; the vendor answered %d of %d requests with 429; learned %+v",
+		fails.Load(), calls, took.Round(time.Millisecond), st.Throttled, st.Requests, auto.Stats())
+	if fails.Load() != 0 {
+		t.Errorf("%d calls failed", fails.Load())
+	}
+	if st.Throttled > 3 {
+		t.Errorf("%d requests refused; want at most 3", st.Throttled)
+	}
+	if took > 15*time.Second {
+		t.Errorf("the calls took %v; want at most 15s (the quota needs 9s)", took)
+	}
+	ls := auto.Stats()
+	if len(ls) != 1 || len(ls[0].Limits) == 0 || !ls[0].Limits[0].Learned {
+		t.Errorf("learned %+v; want one quota, learned from the headers", ls)
+	}
+}
