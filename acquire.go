@@ -80,13 +80,17 @@ func (g *group) instantOf(w *waiter) int64 {
 // BlockUntilContext, and the test's Advance could come before the real
 // arming. On the real clock a stopped channel timer costs nothing until
 // armed, so it is made the cheap way.
-func (g *group) idleTimer() clockwork.Timer {
-	if g.clock == nil {
-		t := g.timers.NewTimer(time.Hour)
+func (g *group) idleTimer() clockwork.Timer { return idleTimer(g.clock, g.timers) }
+
+// idleTimer is group.idleTimer for any queue: clock is the injected clock
+// (nil for the real one), timers the clock that makes timers.
+func idleTimer(clock, timers clockwork.Clock) clockwork.Timer {
+	if clock == nil {
+		t := timers.NewTimer(time.Hour)
 		t.Stop()
 		return t
 	}
-	t := g.timers.NewTimer(0)
+	t := timers.NewTimer(0)
 	t.Stop()
 	select {
 	case <-t.Chan():
@@ -95,15 +99,20 @@ func (g *group) idleTimer() clockwork.Timer {
 	return t
 }
 
-func (w *waiter) setTimer(t, now int64) {
-	if t == w.armed {
+func (w *waiter) setTimer(t, now int64) { armTimer(w.timer, &w.armed, t, now) }
+
+// armTimer sets timer to fire at instant t (never: stopped), now being the
+// present instant; armed holds the instant it is set for, so that setting
+// the same instant again costs nothing.
+func armTimer(timer clockwork.Timer, armed *int64, t, now int64) {
+	if t == *armed {
 		return
 	}
-	w.armed = t
+	*armed = t
 	if t == never {
-		w.timer.Stop()
+		timer.Stop()
 	} else {
-		w.timer.Reset(time.Duration(t - now))
+		timer.Reset(time.Duration(t - now))
 	}
 }
 

@@ -87,32 +87,9 @@ func (d *domain) recycle(w *classWaiter) {
 	d.idle.Put(w)
 }
 
-func (d *domain) idleTimer() clockwork.Timer {
-	if d.clock == nil {
-		t := d.timers.NewTimer(time.Hour)
-		t.Stop()
-		return t
-	}
-	t := d.timers.NewTimer(0)
-	t.Stop()
-	select {
-	case <-t.Chan():
-	default:
-	}
-	return t
-}
+func (d *domain) idleTimer() clockwork.Timer { return idleTimer(d.clock, d.timers) }
 
-func (w *classWaiter) setTimer(t, now int64) {
-	if t == w.armed {
-		return
-	}
-	w.armed = t
-	if t == never {
-		w.timer.Stop()
-	} else {
-		w.timer.Reset(time.Duration(t - now))
-	}
-}
+func (w *classWaiter) setTimer(t, now int64) { armTimer(w.timer, &w.armed, t, now) }
 
 func (d *domain) push(w *classWaiter) {
 	for i := range w.ents {
