@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -111,9 +110,6 @@ func runClassSimulate(e *env, limits limitsFlag, classes classesFlag, mode strin
 	if mode.set && mode.value != "reject" {
 		return usagef("--class replays in --mode reject only (TryAcquire at each arrival)")
 	}
-	if len(pos) != 1 {
-		return usagef("one trace file is required (- for stdin), got %d arguments", len(pos))
-	}
 	q := limits[0]
 	clk := clockwork.NewFakeClockAt(epoch)
 	root, err := throttle.NewQuota(q.capacity, q.rate, throttle.WithClock(clk), throttle.WithName(q.name))
@@ -135,15 +131,11 @@ func runClassSimulate(e *env, limits limitsFlag, classes classesFlag, mode strin
 		byName[c.name] = k
 	}
 
-	name, in := "stdin", e.stdin
-	if pos[0] != "-" {
-		f, err := os.Open(pos[0])
-		if err != nil {
-			return usagef("trace: %v", err)
-		}
-		defer f.Close()
-		name, in = pos[0], f
+	name, in, closeTrace, err := openTrace(e, pos)
+	if err != nil {
+		return err
 	}
+	defer closeTrace()
 	stats := make(map[*throttle.Class]*classStats)
 	for _, k := range byName {
 		stats[k] = &classStats{}

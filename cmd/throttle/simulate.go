@@ -104,22 +104,11 @@ func runSimulate(e *env, args []string) error {
 	default:
 		return usagef("--mode %q: want wait or reject", mode.value)
 	}
-	switch len(pos) {
-	case 0:
-		return usagef("a trace file is required (- for stdin)")
-	case 1:
-	default:
-		return usagef("one trace file only, got %d arguments", len(pos))
+	name, in, closeTrace, err := openTrace(e, pos)
+	if err != nil {
+		return err
 	}
-	name, in := "stdin", e.stdin
-	if pos[0] != "-" {
-		f, err := os.Open(pos[0])
-		if err != nil {
-			return usagef("trace: %v", err)
-		}
-		defer f.Close()
-		name, in = pos[0], f
-	}
+	defer closeTrace()
 	var chart *chartFile
 	if chartPath.set {
 		if chart, err = createChart(chartPath.value); err != nil {
@@ -182,4 +171,24 @@ func simulate(cfg simConfig, r io.Reader) (*simulator, error) {
 	}
 	sim.finish()
 	return sim, nil
+}
+
+// openTrace opens the one trace file that pos names, or stdin for "-", and
+// returns its name for the summary and a function that closes it.
+func openTrace(e *env, pos []string) (name string, in io.Reader, closeTrace func(), err error) {
+	switch len(pos) {
+	case 0:
+		return "", nil, nil, usagef("a trace file is required (- for stdin)")
+	case 1:
+	default:
+		return "", nil, nil, usagef("one trace file only, got %d arguments", len(pos))
+	}
+	if pos[0] == "-" {
+		return "stdin", e.stdin, func() {}, nil
+	}
+	f, err := os.Open(pos[0])
+	if err != nil {
+		return "", nil, nil, usagef("trace: %v", err)
+	}
+	return pos[0], f, func() { f.Close() }, nil
 }
