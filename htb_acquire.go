@@ -73,16 +73,7 @@ func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
 }
 
 func (d *domain) recycle(w *classWaiter) {
-	if w.done != nil {
-		select {
-		case <-w.done:
-		default:
-		}
-		select {
-		case <-w.timer.Chan():
-		default:
-		}
-	}
+	drainWaiter(w.done, w.timer)
 	*w = classWaiter{done: w.done, timer: w.timer, opts: w.opts[:0]}
 	d.idle.Put(w)
 }

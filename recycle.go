@@ -1,5 +1,7 @@
 package throttle
 
+import "github.com/jonboulle/clockwork"
+
 // waiter returns a waiter to fill in for one Acquire call: one used before
 // when there is one, so that a call that queues does not allocate a
 // waiter, a channel and a timer each time. With many goroutines blocked on
@@ -20,16 +22,24 @@ func (g *group) waiter() *waiter {
 // g's clock, which every group w can be queued in shares, since buckets
 // joined into one group share a clock.
 func (g *group) recycle(w *waiter) {
-	if w.done != nil {
-		select {
-		case <-w.done:
-		default:
-		}
-		select {
-		case <-w.timer.Chan():
-		default:
-		}
-	}
+	drainWaiter(w.done, w.timer)
 	*w = waiter{done: w.done, timer: w.timer}
 	g.idle.Put(w)
+}
+
+// drainWaiter drops what a finished waiter may have left in its channel
+// and its timer's, for group.recycle and domain.recycle alike; a waiter
+// never queued (done nil) has neither.
+func drainWaiter(done chan struct{}, timer clockwork.Timer) {
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	default:
+	}
+	select {
+	case <-timer.Chan():
+	default:
+	}
 }
