@@ -207,6 +207,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.roundTrip(req)
 	if err != nil {
 		t.failed.Add(1)
+		// An SDK that retries any error would retry a refusal of ours:
+		// it gets a response that says not to.
+		if r := refusal(req, err); r != nil {
+			return r, nil
+		}
 	}
 	return resp, err
 }
@@ -227,12 +232,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		closeRequestBody(req)
-		err = fmt.Errorf("throttle: request cost: %w", err)
-		if r := refusal(req, err); r != nil {
-			t.failed.Add(1)
-			return r, nil
-		}
-		return nil, err
+		return nil, fmt.Errorf("throttle: request cost: %w", err)
 	}
 	// x stays on the stack unless a retry follows: the retry's closures
 	// take a copy to the heap. It is filled field by field: a composite
@@ -244,10 +244,6 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		if x.n == 0 {
 			closeRequestBody(req)
-		}
-		if r := refusal(req, err); r != nil {
-			t.failed.Add(1)
-			return r, nil
 		}
 		return nil, err
 	}
