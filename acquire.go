@@ -356,7 +356,10 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 	w := g.waiter()
 	w.one[0], w.oneCost[0] = b, cost
 	w.bs, w.costs = w.one[:], w.oneCost[:]
-	err = enqueue(ctx, w, g, now)
+	queued, err := enqueue(ctx, w, g, now)
+	if queued {
+		err = w.await(ctx, g, now)
+	}
 	g.recycle(w)
 	return err
 }
@@ -444,25 +447,13 @@ func covers(bs []*Bucket, costs []int64, now int64) bool {
 	return true
 }
 
-// acquire queues w and waits for its turn, unless the queue emptied and the
-// levels allow it since tryNow looked.
-func acquire(ctx context.Context, w *waiter) error {
-	g := w.bs[0].lock()
-	now := g.now()
-	if g.head != nil && g.head.rsv != nil {
-		g.serve(now)
-	}
-	if g.takeNow(w.bs, w.costs, now) {
-		g.mu.Unlock()
-		observe(w.bs, w.costs, EventGranted, 0)
-		return nil
-	}
-	return enqueue(ctx, w, g, now)
-}
-
-// enqueue is acquire once the costs could not be taken at now: g, w's
-// group, is locked, and enqueue unlocks it.
-func enqueue(ctx context.Context, w *waiter, g *group, now int64) error {
+// enqueue queues w, whose costs could not be taken at now, unless its
+// wait would outlast ctx's deadline or never end: g, w's group, is locked,
+// and enqueue unlocks it. When it reports queued, the caller waits with
+// w.await; it is left to the caller so that enqueue's frame is gone from
+// the stack by then: a thousand goroutines arriving at once each grew
+// their stack, a tenth of their CPU, when the sleep came from in here.
+func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, err error) {
 	w.priority = priorityOf(ctx)
 	before := g.insertionPoint(w.priority)
 	var t int64
@@ -474,7 +465,7 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) error {
 	if t == never {
 		if err := noRefill(w.bs, w.costs); err != nil {
 			g.mu.Unlock()
-			return err
+			return false, err
 		}
 	}
 	wait := time.Duration(t - now)
@@ -482,7 +473,7 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) error {
 		err := &WaitError{Wait: wait, Limit: binding(w)}
 		g.mu.Unlock()
 		observe(w.bs, w.costs, EventRejected, wait)
-		return err
+		return false, err
 	}
 	w.since, w.queued = now, true
 	if w.done == nil {
@@ -504,6 +495,12 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) error {
 		w.setTimer(t, now)
 	}
 	g.mu.Unlock()
+	return true, nil
+}
+
+// await waits until w, which enqueue queued in g at now, is granted or
+// fails, and reports a grant to the observers.
+func (w *waiter) await(ctx context.Context, g *group, now int64) error {
 	err := w.sleep(ctx)
 	if err == nil && observed(w.bs) {
 		observe(w.bs, w.costs, EventGranted, time.Duration(g.now()-now))
@@ -540,10 +537,19 @@ func (w *waiter) sleep(ctx context.Context) error {
 			now := g.now()
 			w.armed = never // fired, or a stale tick: either way not pending
 			g.serve(now)
-			if !w.granted && w.err == nil {
+			over := w.granted || w.err != nil
+			if !over {
 				g.arm(now)
 			}
 			g.mu.Unlock()
+			if over {
+				// Served itself, as a head woken at its instant is: its
+				// value is in done. Taken here rather than by going round
+				// the select, which would lock all three channels again,
+				// ctx's shared one among them, once more per grant.
+				<-w.done
+				return w.err
+			}
 		case <-ctx.Done():
 			return w.cancel(ctx)
 		}

@@ -735,7 +735,12 @@ func (w *classWaiter) sleep(ctx context.Context) error {
 				d.armed = nil
 			}
 			d.changed(now)
+			over := w.granted || w.err != nil
 			d.mu.Unlock()
+			if over {
+				<-w.done // as in waiter.sleep: no second pass of the select
+				return w.err
+			}
 		case <-ctx.Done():
 			return w.cancel(ctx)
 		}

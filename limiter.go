@@ -180,7 +180,10 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 	// allocates only its Permit. The Permit keeps the copy.
 	owned := slices.Clone(costs)
 	w.bs, w.costs = l.bs, owned
-	err = enqueue(ctx, w, g, now)
+	queued, err := enqueue(ctx, w, g, now)
+	if queued {
+		err = w.await(ctx, g, now)
+	}
 	g.recycle(w)
 	if err != nil {
 		return nil, err
@@ -199,7 +202,10 @@ func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err er
 	}
 	w := g.waiter()
 	w.bs, w.costs = l.bs, costs
-	err = enqueue(ctx, w, g, now)
+	queued, err := enqueue(ctx, w, g, now)
+	if queued {
+		err = w.await(ctx, g, now)
+	}
 	if w.queued {
 		waited = l.bs[0].g.Load().now() - w.since
 	}
