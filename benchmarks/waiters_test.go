@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -241,4 +242,46 @@ func runPhases(b *testing.B, drain func() bool, wait func(context.Context) error
 	}
 	elapsed := time.Duration(lastNano.Load())
 	return ph, float64(g3) / elapsed.Seconds() / waitersRate
+}
+
+// BenchmarkWaitersPhasesPaired runs BenchmarkWaitersPhases's runs in pairs,
+// ours and x/time/rate's back to back, the order swapped from one pair to
+// the next, and reports for each phase the median over the pairs of the
+// ratio ours / x/time/rate's, of CPU and of thread sleeps per grant, with
+// the lowest and the highest ratio. One op is one pair (4 s); on a shared
+// machine whose load drifts from one second to the next, a ratio taken
+// within a pair moves much less than either figure alone.
+func BenchmarkWaitersPhasesPaired(b *testing.B) {
+	names := []string{"arrival", "steady", "teardown"}
+	var cpu, sleeps [3][]float64
+	// Warm the process as BenchmarkWaitersPhases does.
+	for _, lib := range waiterLibs {
+		drain, wait := lib.make(b)
+		runPhases(b, drain, wait)
+	}
+	for i := range b.N {
+		var ph [2][3]phase
+		for k := range 2 {
+			j := k ^ i%2 // ours first in even pairs, second in odd ones
+			drain, wait := waiterLibs[j].make(b)
+			ph[j], _ = runPhases(b, drain, wait)
+		}
+		for p := range names {
+			per := func(q phase, v time.Duration) float64 { return float64(v) / float64(q.grants) }
+			cpu[p] = append(cpu[p], per(ph[0][p], ph[0][p].use.cpu)/per(ph[1][p], ph[1][p].use.cpu))
+			sleeps[p] = append(sleeps[p], per(ph[0][p], time.Duration(ph[0][p].use.switches))/
+				per(ph[1][p], time.Duration(ph[1][p].use.switches)))
+		}
+	}
+	for p, name := range names {
+		for _, m := range []struct {
+			unit string
+			rs   []float64
+		}{{"cpu", cpu[p]}, {"sleeps", sleeps[p]}} {
+			slices.Sort(m.rs)
+			b.ReportMetric(m.rs[len(m.rs)/2], name+"-"+m.unit+"-ratio")
+			b.ReportMetric(m.rs[0], name+"-"+m.unit+"-ratio-min")
+			b.ReportMetric(m.rs[len(m.rs)-1], name+"-"+m.unit+"-ratio-max")
+		}
+	}
 }
