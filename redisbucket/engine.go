@@ -47,8 +47,9 @@ type engine struct {
 	waiting atomic.Int64
 	share   atomic.Int64 // the fleet count the local buckets are sized for
 
-	seen seen // the levels last seen and what the failure policy granted since
-	fl   *fleet
+	seen  seen // the levels last seen and what the failure policy granted since
+	fl    *fleet
+	batch batcher // coalesces concurrent fast-path calls (coalesce.go)
 
 	st counters
 }
@@ -162,7 +163,7 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 		keys = append(keys[:len(keys):len(keys)], e.fl.key)
 	}
 	if mode == "a" && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
-		return e.callFast(ctx, local, now, hint, a[0])
+		return e.decideFast(ctx, local, now, hint, a[0])
 	}
 	args := e.argv(keys, 9+6*len(e.limits))
 	args = append(args, mode, now, len(e.limits), permitTTL, share, hint, charge, member, fleetTTL)
