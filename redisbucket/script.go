@@ -28,7 +28,8 @@ import "github.com/redis/go-redis/v9"
 //   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
 //     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
 //     a charge and the fleet's registration), s settle. With five or six
-//     arguments the call is the fast path's (below), not this layout.
+//     arguments the call is the fast path's (below), not this layout;
+//     with more and a number first, a batch of fast-path calls (below).
 //   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only).
 //   - ARGV[3]: the number of limits n.
 //   - ARGV[4]: the permit record lifetime in ms, or "" for no permit key.
