@@ -75,18 +75,24 @@ func (e *engine) handOn() {
 		return
 	}
 	b.mu.Unlock()
-	go func() {
-		for len(ms) > 0 {
-			e.sendBatch(ms)
-			b.mu.Lock()
-			ms = b.next
-			b.next = nil
-			if len(ms) == 0 {
-				b.busy = false
-			}
-			b.mu.Unlock()
+	go e.sendBatches(ms)
+}
+
+// sendBatches sends ms, then the batches that gather meanwhile, until
+// none waits. (A function of its own: ms captured by a closure would be
+// moved to the heap on every handOn, the lone caller's included.)
+func (e *engine) sendBatches(ms []*member) {
+	b := &e.batch
+	for len(ms) > 0 {
+		e.sendBatch(ms)
+		b.mu.Lock()
+		ms = b.next
+		b.next = nil
+		if len(ms) == 0 {
+			b.busy = false
 		}
-	}()
+		b.mu.Unlock()
+	}
 }
 
 // sendBatch decides the members still waiting in one script call (one
