@@ -61,12 +61,30 @@ const decisionRate = 1_000_000
 // script call itself (BenchmarkRedisDecision's noop_script).
 var noopScript = redis.NewScript("return {1, 0, 0, 0}")
 
+// commandsScript runs the three commands every token bucket on the
+// server's clock and one key needs, TIME, GET and SET ... PXAT, and no
+// logic: the ceiling of any such script (BenchmarkRedisDecision's
+// commands_only). setGetScript is the ceiling of a design that guesses the
+// stored state and writes it with SET ... GET, two commands
+// (commands_setget).
+var (
+	commandsScript = redis.NewScript(`local t = redis.call('TIME')
+local raw = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[5], 'PXAT', t[1] * 1000 + 5000)
+return {1, 0, t[1], 0}`)
+	setGetScript = redis.NewScript(`local t = redis.call('TIME')
+local raw = redis.call('SET', KEYS[1], ARGV[5], 'PXAT', t[1] * 1000 + 5000, 'GET')
+return {1, 0, t[1], 0}`)
+)
+
 // BenchmarkRedisDecision measures one decision through Redis: our Bucket's
 // TryAcquire against redis_rate's Allow (GCRA, also one Lua script), on the
 // same server, with a limit both must write for (decisionRate), from 1 and
 // from 8 goroutines, alternating the two at each goroutine count, and the
 // floor both stand on: noop_script, a script call with our arguments that
-// runs no command (writes/decision 0).
+// runs no command (writes/decision 0), and two ceilings: commands_only,
+// the TIME, GET and SET every design on the server's clock and one key
+// runs, without logic, and commands_setget, TIME and SET ... GET.
 // Reported: decisions/s, p50/p99 latency, and from the server's INFO:
 // writes/decision (SET, HSET and the like run by the script; 1 when both
 // write, below 1 when one call decides several), calls/decision (EVALSHAs;
@@ -77,7 +95,7 @@ var noopScript = redis.NewScript("return {1, 0, 0, 0}")
 // clock reads included, the same for both).
 func BenchmarkRedisDecision(b *testing.B) {
 	for _, g := range []int{1, 8} {
-		for _, impl := range []string{"throttle", "redis_rate", "noop_script"} {
+		for _, impl := range []string{"throttle", "redis_rate", "noop_script", "commands_only", "commands_setget"} {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", impl, g), func(b *testing.B) {
 				c := redisClient(b)
 				prefix := benchPrefix(b)
@@ -99,6 +117,17 @@ func BenchmarkRedisDecision(b *testing.B) {
 					key := []string{prefix + "{bench}"}
 					decide = func() (bool, error) {
 						v, err := noopScript.Run(ctx, c, key, "1000000", "1000000", "1000000", 1, "1764590000000000 999999").Int64Slice()
+						return err == nil && v[0] == 1, err
+					}
+				case "commands_only", "commands_setget":
+					// The ceilings: the commands with our arguments, no logic.
+					s := commandsScript
+					if impl == "commands_setget" {
+						s = setGetScript
+					}
+					key := []string{prefix + "{bench}"}
+					decide = func() (bool, error) {
+						v, err := s.Run(ctx, c, key, "1000000", "1000000", "1000000", 1, "1764590000000000 999999").Int64Slice()
 						return err == nil && v[0] == 1, err
 					}
 				case "redis_rate":
