@@ -279,3 +279,75 @@ func TestCoalescedWaiterTimesOut(t *testing.T) {
 	}
 	t.Logf("waiter returned after %v (call timeout %v)", elapsed, timeout)
 }
+
+// A batch that meets a state the fast path does not read (here a stored
+// time ahead of the server's clock, which the general path keeps) is given
+// back, and its acquisitions go one call each, each as it would alone.
+func TestCoalescedFallsBackAlone(t *testing.T) {
+	r := newRig(t)
+	if r.be.Mini != nil {
+		t.Skip("miniredis has no struct: every batch falls back (TestCoalescedTryAcquire)")
+	}
+	ctx := context.Background()
+	h := &blockFirst{entered: make(chan struct{}), release: make(chan struct{}), calls: make(chan int, 100)}
+	c := redis.NewClient(&redis.Options{Addr: r.be.Addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	if err := c.ScriptLoad(ctx, redisbucket.ScriptSource).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.AddHook(h)
+	rate := throttle.Per(1, time.Hour)
+	b, err := redisbucket.New(c, "cof", 6, rate, r.opts(redisbucket.WithFailurePolicy(redisbucket.FailClosed))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := redisbucket.ShapeArgs(6, rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	den, _ := strconv.ParseFloat(sa[2], 64)
+	ahead := float64(r.fc.Now().Add(10 * time.Second).UnixMicro())
+	if err := c.Set(ctx, b.Key(), packState(ahead, 4, 0, den), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan bool, 1)
+	go func() {
+		ok, _ := b.TryAcquire(1)
+		first <- ok
+	}()
+	<-h.entered
+	costs := []int64{2, 2, 1} // 3 left after the first: 2 granted, 2 refused, 1 granted
+	want := []bool{true, false, true}
+	type out struct {
+		i  int
+		ok bool
+	}
+	res := make(chan out, len(costs))
+	for i, cost := range costs {
+		go func() {
+			ok, err := b.TryAcquire(cost)
+			if err != nil {
+				t.Error(err)
+			}
+			res <- out{i, ok}
+		}()
+		waitQueued(t, func() int64 { return redisbucket.BatchWaiting(b) }, int64(i+1))
+	}
+	close(h.release)
+	if !<-first {
+		t.Error("the first call was refused")
+	}
+	for range costs {
+		o := <-res
+		if o.ok != want[o.i] {
+			t.Errorf("acquisition %d (cost %d): granted %v, want %v", o.i, costs[o.i], o.ok, want[o.i])
+		}
+	}
+	// One alone, the batch given back, then its three one call each.
+	if s := b.Stats(); s.Calls != 5 || s.Granted != 3 {
+		t.Errorf("stats %+v: want 5 calls, 3 granted", s)
+	}
+	if tok := b.Tokens(); tok != 0 {
+		t.Errorf("tokens %v, want 0", tok)
+	}
+}
