@@ -134,7 +134,10 @@ func (e *engine) sendBatch(ms []*member) {
 	cancel()
 	if err == nil && len(v) == 1 && v[0] == -2 {
 		for _, m := range live {
-			m.res, m.err = e.callFast(ctx, e.o.clock.Now(), now, hint, m.cost)
+			// Each with the view the one before it left.
+			local := e.o.clock.Now()
+			hint, _, _ := e.seen.get(local)
+			m.res, m.err = e.callFast(ctx, local, now, hint, m.cost)
 			close(m.done)
 		}
 		return
