@@ -61,21 +61,41 @@ const decisionRate = 1_000_000
 // script call itself (BenchmarkRedisDecision's noop_script).
 var noopScript = redis.NewScript("return {1, 0, 0, 0}")
 
+// commandsScript runs the three commands every token bucket on the
+// server's clock and one key needs, TIME, GET and SET ... PXAT, and no
+// logic: the ceiling of any such script (BenchmarkRedisDecision's
+// commands_only). setGetScript is the ceiling of a design that guesses the
+// stored state and writes it with SET ... GET, two commands
+// (commands_setget).
+var (
+	commandsScript = redis.NewScript(`local t = redis.call('TIME')
+local raw = redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], ARGV[5], 'PXAT', t[1] * 1000 + 5000)
+return {1, 0, t[1], 0}`)
+	setGetScript = redis.NewScript(`local t = redis.call('TIME')
+local raw = redis.call('SET', KEYS[1], ARGV[5], 'PXAT', t[1] * 1000 + 5000, 'GET')
+return {1, 0, t[1], 0}`)
+)
+
 // BenchmarkRedisDecision measures one decision through Redis: our Bucket's
 // TryAcquire against redis_rate's Allow (GCRA, also one Lua script), on the
 // same server, with a limit both must write for (decisionRate), from 1 and
 // from 8 goroutines, alternating the two at each goroutine count, and the
 // floor both stand on: noop_script, a script call with our arguments that
-// runs no command (writes/decision 0).
+// runs no command (writes/decision 0), and two ceilings: commands_only,
+// the TIME, GET and SET every design on the server's clock and one key
+// runs, without logic, and commands_setget, TIME and SET ... GET.
 // Reported: decisions/s, p50/p99 latency, and from the server's INFO:
 // writes/decision (SET, HSET and the like run by the script; 1 when both
-// write), script-µs/decision (the EVALSHA's own time) and
+// write, below 1 when one call decides several), calls/decision (EVALSHAs;
+// below 1 when our Bucket coalesces concurrent decisions into one call),
+// script-µs/decision (the EVALSHAs' own time, per decision) and
 // server-cpu-µs/decision (the server process's user+sys CPU, networking
 // included), and client-cpu-µs/decision (this process's, the loop's own
 // clock reads included, the same for both).
 func BenchmarkRedisDecision(b *testing.B) {
 	for _, g := range []int{1, 8} {
-		for _, impl := range []string{"throttle", "redis_rate", "noop_script"} {
+		for _, impl := range []string{"throttle", "redis_rate", "noop_script", "commands_only", "commands_setget"} {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", impl, g), func(b *testing.B) {
 				c := redisClient(b)
 				prefix := benchPrefix(b)
@@ -97,6 +117,17 @@ func BenchmarkRedisDecision(b *testing.B) {
 					key := []string{prefix + "{bench}"}
 					decide = func() (bool, error) {
 						v, err := noopScript.Run(ctx, c, key, "1000000", "1000000", "1000000", 1, "1764590000000000 999999").Int64Slice()
+						return err == nil && v[0] == 1, err
+					}
+				case "commands_only", "commands_setget":
+					// The ceilings: the commands with our arguments, no logic.
+					s := commandsScript
+					if impl == "commands_setget" {
+						s = setGetScript
+					}
+					key := []string{prefix + "{bench}"}
+					decide = func() (bool, error) {
+						v, err := s.Run(ctx, c, key, "1000000", "1000000", "1000000", 1, "1764590000000000 999999").Int64Slice()
 						return err == nil && v[0] == 1, err
 					}
 				case "redis_rate":
@@ -156,7 +187,8 @@ func BenchmarkRedisDecision(b *testing.B) {
 				b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 				b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
 				b.ReportMetric(float64(writes)/n, "writes/decision")
-				b.ReportMetric(float64(after.usec["evalsha"]-before.usec["evalsha"])/float64(max(evals, 1)), "script-µs/decision")
+				b.ReportMetric(float64(evals)/n, "calls/decision")
+				b.ReportMetric(float64(after.usec["evalsha"]-before.usec["evalsha"])/n, "script-µs/decision")
 				b.ReportMetric((after.cpu-before.cpu)*1e6/n, "server-cpu-µs/decision")
 				b.ReportMetric(float64((u1.cpu-u0.cpu).Microseconds())/n, "client-cpu-µs/decision")
 			})

@@ -13,7 +13,12 @@
 // checks, spends and sets
 // the key's expiry to the moment the bucket is full again, since a missing
 // key is a full bucket. The state is one string key: a GET and a SET with
-// PXAT per decision. Keys are
+// PXAT per decision. Concurrent acquisitions of one process on one limit
+// counted in microseconds (TryAcquire, Acquire, without a permit) that
+// arrive while its call is in flight are coalesced: the next call decides
+// them all, in arrival order, each exactly as a call of its own at that
+// server instant would, with one write; each waits no longer than its own
+// context and call timeout. Keys are
 // <prefix>{<id>}: the hash tag is the limiter's own id, so a cluster
 // spreads limiters over its shards.
 //

@@ -87,3 +87,10 @@ func ShapeArgs(capacity int64, rate throttle.Rate) ([4]string, error) {
 	s, err := newShape("", capacity, rate)
 	return s.args, err
 }
+
+// BatchWaiting returns how many acquisitions wait for the next batch.
+func BatchWaiting(b *Bucket) int64 {
+	b.e.batch.mu.Lock()
+	defer b.e.batch.mu.Unlock()
+	return int64(len(b.e.batch.next))
+}

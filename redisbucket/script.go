@@ -28,7 +28,8 @@ import "github.com/redis/go-redis/v9"
 //   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
 //     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
 //     a charge and the fleet's registration), s settle. With five or six
-//     arguments the call is the fast path's (below), not this layout.
+//     arguments the call is the fast path's (below), not this layout;
+//     with more and a number first, a batch of fast-path calls (below).
 //   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only).
 //   - ARGV[3]: the number of limits n.
 //   - ARGV[4]: the permit record lifetime in ms, or "" for no permit key.
@@ -61,7 +62,12 @@ import "github.com/redis/go-redis/v9"
 const scriptSrc = `
 local A = ARGV
 local mode = 'F'
-if #A > 6 then mode = A[1] end
+if #A > 6 then
+  -- The general path's first argument is its mode, a letter; a batch's
+  -- is its capacity, a number.
+  mode = A[1]
+  if string.byte(mode) < 58 then mode = 'B' end
+end
 -- struct (Redis, Valkey) packs the state in binary; a server without it
 -- (miniredis) gets the same numbers as text, and no fast path.
 local S = rawget(_G, 'struct')
@@ -150,6 +156,101 @@ if mode == 'F' then
     return {1, 0, now, tok}
   until true
 end
+-- A batch: the fast path's k acquisitions coalesced into one call,
+-- {cap, num, den, cost_1, view, time or '', cost_2, ..., cost_k}, decided
+-- in order at one instant, each exactly as k fast-path calls at that
+-- instant would be: a grant spends, a refusal spends nothing and the next
+-- is still tried. One write for the lot. The reply is {now, status_1,
+-- wait_1, tok_1, ..., status_k, wait_k, tok_k}, or {-2} when the state
+-- needs the general path (a missing key with a view, garbage, another
+-- den, no struct): the client then sends each acquisition alone.
+if mode == 'B' then
+  if S == nil then return {-2} end
+  local now
+  if A[6] ~= '' then
+    now = tonumber(A[6])
+  else
+    local t = redis.call('TIME')
+    now = t[1] * 1000000 + t[2]
+  end
+  local cap, num, den = tonumber(A[1]), tonumber(A[2]), tonumber(A[3])
+  local raw = redis.call('GET', KEYS[1])
+  local tok, rem = cap, 0
+  if raw then
+    if #raw ~= 32 then return {-2} end
+    local st, sv, sr, sd = S.unpack('<dddd', raw)
+    if not (sd == den and st <= now and st >= 0 and st % 1 == 0 and sv >= -cap and sv <= 1125899906842624
+      and sv % 1 == 0 and sr >= 0 and sr < den and sr % 1 == 0) then return {-2} end
+    tok, rem = sv, sr
+    if tok >= cap then
+      tok, rem = cap, 0
+    elseif num > 0 and now > st then
+      local e = now - st
+      local need = (cap - tok) * den - rem
+      local q = math.floor(need / num)
+      local r = need - q * num
+      if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
+      if r > 0 then q = q + 1 end
+      if e >= q then
+        tok, rem = cap, 0
+      else
+        local x = rem + num * e
+        q = math.floor(x / den)
+        r = x - q * den
+        if r < 0 then q = q - 1 r = r + den elseif r >= den then q = q + 1 r = r - den end
+        tok, rem = tok + q, r
+      end
+    end
+  elseif A[5] ~= '' then
+    return {-2}
+  end
+  local out = {now}
+  local o = 1
+  local spent = false
+  for i = 4, #A do
+    if i < 5 or i > 6 then
+      local cost = tonumber(A[i])
+      if tok >= cost then
+        tok = tok - cost
+        spent = true
+        out[o + 1], out[o + 2], out[o + 3] = 1, 0, tok
+      elseif num == 0 then
+        out[o + 1], out[o + 2], out[o + 3] = -1, 0, tok
+      else
+        local need = (cost - tok) * den - rem
+        local q = math.floor(need / num)
+        local r = need - q * num
+        if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
+        if r > 0 then q = q + 1 end
+        if q > 4503599627370496 then q = 4503599627370496 end
+        out[o + 1], out[o + 2], out[o + 3] = 0, q, tok
+      end
+      o = o + 3
+    end
+  end
+  if spent then
+    local v = S.pack('<dddd', now, tok, rem, den)
+    if num == 0 then
+      redis.call('SET', KEYS[1], v)
+    else
+      local need = (cap - tok) * den - rem
+      local q = math.floor(need / num)
+      local r = need - q * num
+      if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
+      if r > 0 then q = q + 1 end
+      if q > 35184372088832 then
+        redis.call('SET', KEYS[1], v)
+      else
+        local at = now + q
+        local ms = math.floor(at / 1000)
+        if ms * 1000 < at then ms = ms + 1 end
+        redis.call('SET', KEYS[1], v, 'PXAT', ms + 1)
+      end
+    end
+  end
+  return out
+end
+
 if mode == 'F' or mode == 'f' then
   local now = ARGV[6] or ''
   -- Fall through: rewrite the arguments in the general layout.
