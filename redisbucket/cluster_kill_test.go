@@ -113,7 +113,9 @@ func TestClusterPrimaryKilled(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr, DisableIdentity: true})
 	defer rc.Close()
 	var promoted time.Time
-	waitUntil(t, "the replica's promotion", func() bool {
+	// A failover takes the node timeout (2 s) and an election, about 4 s
+	// here; on a loaded machine it took over 10.
+	waitFor(t, "the replica's promotion", 30*time.Second, func() bool {
 		info, err := rc.Info(ctx, "replication").Result()
 		if err == nil && strings.Contains(info, "role:master") {
 			promoted = time.Now()

@@ -277,7 +277,14 @@ func (f observerFunc) Observe(e redisbucket.Event) { f(e) }
 // waitUntil polls cond on the real clock for at most 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitFor(t, what, 10*time.Second, cond)
+}
+
+// waitFor is waitUntil with its own limit, for what the server, not the
+// package, takes its time over.
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
