@@ -265,6 +265,9 @@ func TestAutoVendorSmoke(t *testing.T) {
 }
 
 // TestAutoVendorTable prints the table of benchmarks/README.md.
+// THROTTLE_AUTO_ROWS=2,3 picks rows by index, THROTTLE_AUTO_ONLY=1 skips
+// go-retryablehttp, THROTTLE_AUTO_TRACE=1 logs each Auto client's end: when
+// it finished, its learned rate and its 429s.
 func TestAutoVendorTable(t *testing.T) {
 	if os.Getenv("THROTTLE_AUTO_TABLE") == "" {
 		t.Skip("THROTTLE_AUTO_TABLE=1 runs the real-time table (minutes)")
@@ -322,9 +325,10 @@ func TestAutoVendorTable(t *testing.T) {
 }
 
 // TestAutoVendorConverge drives one client with unknown quota, 8 workers,
-// for 12 s against each dialect that says nothing but 429, and reports the
-// 429s sent before the client's rate first stays within 10% of the quota
-// for 2 s, counted from the learned rate sampled every 50 ms.
+// against each dialect (30 s for those that say nothing but 429, 12 s for
+// the others; THROTTLE_AUTO_DIALECTS=2,3 picks dialects by number), and
+// reports the 429s sent before the client's rate first stays within 10% of
+// the quota for 2 s, counted from the learned rate sampled every 50 ms.
 func TestAutoVendorConverge(t *testing.T) {
 	if os.Getenv("THROTTLE_AUTO_TABLE") == "" {
 		t.Skip("THROTTLE_AUTO_TABLE=1 runs the real-time convergence runs")
