@@ -109,8 +109,8 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // rate W to climb back to: the cut rate before that factor. Below W, R
 // gains half its distance to W per counted epoch (at most 10% of R, at
 // least 1% of W); at W it probes, growing at a rate per second that rises
-// linearly from nothing to slow start's 0.307 over two doubling times
-// (4.5 s) since the cut: slowly while the share just measured is likely
+// linearly from nothing to slow start's 0.307 over four doubling times
+// (9 s) since the cut: slowly while the share just measured is likely
 // right, as fast as slow start once it has held long enough that room has
 // probably been made (other clients done). A client alone pays for it
 // with a 429 every 5-8 s at its quota. The Transport's shared pause

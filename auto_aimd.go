@@ -18,7 +18,7 @@ const (
 	autoDouble = 2260 * time.Millisecond
 	// autoProbeRamp is how many doubling times the probe's growth takes
 	// to rise from nothing to slow start's.
-	autoProbeRamp = 2
+	autoProbeRamp = 4
 	autoFirstCut  = 0.5 // cut on the refusal that ends slow start
 	autoSlowCut   = 0.5 // deepest cut on later refusals
 	autoCut       = 0.8 // least cut on later refusals
