@@ -82,19 +82,40 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // default 2 per second) with a capacity of a tenth of a second of its rate
 // (at least 1). Epochs last max(250ms, 1/R); an epoch counts only if the
 // calls really went at half of R or more, so that an idle client does not
-// grow. In slow start R grows 1.5 times per counted epoch. A refusal (a
-// 429, or what the Transport counts as one), at most one per epoch, ends
-// slow start and cuts R: the first to half; a later one to what the server
-// let through since the previous refusal, pause included, bounded to [0.5,
+// grow, and growth is by the time the epoch lasted (at most two epochs).
+//
+// In slow start R doubles every 2.26 s (grows by e^(0.307 t)). That pace
+// is chosen so that the first cut lands at or under the quota: a server's
+// burst hides the overload until it is spent, and with a burst of one
+// second of the quota, a sum of rates growing at g per second is e^x
+// times the quota when the burst runs out, where e^x-1-x = g; x = ln 2
+// (twice the quota, which a halving brings back) gives g = 1-ln 2 = 0.307.
+// Clients in slow start all grow at g, so their sum does too, whatever
+// their number. A client alone takes about 10 s to go from 2 to 50 per
+// second; more than a second of burst makes the overshoot larger, and
+// the second refusal corrects it.
+//
+// A refusal (a 429, or what the Transport counts as one) ends slow start
+// and cuts R: the first to half; a later one to what the server let
+// through since the previous refusal, pause included, bounded to [0.5,
 // 0.8] of R: a server that refills during the pause what the client sends
 // after it, and refuses once that is spent, let through exactly the
-// client's share. The cut is multiplied by a random factor in [0.9, 1], so
+// client's share. A refusal less than a second after the pause ended is
+// too soon to measure that share (and most likely due to clients that
+// have not cut yet): it cuts to 0.8 of R. A refusal before an epoch at the
+// cut rate has passed since the pause ended is the same congestion, and
+// cuts nothing. The cut is multiplied by a random factor in [0.9, 1], so
 // that clients refused together do not come back together, and sets the
-// rate W to climb back to: the cut rate before that factor. Below W, R gains half its distance to W per
-// counted epoch (at most 10% of R, at least the first probe step); at W it probes, gaining 1% of W per
-// epoch, a sixteenth more for each epoch since the cut. The Transport's
-// shared pause on a refusal applies as always, lengthened by a random part
-// of up to a quarter of it.
+// rate W to climb back to: the cut rate before that factor. Below W, R
+// gains half its distance to W per counted epoch (at most 10% of R, at
+// least 1% of W); at W it probes, growing at a rate per second that rises
+// linearly from nothing to slow start's 0.307 over four doubling times
+// (9 s) since the cut: slowly while the share just measured is likely
+// right, as fast as slow start once it has held long enough that room has
+// probably been made (other clients done). A client alone pays for it
+// with a 429 every 5-8 s at its quota. The Transport's shared pause
+// on a refusal applies as always, lengthened by a random part of up to a
+// quarter of it.
 //
 // # Bounds
 //

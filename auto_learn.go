@@ -50,14 +50,16 @@ type lane struct {
 	own      int64
 
 	// Congestion control.
-	slow     bool    // in slow start: no refusal yet
-	wmax     float64 // the rate of the last refusal
-	epochAt  int64
-	epochOK  int64
-	okSince  int64 // successes since the last refusal
-	cutAt    int64
-	cutEver  bool
-	refusals int64
+	slow       bool    // in slow start: no refusal yet
+	wmax       float64 // the rate of the last refusal
+	epochAt    int64
+	epochOK    int64
+	okSince    int64 // successes since the last refusal
+	cutAt      int64
+	cutEver    bool
+	resumeAt   int64 // the end of the pause after the last cut
+	quietUntil int64 // a refusal before this is the same congestion
+	refusals   int64
 }
 
 // response learns from one response to a request sent under l with costs.

@@ -221,23 +221,32 @@ func TestAutoCongestionControl(t *testing.T) {
 			tell(t, a, clk, req, 200, http.Header{})
 		}
 	}
-	// Slow start: 1.5 times per epoch (250ms) in which the calls go at
-	// the rate.
-	ok(4, 100*time.Millisecond) // an epoch from the first call, at 10/s
-	if !near(ln.rate, 15) {
-		t.Fatalf("after one busy epoch: %v/s; want 15/s", ln.rate)
+	// Slow start: doubling every autoDouble, by the time each epoch
+	// (250ms at least) in which the calls went at the rate lasted.
+	ok(4, 100*time.Millisecond) // 300ms from the first call, at 10/s
+	want1 := 10 * math.Exp2(0.3/autoDouble.Seconds())
+	if !near(ln.rate, want1) {
+		t.Fatalf("after one busy epoch: %v/s; want %v/s", ln.rate, want1)
 	}
 	// An idle client does not grow.
 	ok(1, 5*time.Second)
-	if !near(ln.rate, 15) {
-		t.Fatalf("after an idle epoch: %v/s; want 15/s", ln.rate)
+	if !near(ln.rate, want1) {
+		t.Fatalf("after an idle epoch: %v/s; want %v/s", ln.rate, want1)
 	}
-	for range 4 {
-		ok(10, 25*time.Millisecond) // 40/s for 250ms
+	// Calls at 40/s for 3 s: the rate doubles every autoDouble.
+	for range 12 {
+		ok(10, 25*time.Millisecond)
+	}
+	if want := want1 * math.Exp2(3/autoDouble.Seconds()); math.Abs(ln.rate-want) > 0.03*want {
+		t.Fatalf("rate %v after 3 s busy; want about %v", ln.rate, want)
+	}
+	// It stops where the calls go at less than half of it: 80/s.
+	for range 40 {
+		ok(10, 25*time.Millisecond)
 	}
 	peak := ln.rate
-	if peak < 40 {
-		t.Fatalf("rate %v after four busy epochs; want growth", peak)
+	if peak < 70 || peak > 80*1.1 {
+		t.Fatalf("rate %v after 13 s of calls at 40/s; want about 80", peak)
 	}
 	// The refusal that ends slow start halves the rate, once per epoch.
 	clk.Advance(time.Millisecond)
@@ -284,6 +293,82 @@ func TestAutoCongestionControl(t *testing.T) {
 	tell(t, a, clk, req, http.StatusServiceUnavailable, h)
 	if ln.refusals != 3 {
 		t.Errorf("a 503 with Retry-After made %d cuts in all; want 3", ln.refusals)
+	}
+}
+
+// TestAutoCongestionEvents follows the refusals of one congestion: the
+// ones that come before the cut could have an effect cut nothing, one too
+// soon after the pause to measure the share cuts least, and the probe
+// after a cut grows slowly at first, then as fast as slow start.
+func TestAutoCongestionEvents(t *testing.T) {
+	a, clk := newAutoFake(t, AutoInitialRate(Per(20, time.Second)))
+	req := get(t, "https://api.example.com/")
+	l, _ := a.Limiter(req)
+	ln := l.auto.lanes[0]
+	// busy makes calls at the lane's rate for d.
+	busy := func(d time.Duration) {
+		end := clk.Now().Add(d)
+		for clk.Now().Before(end) {
+			clk.Advance(time.Duration(float64(time.Second) / ln.rate))
+			tell(t, a, clk, req, 200, http.Header{})
+		}
+	}
+	// refuse is a 429 with Retry-After: 1, as the Transport heeds it: a
+	// pause of the Limiter, which Auto lengthens by up to a quarter (here
+	// all of it).
+	refuse := func() {
+		l.PauseUntil(clk.Now().Add(time.Second))
+		h := http.Header{}
+		h.Set("Retry-After", "1")
+		tell(t, a, clk, req, http.StatusTooManyRequests, h)
+	}
+	busy(time.Second)
+	r0 := ln.rate
+	refuse()
+	r1 := ln.rate
+	if want := r0 * autoFirstCut * 0.999999; !near(r1, want) || ln.refusals != 1 {
+		t.Fatalf("first refusal: %v/s, %d cuts; want %v/s, 1", r1, ln.refusals, want)
+	}
+	if until, ok := l.bs[0].PausedUntil(); !ok || until.Sub(clk.Now()) < 1249*time.Millisecond {
+		t.Fatalf("paused until %v, %v from now; want 1.25 s", until, until.Sub(clk.Now()))
+	}
+	// Calls sent as the pause ends, refused before the cut shows: the
+	// same congestion.
+	clk.Advance(1250*time.Millisecond + 100*time.Millisecond)
+	refuse()
+	if ln.rate != r1 || ln.refusals != 1 {
+		t.Fatalf("refused within an epoch after the pause: %v/s, %d cuts; want %v/s, 1", ln.rate, ln.refusals, r1)
+	}
+	// A refusal after that epoch is new, but too soon after the pause to
+	// measure the share: the least cut, not the share the half second
+	// after the pause would suggest.
+	clk.Advance(150 * time.Millisecond)
+	busy(400 * time.Millisecond)
+	r2 := ln.rate
+	refuse()
+	if want := r2 * autoCut * 0.999999; !near(ln.rate, want) || ln.refusals != 2 {
+		t.Fatalf("refused 650ms after the pause: %v/s, %d cuts; want %v/s, 2", ln.rate, ln.refusals, want)
+	}
+	w := ln.wmax
+	// Unrefused, the rate climbs back to W, then probes: slowly at first,
+	// then doubling every autoDouble.
+	clk.Advance(1250 * time.Millisecond)
+	busy(time.Second)
+	if ln.rate < w || ln.rate > 1.05*w {
+		t.Fatalf("a second after the pause: %v/s; want W, %v/s, or a little more", ln.rate, w)
+	}
+	before := ln.rate
+	busy(time.Second)
+	early := ln.rate / before
+	busy(autoProbeRamp*autoDouble - 2*time.Second)
+	before = ln.rate
+	busy(2 * time.Second)
+	late := ln.rate / before
+	if want := math.Exp2(2 / autoDouble.Seconds()); math.Abs(late-want) > 0.03*want {
+		t.Errorf("probe growth over 2 s, %v after the cut: x%.3f; want x%.3f, slow start's", autoProbeRamp*autoDouble, late, want)
+	}
+	if max := math.Exp2(1 / autoDouble.Seconds() * 3.5 / (autoProbeRamp * autoDouble.Seconds())); early > max {
+		t.Errorf("probe growth over the first second at W: x%.3f; want at most x%.3f", early, max)
 	}
 }
 

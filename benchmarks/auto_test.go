@@ -133,7 +133,7 @@ func (v *vendor) histogram() string {
 // do function and a cleanup.
 type contender struct {
 	name string
-	make func() (do func(ctx context.Context, url string) error, stop func())
+	make func() (do func(ctx context.Context, url string) error, stop func(), info func() string)
 }
 
 func baseTransport(workers int) *http.Transport {
@@ -157,19 +157,29 @@ func callOK(resp *http.Response, err error) error {
 }
 
 func autoContender(workers int) contender {
-	return contender{name: "throttle.Auto()", make: func() (func(context.Context, string) error, func()) {
+	return contender{name: "throttle.Auto()", make: func() (func(context.Context, string) error, func(), func() string) {
 		base := baseTransport(workers)
-		c := &http.Client{Transport: throttle.NewTransport(base, throttle.Auto())}
+		auto := throttle.NewAuto()
+		c := &http.Client{Transport: throttle.NewTransport(base, auto.Limiter)}
 		return func(ctx context.Context, url string) error {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			req.Header.Set("Authorization", "Bearer sk-shared")
-			return callOK(c.Do(req))
-		}, base.CloseIdleConnections
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+				req.Header.Set("Authorization", "Bearer sk-shared")
+				return callOK(c.Do(req))
+			}, base.CloseIdleConnections, func() string {
+				var b strings.Builder
+				for _, q := range auto.Stats() {
+					for _, l := range q.Limits {
+						fmt.Fprintf(&b, "%.1f/s", float64(l.Rate.Tokens())/l.Rate.Period().Seconds())
+					}
+					fmt.Fprintf(&b, " %d 429s", q.Throttled)
+				}
+				return b.String()
+			}
 	}}
 }
 
 func retryableContender(workers int) contender {
-	return contender{name: "go-retryablehttp", make: func() (func(context.Context, string) error, func()) {
+	return contender{name: "go-retryablehttp", make: func() (func(context.Context, string) error, func(), func() string) {
 		base := baseTransport(workers)
 		c := retryablehttp.NewClient()
 		c.HTTPClient = &http.Client{Transport: base}
@@ -178,7 +188,7 @@ func retryableContender(workers int) contender {
 			req, _ := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			req.Header.Set("Authorization", "Bearer sk-shared")
 			return callOK(c.Do(req))
-		}, base.CloseIdleConnections
+		}, base.CloseIdleConnections, func() string { return "" }
 	}}
 }
 
@@ -187,7 +197,8 @@ type outcome struct {
 	refused, failed int64
 	elapsed         time.Duration
 	floor           time.Duration
-	when            string // 429s per half second, from the start
+	when            string   // 429s per half second, from the start
+	clients         []string // each client's end, and what it learned
 }
 
 // runVendor has n clients of c make perClient calls each, workers at a
@@ -204,8 +215,9 @@ func runVendor(t testing.TB, d dialect, c contender, n, perClient, workers int) 
 	var wg sync.WaitGroup
 	v.start = time.Now()
 	start := time.Now()
-	for range n {
-		do, stop := c.make()
+	clients := make([]string, n)
+	for i := range n {
+		do, stop, info := c.make()
 		calls := make(chan struct{}, perClient)
 		for range perClient {
 			calls <- struct{}{}
@@ -226,6 +238,7 @@ func runVendor(t testing.TB, d dialect, c contender, n, perClient, workers int) 
 		wg.Add(1)
 		go func() {
 			cw.Wait()
+			clients[i] = fmt.Sprintf("%.1fs %s", time.Since(start).Seconds(), info())
 			stop()
 			wg.Done()
 		}()
@@ -239,6 +252,7 @@ func runVendor(t testing.TB, d dialect, c contender, n, perClient, workers int) 
 		elapsed: elapsed,
 		floor:   time.Duration(float64(total) / vendorRate * float64(time.Second)),
 		when:    v.histogram(),
+		clients: clients,
 	}
 }
 
@@ -251,6 +265,9 @@ func TestAutoVendorSmoke(t *testing.T) {
 }
 
 // TestAutoVendorTable prints the table of benchmarks/README.md.
+// THROTTLE_AUTO_ROWS=2,3 picks rows by index, THROTTLE_AUTO_ONLY=1 skips
+// go-retryablehttp, THROTTLE_AUTO_TRACE=1 logs each Auto client's end: when
+// it finished, its learned rate and its 429s.
 func TestAutoVendorTable(t *testing.T) {
 	if os.Getenv("THROTTLE_AUTO_TABLE") == "" {
 		t.Skip("THROTTLE_AUTO_TABLE=1 runs the real-time table (minutes)")
@@ -300,26 +317,39 @@ func TestAutoVendorTable(t *testing.T) {
 			r.d, r.n, r.n*r.per, base.refused, base.failed, baseTime,
 			auto.refused, auto.failed, float64(auto.elapsed)/float64(auto.floor), 100*ratio)
 		t.Logf("%s N=%d: base %+v auto %+v", r.d, r.n, base, auto)
+		if os.Getenv("THROTTLE_AUTO_TRACE") != "" {
+			t.Logf("%s N=%d: Auto clients: %s", r.d, r.n, strings.Join(auto.clients, "; "))
+		}
 	}
 	t.Log("\n" + b.String())
 }
 
 // TestAutoVendorConverge drives one client with unknown quota, 8 workers,
-// for 12 s against each dialect that says nothing but 429, and reports the
-// 429s sent before the client's rate first stays within 10% of the quota
-// for 2 s, counted from the learned rate sampled every 50 ms.
+// against each dialect (30 s for those that say nothing but 429, 12 s for
+// the others; THROTTLE_AUTO_DIALECTS=2,3 picks dialects by number), and
+// reports the 429s sent before the client's rate first stays within 10% of
+// the quota for 2 s, counted from the learned rate sampled every 50 ms.
 func TestAutoVendorConverge(t *testing.T) {
 	if os.Getenv("THROTTLE_AUTO_TABLE") == "" {
 		t.Skip("THROTTLE_AUTO_TABLE=1 runs the real-time convergence runs")
 	}
 	for _, d := range []dialect{dialectRetryAfter, dialectBare, dialectIETF, dialectOpenAI} {
+		if only := os.Getenv("THROTTLE_AUTO_DIALECTS"); only != "" && !strings.Contains(","+only+",", ","+strconv.Itoa(int(d))+",") {
+			continue
+		}
+		// Without headers, slow start is slow on purpose (see Auto): the
+		// run lasts long enough to see it end.
+		run := 12 * time.Second
+		if d == dialectRetryAfter || d == dialectBare {
+			run = 30 * time.Second
+		}
 		v := newVendor(d)
 		srv := httptest.NewServer(v)
 		auto := throttle.NewAuto()
 		base := baseTransport(8)
 		c := &http.Client{Transport: throttle.NewTransport(base, auto.Limiter)}
 		ctx, cancel := context.WithCancel(context.Background())
-		stopAt := time.AfterFunc(12*time.Second, cancel)
+		stopAt := time.AfterFunc(run, cancel)
 		var wg sync.WaitGroup
 		var failed, done atomic.Int64
 		v.start = time.Now()
@@ -392,7 +422,7 @@ func TestAutoVendorConverge(t *testing.T) {
 		}
 		total := len(v.refusedAt)
 		v.mu.Unlock()
-		t.Logf("%s, one client: converged at %v with %d 429s before; %d 429s in 12 s; %d calls done (%.1f/s), %d failed",
-			d, conv, before, total, done.Load(), float64(done.Load())/12, failed.Load())
+		t.Logf("%s, one client: converged at %v with %d 429s before; %d 429s in %v; %d calls done (%.1f/s), %d failed",
+			d, conv, before, total, run, done.Load(), float64(done.Load())/run.Seconds(), failed.Load())
 	}
 }
