@@ -135,6 +135,7 @@ func (g *group) push(w *waiter) {
 	w.prev = g.last
 	if g.last == nil {
 		g.head = w
+		g.queued.Store(true)
 	} else {
 		g.last.next = w
 	}
@@ -144,6 +145,9 @@ func (g *group) push(w *waiter) {
 func (g *group) remove(w *waiter) {
 	if w.prev == nil {
 		g.head = w.next
+		if g.head == nil {
+			g.queued.Store(false)
+		}
 	} else {
 		w.prev.next = w.next
 	}
@@ -349,11 +353,17 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 		return ErrInvalidCost
 	}
 	bs, costs := [1]*Bucket{b}, [1]int64{cost}
+	w := b.g.Load().prepare()
 	g, now, done, err := tryOrLock(ctx, bs[:], costs[:], b.obs != nil)
 	if done {
+		if w != nil {
+			g.recycle(w)
+		}
 		return err
 	}
-	w := g.waiter()
+	if w == nil {
+		w = g.waiter()
+	}
 	w.one[0], w.oneCost[0] = b, cost
 	w.bs, w.costs = w.one[:], w.oneCost[:]
 	queued, err := enqueue(ctx, w, g, now)
@@ -476,10 +486,7 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, 
 		return false, err
 	}
 	w.since, w.queued = now, true
-	if w.done == nil {
-		w.done = make(chan struct{}, 1)
-		w.timer = g.idleTimer()
-	}
+	g.ready(w)
 	w.armed = never
 	if before == nil {
 		// The projection just made, extended by w: current, as w is queued.

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -26,9 +27,15 @@ type group struct {
 	ahead bool
 
 	head, last *waiter // the FIFO queue
-	floor      int64   // instant of the latest grant to a queued waiter
-	tailOK     bool    // members' tail levels and tailAt may be current; see tailValid
-	tailAt     int64   // instant the last queued waiter will be served
+
+	// queued is whether head is set, kept for reading without the lock: a
+	// caller that sees waiters queued will queue too, and prepares its
+	// waiter before it locks (see prepare). Only a hint: a wrong guess
+	// costs an allocation under the lock, or a waiter put back unused.
+	queued atomic.Bool
+	floor  int64 // instant of the latest grant to a queued waiter
+	tailOK bool  // members' tail levels and tailAt may be current; see tailValid
+	tailAt int64 // instant the last queued waiter will be served
 }
 
 func newGroup(c clockwork.Clock) *group {
@@ -91,6 +98,7 @@ func (g *group) join(o *group) {
 		w = next
 	}
 	o.head, o.last, o.members = nil, nil, nil
+	o.queued.Store(false)
 	g.tailOK = false
 	if g.head != nil {
 		g.arm(g.now())
