@@ -290,3 +290,60 @@ func BenchmarkWaitersPhasesPaired(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWaitersQueueIn isolates what arrival costs apart from the
+// grants: 1,000 goroutines queue at once on a limiter that grants nothing
+// for hours (one token an hour, emptied), each with a context whose
+// deadline is far away, and the run ends when the last has queued, as the
+// limiter itself reports (ours: WaitTime reaches 1,000 tokens' wait;
+// x/time/rate: Tokens falls to -1,000). One op is one run of each library,
+// the order swapped every op; reported: CPU per goroutine queued, each
+// library's, and their ratio (of the sums).
+func BenchmarkWaitersQueueIn(b *testing.B) {
+	const hour = time.Hour
+	type lib struct {
+		wait   func(context.Context) error
+		queued func() bool
+	}
+	makers := []func() lib{
+		func() lib {
+			bk, err := throttle.New(1, throttle.Every(hour))
+			if err != nil {
+				b.Fatal(err)
+			}
+			bk.TryAcquire(1)
+			return lib{func(ctx context.Context) error { return bk.Acquire(ctx, 1) },
+				func() bool { d, _ := bk.WaitTime(1); return d > (waitersN-1)*hour }}
+		},
+		func() lib {
+			l := rate.NewLimiter(rate.Every(hour), 1)
+			l.Allow()
+			return lib{l.Wait, func() bool { return l.Tokens() < -(waitersN - 1) }}
+		},
+	}
+	var cpu [2]time.Duration
+	for i := range b.N {
+		for k := range 2 {
+			j := k ^ i%2
+			l := makers[j]()
+			ctx, cancel := context.WithDeadline(b.Context(), time.Now().Add(10000*hour))
+			var wg sync.WaitGroup
+			runtime.GC()
+			u0 := readUsage(b)
+			for range waitersN {
+				wg.Go(func() { l.wait(ctx) })
+			}
+			for !l.queued() {
+				time.Sleep(100 * time.Microsecond) // polls the limiter, not the goroutines
+			}
+			u1 := readUsage(b)
+			cancel()
+			wg.Wait()
+			cpu[j] += u1.cpu - u0.cpu
+		}
+	}
+	n := float64(b.N * waitersN)
+	b.ReportMetric(float64(cpu[0])/n, "throttle-cpu-ns/queued")
+	b.ReportMetric(float64(cpu[1])/n, "xrate-cpu-ns/queued")
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "ratio")
+}
