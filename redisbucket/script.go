@@ -163,7 +163,10 @@ end
 -- is still tried. One write for the lot. The reply is {now, status_1,
 -- wait_1, tok_1, ..., status_k, wait_k, tok_k}, or {-2} when the state
 -- needs the general path (a missing key with a view, garbage, another
--- den, no struct): the client then sends each acquisition alone.
+-- den, no struct): the client then sends each acquisition alone. Its read
+-- and refill repeat the fast path's lines on purpose: a function shared by
+-- the two would be a closure made on every run of the script, which the
+-- fast path avoids; TestBatchMatchesSequential holds them to one result.
 if mode == 'B' then
   if S == nil then return {-2} end
   local now
