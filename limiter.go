@@ -168,19 +168,12 @@ func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 // guarantees of Bucket.Acquire: FIFO, fail fast on a deadline that is too
 // short, and a cancelled waiter spends nothing.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) {
-	w := l.bs[0].g.Load().prepare()
-	g, now, done, err := tryOrLock(ctx, l.bs, costs, l.obs)
+	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {
-		if w != nil {
-			g.recycle(w)
-		}
 		if err != nil {
 			return nil, err
 		}
 		return newPermit(l.bs, costs), nil
-	}
-	if w == nil {
-		w = g.waiter()
 	}
 	// A copy, so that costs does not escape: a grant at once then
 	// allocates only its Permit. The Permit keeps the copy.
@@ -202,16 +195,9 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 // reads no clock for that when it did not queue. costs must stay unchanged
 // until take returns.
 func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err error) {
-	w := l.bs[0].g.Load().prepare()
-	g, now, done, err := tryOrLock(ctx, l.bs, costs, l.obs)
+	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {
-		if w != nil {
-			g.recycle(w)
-		}
 		return 0, err
-	}
-	if w == nil {
-		w = g.waiter()
 	}
 	w.bs, w.costs = l.bs, costs
 	queued, err := enqueue(ctx, w, g, now)
