@@ -156,13 +156,7 @@ const phasesLife = 2 * time.Second
 // delivered rate over the configured one (grants over the time from the
 // start to the last grant).
 func BenchmarkWaitersPhases(b *testing.B) {
-	// One untimed run of each library first: the first to run in a process
-	// would otherwise pay alone for its first thousand goroutine stacks and
-	// the heap growing to hold them (a fifth more CPU in arrival here).
-	for _, lib := range waiterLibs {
-		drain, wait := lib.make(b)
-		runPhases(b, drain, wait)
-	}
+	warmPhases(b)
 	for _, lib := range waiterLibs {
 		b.Run("lib="+lib.name, func(b *testing.B) {
 			var sum [3]phase
@@ -181,6 +175,17 @@ func BenchmarkWaitersPhases(b *testing.B) {
 			}
 			b.ReportMetric(delivered/float64(b.N), "rate_ratio")
 		})
+	}
+}
+
+// warmPhases makes one untimed run of each library: the first to run in
+// a process would otherwise pay alone for its first thousand goroutine
+// stacks and the heap growing to hold them (a fifth more CPU in arrival
+// here).
+func warmPhases(b *testing.B) {
+	for _, lib := range waiterLibs {
+		drain, wait := lib.make(b)
+		runPhases(b, drain, wait)
 	}
 }
 
@@ -259,11 +264,7 @@ func runPhases(b *testing.B, drain func() bool, wait func(context.Context) error
 func BenchmarkWaitersPhasesPaired(b *testing.B) {
 	names := []string{"arrival", "steady", "teardown"}
 	var cpu, sleeps [3][]float64
-	// Warm the process as BenchmarkWaitersPhases does.
-	for _, lib := range waiterLibs {
-		drain, wait := lib.make(b)
-		runPhases(b, drain, wait)
-	}
+	warmPhases(b)
 	for i := range b.N {
 		var ph [2][3]phase
 		for k := range 2 {
