@@ -289,8 +289,9 @@ func TestCancelledContextSpendsNothing(t *testing.T) {
 	}
 }
 
-// TestRealClock is the one test on the real clock: 200 grants at 1000/s
-// from capacity 1 take at least 199ms and not much more.
+// TestRealClock is one of the two tests of the core's waiters on the real
+// clock (TestRealClockTimers is the other): 200 grants at 1000/s from
+// capacity 1 take at least 199ms and not much more.
 func TestRealClock(t *testing.T) {
 	b, err := New(1, Per(1000, time.Second))
 	if err != nil {
