@@ -82,29 +82,41 @@ if S == nil and mode == 'F' then mode = 'f' end
 -- which decides the same and replies {status, wait_us, now, tok, flags}.
 -- Tests pin the two, and the script this one replaced, to the same replies
 -- on random steps.
-if mode == 'F' then
+--
+-- A batch (mode B) is the fast path's k acquisitions coalesced into one
+-- call, {cap, num, den, cost_1, view, time or '', cost_2, ..., cost_k}, and
+-- runs the same lines: decided in order at one instant, each exactly as k
+-- fast-path calls at that instant would be (a grant spends, a refusal
+-- spends nothing and the next is still tried), with one write for the lot.
+-- Its reply is {now, status_1, wait_1, tok_1, ..., status_k, wait_k,
+-- tok_k}, or {-2} when the state needs the general path (a missing key
+-- with a view, garbage, another den, no struct): the client then sends
+-- each acquisition alone. TestBatchMatchesSequential holds a batch to the
+-- calls it stands for.
+if mode == 'B' and S == nil then return {-2} end
+if mode == 'F' or mode == 'B' then
   local now
-  if ARGV[6] then
-    now = tonumber(ARGV[6])
+  if A[6] and A[6] ~= '' then
+    now = tonumber(A[6])
   else
     local t = redis.call('TIME')
     now = t[1] * 1000000 + t[2]
   end
   repeat
-    local cap, num, den, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+    local cap, num, den = tonumber(A[1]), tonumber(A[2]), tonumber(A[3])
     local raw = redis.call('GET', KEYS[1])
-    local tok, rem, last = cap, 0, now
+    local tok, rem = cap, 0
     if raw then
       if #raw ~= 32 then break end
       local st, sv, sr, sd = S.unpack('<dddd', raw)
       -- Written so that NaN, infinities and fractions fail.
       if not (sd == den and st <= now and st >= 0 and st % 1 == 0 and sv >= -cap and sv <= 1125899906842624
         and sv % 1 == 0 and sr >= 0 and sr < den and sr % 1 == 0) then break end
-      last, tok, rem = st, sv, sr
+      tok, rem = sv, sr
       if tok >= cap then
         tok, rem = cap, 0
-      elseif num > 0 and now > last then
-        local e = now - last
+      elseif num > 0 and now > st then
+        local e = now - st
         local need = (cap - tok) * den - rem
         local q = math.floor(need / num)
         local r = need - q * num
@@ -120,138 +132,63 @@ if mode == 'F' then
           tok, rem = tok + q, r
         end
       end
-    elseif ARGV[5] ~= '' then
+    elseif A[5] ~= '' then
       -- The client saw the bucket below full: the general path rebuilds it.
       break
     end
-    if tok < cost then
-      if num == 0 then return {-1, 0, now, tok} end
-      local need = (cost - tok) * den - rem
-      local q = math.floor(need / num)
-      local r = need - q * num
-      if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
-      if r > 0 then q = q + 1 end
-      if q > 4503599627370496 then q = 4503599627370496 end
-      return {0, q, now, tok}
+    -- The costs in order: A[4], then, in a batch, A[7] on. The fast path
+    -- builds no table here; a batch gathers its replies in out.
+    local out
+    if mode == 'B' then out = {now} end
+    local status, wait, spent = 0, 0, false
+    for i = 4, #A do
+      if i < 5 or i > 6 then
+        local cost = tonumber(A[i])
+        if tok >= cost then
+          tok = tok - cost
+          spent = true
+          status, wait = 1, 0
+        elseif num == 0 then
+          status, wait = -1, 0
+        else
+          local need = (cost - tok) * den - rem
+          local q = math.floor(need / num)
+          local r = need - q * num
+          if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
+          if r > 0 then q = q + 1 end
+          if q > 4503599627370496 then q = 4503599627370496 end
+          status, wait = 0, q
+        end
+        if out then
+          local o = #out
+          out[o + 1], out[o + 2], out[o + 3] = status, wait, tok
+        end
+      end
     end
-    tok = tok - cost
-    local v = S.pack('<dddd', now, tok, rem, den)
-    if num == 0 then
-      redis.call('SET', KEYS[1], v)
-    else
-      local need = (cap - tok) * den - rem
-      local q = math.floor(need / num)
-      local r = need - q * num
-      if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
-      if r > 0 then q = q + 1 end
-      if q > 35184372088832 then
+    if spent then
+      local v = S.pack('<dddd', now, tok, rem, den)
+      if num == 0 then
         redis.call('SET', KEYS[1], v)
       else
-        local at = now + q
-        local ms = math.floor(at / 1000)
-        if ms * 1000 < at then ms = ms + 1 end
-        redis.call('SET', KEYS[1], v, 'PXAT', ms + 1)
-      end
-    end
-    return {1, 0, now, tok}
-  until true
-end
--- A batch: the fast path's k acquisitions coalesced into one call,
--- {cap, num, den, cost_1, view, time or '', cost_2, ..., cost_k}, decided
--- in order at one instant, each exactly as k fast-path calls at that
--- instant would be: a grant spends, a refusal spends nothing and the next
--- is still tried. One write for the lot. The reply is {now, status_1,
--- wait_1, tok_1, ..., status_k, wait_k, tok_k}, or {-2} when the state
--- needs the general path (a missing key with a view, garbage, another
--- den, no struct): the client then sends each acquisition alone. Its read
--- and refill repeat the fast path's lines on purpose: a function shared by
--- the two would be a closure made on every run of the script, which the
--- fast path avoids; TestBatchMatchesSequential holds them to one result.
-if mode == 'B' then
-  if S == nil then return {-2} end
-  local now
-  if A[6] ~= '' then
-    now = tonumber(A[6])
-  else
-    local t = redis.call('TIME')
-    now = t[1] * 1000000 + t[2]
-  end
-  local cap, num, den = tonumber(A[1]), tonumber(A[2]), tonumber(A[3])
-  local raw = redis.call('GET', KEYS[1])
-  local tok, rem = cap, 0
-  if raw then
-    if #raw ~= 32 then return {-2} end
-    local st, sv, sr, sd = S.unpack('<dddd', raw)
-    if not (sd == den and st <= now and st >= 0 and st % 1 == 0 and sv >= -cap and sv <= 1125899906842624
-      and sv % 1 == 0 and sr >= 0 and sr < den and sr % 1 == 0) then return {-2} end
-    tok, rem = sv, sr
-    if tok >= cap then
-      tok, rem = cap, 0
-    elseif num > 0 and now > st then
-      local e = now - st
-      local need = (cap - tok) * den - rem
-      local q = math.floor(need / num)
-      local r = need - q * num
-      if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
-      if r > 0 then q = q + 1 end
-      if e >= q then
-        tok, rem = cap, 0
-      else
-        local x = rem + num * e
-        q = math.floor(x / den)
-        r = x - q * den
-        if r < 0 then q = q - 1 r = r + den elseif r >= den then q = q + 1 r = r - den end
-        tok, rem = tok + q, r
-      end
-    end
-  elseif A[5] ~= '' then
-    return {-2}
-  end
-  local out = {now}
-  local o = 1
-  local spent = false
-  for i = 4, #A do
-    if i < 5 or i > 6 then
-      local cost = tonumber(A[i])
-      if tok >= cost then
-        tok = tok - cost
-        spent = true
-        out[o + 1], out[o + 2], out[o + 3] = 1, 0, tok
-      elseif num == 0 then
-        out[o + 1], out[o + 2], out[o + 3] = -1, 0, tok
-      else
-        local need = (cost - tok) * den - rem
+        local need = (cap - tok) * den - rem
         local q = math.floor(need / num)
         local r = need - q * num
         if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
         if r > 0 then q = q + 1 end
-        if q > 4503599627370496 then q = 4503599627370496 end
-        out[o + 1], out[o + 2], out[o + 3] = 0, q, tok
-      end
-      o = o + 3
-    end
-  end
-  if spent then
-    local v = S.pack('<dddd', now, tok, rem, den)
-    if num == 0 then
-      redis.call('SET', KEYS[1], v)
-    else
-      local need = (cap - tok) * den - rem
-      local q = math.floor(need / num)
-      local r = need - q * num
-      if r < 0 then q = q - 1 r = r + num elseif r >= num then q = q + 1 r = r - num end
-      if r > 0 then q = q + 1 end
-      if q > 35184372088832 then
-        redis.call('SET', KEYS[1], v)
-      else
-        local at = now + q
-        local ms = math.floor(at / 1000)
-        if ms * 1000 < at then ms = ms + 1 end
-        redis.call('SET', KEYS[1], v, 'PXAT', ms + 1)
+        if q > 35184372088832 then
+          redis.call('SET', KEYS[1], v)
+        else
+          local at = now + q
+          local ms = math.floor(at / 1000)
+          if ms * 1000 < at then ms = ms + 1 end
+          redis.call('SET', KEYS[1], v, 'PXAT', ms + 1)
+        end
       end
     end
-  end
-  return out
+    if out then return out end
+    return {status, wait, now, tok}
+  until true
+  if mode == 'B' then return {-2} end
 end
 
 if mode == 'F' or mode == 'f' then
