@@ -3,7 +3,6 @@ package redisbucket
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,10 +106,7 @@ func (e *engine) sendBatch(ms []*member) {
 	}
 	ctx := context.Background()
 	local := e.o.clock.Now()
-	now := ""
-	if e.o.serverTime != nil {
-		now = strconv.FormatInt(e.o.serverTime().UnixMicro(), 10)
-	}
+	now := e.timeArg()
 	// Only the view: a charge or a registration due goes with the next
 	// call that is not a fast one.
 	hint, _, _ := e.seen.get(local)

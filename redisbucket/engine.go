@@ -145,6 +145,15 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 	return e.callAt(ctx, e.o.clock.Now(), mode, permit, a, b, share, ttl)
 }
 
+// timeArg is the script's time argument: "" for the server's TIME, or the
+// time a test set (see serverTime) in µs.
+func (e *engine) timeArg() string {
+	if e.o.serverTime == nil {
+		return ""
+	}
+	return strconv.FormatInt(e.o.serverTime().UnixMicro(), 10)
+}
+
 // callAt is call for a caller that has just read the clock: local.
 // (The clock is read per decision once: a real clock's Now costs about a
 // tenth of what the library adds to a call on this machine's VM.)
@@ -158,10 +167,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		}
 		permitTTL = strconv.FormatInt(ttl.Milliseconds(), 10)
 	}
-	now := ""
-	if e.o.serverTime != nil {
-		now = strconv.FormatInt(e.o.serverTime().UnixMicro(), 10)
-	}
+	now := e.timeArg()
 	hint, charge, owed := e.seen.get(local)
 	member, fleetTTL := "", ""
 	if e.fl != nil && e.fl.due(local) {
