@@ -19,15 +19,15 @@ const (
 	// autoProbeRamp is how many doubling times the probe's growth takes
 	// to rise from nothing to slow start's.
 	autoProbeRamp = 4
-	autoFirstCut  = 0.5 // cut on the refusal that ends slow start
-	autoSlowCut   = 0.5 // deepest cut on later refusals
-	autoCut       = 0.8 // least cut on later refusals
-	autoCutJitter = 0.1 // cuts are further multiplied by [1-this, 1)
-	autoApproach  = 0.5 // part of the distance to W gained per epoch
-	autoMaxStep   = 0.1 // most gained per epoch, as a part of the rate
-	autoStep      = 0.01
-	autoBusy      = 0.5 // an epoch counts if the calls went this near the rate
-	autoCCBurst   = 0.1 // seconds of its rate a congestion-controlled bucket holds
+	autoFirstCut  = 0.5  // cut on the refusal that ends slow start
+	autoSlowCut   = 0.5  // deepest cut on later refusals
+	autoCut       = 0.8  // least cut on later refusals
+	autoCutJitter = 0.1  // cuts are further multiplied by [1-this, 1)
+	autoApproach  = 0.5  // part of the distance to W gained per epoch
+	autoMaxStep   = 0.1  // most gained per epoch, as a part of the rate
+	autoStep      = 0.01 // least gained per epoch below W, as a part of W
+	autoBusy      = 0.5  // an epoch counts if the calls went this near the rate
+	autoCCBurst   = 0.1  // seconds of its rate a congestion-controlled bucket holds
 	autoMinEpoch  = 250 * time.Millisecond
 	// autoMeasure is the least time after a pause over which what the
 	// server let through measures the client's share.
