@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -386,5 +387,67 @@ func TestTransportLimiterChoice(t *testing.T) {
 	}
 	if rec.count() != 2 {
 		t.Errorf("%d requests sent, want 2", rec.count())
+	}
+}
+
+// TestRetryOpenAIResetIsToFull: OpenAI's x-ratelimit-reset-requests is the
+// time until the bucket is full again, not a wait. A 429 with none of 600 a
+// minute left and "reset-requests: 1m0s" pauses the limiter for one
+// request's refill, 100 ms, not the minute: a call made meanwhile goes
+// when the emptied bucket next has a token at the limiter's own rate
+// (+200 ms), and the refused call's retry after its back-off.
+func TestRetryOpenAIResetIsToFull(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	openai := http.Header{
+		"X-Ratelimit-Limit-Requests":     {"600"},
+		"X-Ratelimit-Remaining-Requests": {"0"},
+		"X-Ratelimit-Reset-Requests":     {"1m0s"},
+		"X-Ratelimit-Limit-Tokens":       {"150000"},
+		"X-Ratelimit-Remaining-Tokens":   {"149000"},
+		"X-Ratelimit-Reset-Tokens":       {"400ms"},
+	}
+	rec := newRecorder(t, fc, script([]int{429}, openai))
+	l := newLimiter(t, fc, 10, throttle.Per(600, time.Minute))
+	tr := throttle.NewTransport(newBase(t), throttle.Shared(l))
+	var wg sync.WaitGroup
+	send := func() {
+		req, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("status %v, error %v; want 200", resp, err)
+			return
+		}
+		resp.Body.Close()
+	}
+	wg.Go(send)
+	blockUntil(t, fc, 1) // the refused call's back-off
+	if until, ok := l.Buckets()[0].PausedUntil(); !ok || !until.Equal(epoch.Add(100*time.Millisecond)) {
+		t.Fatalf("paused until +%v (%v), want +100ms: the reset is the time to full, not a wait", until.Sub(epoch), ok)
+	}
+	wg.Go(send)
+	waitFor(t, "the second call to queue", func() bool { return throttle.QueuedFor(l) == 1 })
+	blockUntil(t, fc, 2) // the back-off, and the head of the queue
+	// The back-off is at least 250 ms: only the queued call is due by +200ms.
+	fc.Advance(200*time.Millisecond - time.Nanosecond)
+	if got := rec.count(); got != 1 {
+		t.Fatalf("%d requests reached the server before +200ms, want 1", got)
+	}
+	fc.Advance(time.Nanosecond)
+	waitFor(t, "the queued call to reach the server", func() bool { return rec.count() == 2 })
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	advanceUntil(t, fc, done, 1, 10*time.Millisecond)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.arrivals) != 3 {
+		t.Fatalf("%d attempts, want 3", len(rec.arrivals))
+	}
+	if got := rec.arrivals[1].Sub(epoch); got != 200*time.Millisecond {
+		t.Errorf("the call made during the pause went at +%v, want +200ms", got)
+	}
+	// The retry waits its back-off (500 ms, jittered by half), never the
+	// minute of the reset.
+	if got := rec.arrivals[2].Sub(epoch); got < 250*time.Millisecond || got > 750*time.Millisecond {
+		t.Errorf("the retry went at +%v, want within its back-off of 250-750ms", got)
 	}
 }

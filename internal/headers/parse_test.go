@@ -413,11 +413,20 @@ func TestSignalsPause(t *testing.T) {
 		{"nothing", Signals{}, 0, false},
 		{"retry-after wins", Signals{RetryAfter: 5 * time.Second, HasRetryAfter: true, Quotas: []Quota{quota(FamilyOpenAI, "tokens", 10, 0, time.Minute)}}, 5 * time.Second, true},
 		{"retry-after 0", Signals{HasRetryAfter: true}, 0, true},
-		{"longest exhausted reset", Signals{Quotas: []Quota{
+		{"longest exhausted wait", Signals{Quotas: []Quota{
 			quota(FamilyOpenAI, "requests", 10, 0, time.Second),
 			quota(FamilyOpenAI, "tokens", 10, 0, time.Minute),
 			quota(FamilyAnthropic, "tokens", 10, 1, time.Hour),
-		}}, time.Minute, true},
+		}}, 6 * time.Second, true},
+		// OpenAI's reset is the time until the bucket is full: one request
+		// of 600 a minute comes back in a tenth of a second, not a minute.
+		{"openai reset is to full", Signals{Quotas: []Quota{quota(FamilyOpenAI, "requests", 600, 0, time.Minute)}}, 100 * time.Millisecond, true},
+		{"anthropic reset is to full", Signals{Quotas: []Quota{quota(FamilyAnthropic, "input-tokens", 3, 0, time.Second)}}, 333333334, true},
+		{"openai without a limit", Signals{Quotas: []Quota{quota(FamilyOpenAI, "requests", -1, 0, time.Minute)}}, 0, false},
+		{"window reset is the wait", Signals{Quotas: []Quota{
+			quota(FamilyXRateLimit, "", 5000, 0, 40*time.Minute),
+			quota(FamilyIETF, "p", 100, 0, 30*time.Second),
+		}}, 40 * time.Minute, true},
 		{"exhausted without reset", Signals{Quotas: []Quota{quota(FamilyXRateLimit, "", 10, 0, -1)}}, 0, false},
 		{"exhausted with reset 0", Signals{Quotas: []Quota{quota(FamilyXRateLimit, "", 10, 0, 0)}}, 0, true},
 		{"not exhausted", Signals{Quotas: []Quota{quota(FamilyXRateLimit, "", 10, 3, time.Second)}}, 0, false},

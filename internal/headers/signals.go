@@ -111,16 +111,55 @@ type Signals struct {
 
 // Pause returns how long the response asks the client to hold off:
 // RetryAfter when HasRetryAfter (Retry-After takes precedence over any quota
-// reset, as the IETF draft requires), otherwise the longest known Reset among
-// quotas whose Remaining is 0. ok is false when there is neither.
+// reset, as the IETF draft requires), otherwise the longest [Quota.Wait]
+// among quotas whose Remaining is 0. ok is false when there is neither.
 func (s Signals) Pause() (d time.Duration, ok bool) {
 	if s.HasRetryAfter {
 		return s.RetryAfter, true
 	}
 	for _, q := range s.Quotas {
-		if q.Remaining == 0 && q.Reset >= 0 && (!ok || q.Reset > d) {
-			d, ok = q.Reset, true
+		if q.Remaining != 0 {
+			continue
+		}
+		if w, has := q.Wait(); has && (!ok || w > d) {
+			d, ok = w, true
 		}
 	}
 	return d, ok
+}
+
+// RefillsToFull reports whether the quota's Reset is the time until the
+// quota is whole again under a continuous refill, rather than the end of a
+// window at which it is restored at once. OpenAI documents its reset as the
+// time until the limit "resets to its initial state" (about 12 ms at 5,000
+// requests a minute with one request used) and Anthropic its reset as the
+// time the limit "will be fully replenished"; both refill continuously.
+func (q Quota) RefillsToFull() bool {
+	return q.Family == FamilyOpenAI || q.Family == FamilyAnthropic
+}
+
+// Wait returns how long until the quota holds one unit again, as far as the
+// response says; ok is false when it does not say.
+//
+// For a quota whose Reset ends a window, that is Reset. For one that
+// refills continuously to full ([Quota.RefillsToFull]), Reset covers the
+// refill of Limit - Remaining units, so one unit comes back after
+// Reset / (Limit - Remaining), rounded up to the nanosecond: waiting the
+// whole Reset would idle a client for up to a window (a minute at
+// OpenAI's 429 with "reset-requests: 1m0s") while the server had long
+// refilled what the next call needs. Such a quota without a Limit above
+// Remaining gives no wait.
+func (q Quota) Wait() (time.Duration, bool) {
+	if q.Reset < 0 {
+		return 0, false
+	}
+	if !q.RefillsToFull() {
+		return q.Reset, true
+	}
+	if q.Remaining < 0 || q.Limit <= q.Remaining {
+		return 0, false
+	}
+	missing := uint64(q.Limit - q.Remaining)
+	d := (uint64(q.Reset) + missing - 1) / missing
+	return time.Duration(d), true
 }
