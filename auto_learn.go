@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/throttlekit/throttle/internal/headers"
@@ -144,7 +145,7 @@ func (q *autoQuota) learn(sig *headers.Signals) bool {
 			}
 		}
 		if ln == nil {
-			ln = q.newLane(name)
+			ln = q.newLane(q.freeLaneName(name))
 			// Nothing is granted before the first share is known: a fresh
 			// bucket holds a token, and every client of a shared quota
 			// would spend it at once.
@@ -156,6 +157,24 @@ func (q *autoQuota) learn(sig *headers.Signals) bool {
 		ln.teach(sig.Quotas[i].Limit, window, exact)
 	}
 	return changed
+}
+
+// freeLaneName returns name, or when a lane of q already holds a bucket of
+// that name for another of the server's limits, name with the least
+// suffix "#2", "#3", … that no lane holds. Two header families on one
+// response (an IETF policy "a" and OpenAI's "requests", say) are two
+// limits: the first one on requests took over the congestion-controlled
+// bucket, which keeps its name "requests", and the second must not be
+// given that bucket again.
+func (q *autoQuota) freeLaneName(name string) string {
+	if q.lane(name) == nil {
+		return name
+	}
+	for k := 2; ; k++ {
+		if n := name + "#" + strconv.Itoa(k); q.lane(n) == nil {
+			return n
+		}
+	}
 }
 
 // policy returns the lane that learns the server's limit named name, or

@@ -606,3 +606,61 @@ func TestAutoThroughTransport(t *testing.T) {
 		t.Fatalf("after one call through the Transport: %+v", ls)
 	}
 }
+
+// TestAutoTwoFamiliesOnOneResponse: a gateway that sends two header
+// families at once, or two IETF policies of which the second is named
+// "requests", reports two limits. Each is learned on a bucket of its own;
+// before, the second was given the congestion-controlled bucket the first
+// had taken over, and joining the two panicked inside RoundTrip.
+func TestAutoTwoFamiliesOnOneResponse(t *testing.T) {
+	ietfAnd := func(kv ...string) http.Header {
+		h := http.Header{}
+		h.Set("RateLimit-Policy", `"p";q=10;w=1`)
+		h.Set("RateLimit", `"p";r=9;t=1`)
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return h
+	}
+	twoPolicies := http.Header{}
+	twoPolicies.Set("RateLimit-Policy", `"a";q=10;w=1, "requests";q=100;w=60`)
+	cases := []struct {
+		name   string
+		url    string
+		key    string // the quota learned on
+		h      http.Header
+		limits []AutoLimitStats // Name, Quota, Window
+	}{
+		{"two IETF policies", "https://two.example.com/", "two.example.com", twoPolicies,
+			[]AutoLimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 100, Window: time.Minute}}},
+		{"IETF and OpenAI", "https://openai.example.com/", "openai.example.com",
+			ietfAnd("X-Ratelimit-Limit-Requests", "600", "X-Ratelimit-Remaining-Requests", "599", "X-Ratelimit-Reset-Requests", "100ms"),
+			[]AutoLimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 600, Window: time.Minute}}},
+		{"IETF and GitHub", "https://github.example.com/repos/x", "github.example.com/core",
+			ietfAnd("X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "4999", "X-Ratelimit-Reset", "3600", "X-Ratelimit-Resource", "core"),
+			[]AutoLimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 5000, Window: time.Hour}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, clk := newAutoFake(t)
+			req := get(t, c.url)
+			for range 3 { // the same response again reuses the lanes
+				tell(t, a, clk, req, 200, c.h)
+			}
+			var got []AutoLimitStats
+			for _, ls := range limitStats(t, a, c.key) {
+				got = append(got, AutoLimitStats{Name: ls.Name, Quota: ls.Quota, Window: ls.Window})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.limits) {
+				t.Errorf("learned %+v, want %+v", got, c.limits)
+			}
+			l, err := a.Limiter(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.TryAcquire(1, 1); err != nil {
+				t.Errorf("a call on the learned limits: %v", err)
+			}
+		})
+	}
+}
