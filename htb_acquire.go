@@ -147,7 +147,7 @@ func (w *classWaiter) heads() bool {
 // positive; a cost must fit the quota and every ceiling on the path.
 func checkClasses(cs []*Class, costs []int64) error {
 	if len(costs) != len(cs) {
-		return ErrInvalidCost
+		return costCount(len(costs), len(cs))
 	}
 	any := false
 	for i, c := range cs {

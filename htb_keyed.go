@@ -95,7 +95,7 @@ func (k *KeyedClasses[K]) Acquire(ctx context.Context, key K, cost int64) error 
 }
 
 // AcquirePermit is Class.AcquirePermit on key's class.
-func (k *KeyedClasses[K]) AcquirePermit(ctx context.Context, key K, cost int64) (*ClassPermit, error) {
+func (k *KeyedClasses[K]) AcquirePermit(ctx context.Context, key K, cost int64) (Permit, error) {
 	for {
 		c, err := k.Class(key)
 		if err != nil {

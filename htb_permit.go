@@ -22,7 +22,7 @@ type ClassPermit struct {
 }
 
 // AcquirePermit is Acquire returning a ClassPermit to settle later.
-func (c *Class) AcquirePermit(ctx context.Context, cost int64) (*ClassPermit, error) {
+func (c *Class) AcquirePermit(ctx context.Context, cost int64) (Permit, error) {
 	if cost <= 0 {
 		return nil, ErrInvalidCost
 	}
@@ -113,6 +113,39 @@ func (l *ClassLimiter) Classes() []*Class { return slices.Clone(l.cs) }
 // its cost now; otherwise it takes nothing. It never blocks. A zero cost
 // leaves that class out; at least one cost must be positive.
 func (l *ClassLimiter) TryAcquire(costs ...int64) (bool, error) {
+	var small [4]int
+	plan := small[:0]
+	if len(costs) > len(small) {
+		plan = make([]int, len(costs))
+	} else {
+		plan = small[:len(costs)]
+	}
+	return l.tryAcquire(costs, plan)
+}
+
+// TryAcquirePermit is TryAcquire returning the Permit for the costs taken;
+// p is nil when ok is false.
+func (l *ClassLimiter) TryAcquirePermit(costs ...int64) (p Permit, ok bool, err error) {
+	plan := make([]int, len(costs))
+	if ok, err = l.tryAcquire(costs, plan); !ok || err != nil {
+		return nil, ok, err
+	}
+	return &ClassPermit{cs: l.cs, costs: slices.Clone(costs), plan: plan}, true, nil
+}
+
+// Limits describes the limiter's classes in cost order: name, capacity
+// and guaranteed rate.
+func (l *ClassLimiter) Limits() []Limit {
+	ls := make([]Limit, len(l.cs))
+	for i, c := range l.cs {
+		ls[i] = Limit{Name: c.Name(), Capacity: c.Capacity(), Rate: c.Rate()}
+	}
+	return ls
+}
+
+// tryAcquire is TryAcquire recording in plan, one per class, where each
+// grant came from, for a Permit to give it back there.
+func (l *ClassLimiter) tryAcquire(costs []int64, plan []int) (bool, error) {
 	d := l.cs[0].lock()
 	defer d.mu.Unlock()
 	if err := checkClasses(l.cs, costs); err != nil {
@@ -123,13 +156,6 @@ func (l *ClassLimiter) TryAcquire(costs ...int64) (bool, error) {
 		d.serve(now)
 	}
 	d.seen = now
-	var small [4]int
-	plan := small[:0]
-	if len(costs) > len(small) {
-		plan = make([]int, len(costs))
-	} else {
-		plan = small[:len(costs)]
-	}
 	ok := d.tryAll(l.cs, costs, plan, now)
 	if ok && d.queued > 0 {
 		d.serve(now)
@@ -140,10 +166,10 @@ func (l *ClassLimiter) TryAcquire(costs ...int64) (bool, error) {
 // Acquire waits until every class can be granted its cost at the same
 // instant, then takes them all and returns a ClassPermit; it has the
 // guarantees of Class.Acquire.
-func (l *ClassLimiter) Acquire(ctx context.Context, costs ...int64) (*ClassPermit, error) {
+func (l *ClassLimiter) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
 	p := &ClassPermit{cs: l.cs, costs: slices.Clone(costs), plan: make([]int, len(l.cs))}
 	if len(p.costs) != len(l.cs) {
-		return nil, ErrInvalidCost
+		return nil, costCount(len(p.costs), len(l.cs))
 	}
 	if err := acquireClasses(ctx, p.cs, p.costs, p.plan); err != nil {
 		return nil, err

@@ -247,7 +247,7 @@ func (k *Keyed[K]) WaitTime(key K, costs ...int64) (time.Duration, error) {
 // its guarantees: waiters for one key are served in FIFO order, a deadline
 // too short fails at once, and a cancelled waiter spends nothing. The key is
 // held, with a full Limiter, while the Permit is reachable.
-func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit, error) {
+func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (Permit, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
 	e, p, now, err := s.lookup(k, key, tag, true)
@@ -262,7 +262,7 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 		// A call that can only fail must neither make the key nor give it
 		// a Limiter. It fails as Limiter.Acquire would: a done ctx first,
 		// then invalid costs.
-		fail := func(err error) (*Permit, error) {
+		fail := func(err error) (Permit, error) {
 			steps := s.due()
 			if e == nil {
 				s.forget(p)

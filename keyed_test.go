@@ -237,7 +237,7 @@ func propConfig(key int) []Limit {
 
 type permitPair struct {
 	key       int
-	got, want *Permit
+	got, want Permit
 }
 
 // keyedProperty drives a Keyed, which drops keys, and a map of Limiters

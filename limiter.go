@@ -167,7 +167,7 @@ func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 // Permit that can settle them against the actual use. It has the
 // guarantees of Bucket.Acquire: FIFO, fail fast on a deadline that is too
 // short, and a cancelled waiter spends nothing.
-func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) {
+func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
 	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {
 		if err != nil {
@@ -187,7 +187,7 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Permit{bs: l.bs, costs: owned}, nil
+	return &permit{bs: l.bs, costs: owned}, nil
 }
 
 // take is Acquire without the Permit, for the Transport, which needs one

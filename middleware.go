@@ -91,7 +91,7 @@ type LimitStatus struct {
 // settle, and early in the handler: a key left unused for its refill time
 // meanwhile may have been dropped, and the Permit is then the key's anew
 // (or, if the Keyed is at its WithMaxKeys cap, the overflow Limiter's).
-func RequestPermit(r *http.Request) *Permit {
+func RequestPermit(r *http.Request) Permit {
 	st, _ := r.Context().Value(permitKey{}).(*reqState)
 	if st == nil {
 		return nil
@@ -110,7 +110,7 @@ type reqState struct {
 	r       *http.Request // the request LimitHandler passes on
 	lazy    bool          // admitted on a compact key: the Permit is made on demand
 	once    sync.Once
-	p       Permit // the request's Permit once bs is set
+	p       permit // the request's Permit once bs is set
 	status  [2]LimitStatus
 }
 
@@ -136,7 +136,7 @@ func (st *reqState) keep(costs []int64) {
 	copy(st.p.costs, costs)
 }
 
-func (st *reqState) get() *Permit {
+func (st *reqState) get() Permit {
 	if st.lazy {
 		st.once.Do(func() { st.keyed.permit(st) })
 	}

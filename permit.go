@@ -6,11 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// Permit is the record of costs taken by an Acquire whose real cost is known
-// only afterwards, such as an LLM call that reserves prompt tokens plus
-// max_tokens and learns its usage from the response. Settle or Cancel it
-// once.
-type Permit struct {
+// permit is the Permit of buckets: Limiter.Acquire's, Bucket.AcquirePermit's
+// and LimitHandler's.
+type permit struct {
 	bs      []*Bucket
 	costs   []int64
 	settled atomic.Bool
@@ -18,8 +16,8 @@ type Permit struct {
 }
 
 // newPermit records a copy of costs taken from bs.
-func newPermit(bs []*Bucket, costs []int64) *Permit {
-	p := &Permit{bs: bs}
+func newPermit(bs []*Bucket, costs []int64) *permit {
+	p := &permit{bs: bs}
 	if len(costs) <= len(p.small) {
 		p.costs = p.small[:len(costs)]
 	} else {
@@ -30,7 +28,7 @@ func newPermit(bs []*Bucket, costs []int64) *Permit {
 }
 
 // AcquirePermit is Acquire returning a Permit to settle later.
-func (b *Bucket) AcquirePermit(ctx context.Context, cost int64) (*Permit, error) {
+func (b *Bucket) AcquirePermit(ctx context.Context, cost int64) (Permit, error) {
 	if err := b.Acquire(ctx, cost); err != nil {
 		return nil, err
 	}
@@ -38,7 +36,7 @@ func (b *Bucket) AcquirePermit(ctx context.Context, cost int64) (*Permit, error)
 }
 
 // Costs returns the costs the permit took, one per bucket.
-func (p *Permit) Costs() []int64 { return slices.Clone(p.costs) }
+func (p *permit) Costs() []int64 { return slices.Clone(p.costs) }
 
 // Settle corrects the costs to the actual use, one value per bucket. Where
 // actual is below the cost the difference is refunded (never above
@@ -48,7 +46,7 @@ func (p *Permit) Costs() []int64 { return slices.Clone(p.costs) }
 // Cancel, fails with ErrSettled and changes nothing, as do a number of
 // values other than one per bucket (ErrCostCount) and a negative value
 // (ErrInvalidCost).
-func (p *Permit) Settle(actual ...int64) error {
+func (p *permit) Settle(actual ...int64) error {
 	if len(actual) != len(p.bs) {
 		return costCount(len(actual), len(p.bs))
 	}
@@ -84,6 +82,6 @@ func settle(bs []*Bucket, costs, actual []int64) {
 
 // Cancel returns every cost: the call the permit was for was never made.
 // It fails with ErrSettled if the permit was already settled or cancelled.
-func (p *Permit) Cancel() error {
+func (p *permit) Cancel() error {
 	return p.Settle(make([]int64, len(p.bs))...)
 }

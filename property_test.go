@@ -261,7 +261,7 @@ func (m *qmodel) instantOf(w *qwaiter) int64 {
 type ptarget struct {
 	try     func([]int64) (bool, error)
 	wait    func([]int64) (time.Duration, error)
-	acquire func(context.Context, []int64) (*Permit, error)
+	acquire func(context.Context, []int64) (Permit, error)
 	setRate func(int, Rate) error
 	pause   func(time.Time)
 	drain   func(int, int64)
@@ -280,7 +280,7 @@ func (l plimit) String() string { return fmt.Sprintf("%d@%v", l.capacity, l.rate
 
 type presult struct {
 	id     int
-	permit *Permit
+	permit Permit
 	err    error
 	at     int64
 }
@@ -293,7 +293,7 @@ var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
 		return ptarget{
 			try:  func(c []int64) (bool, error) { return b.TryAcquire(c[0]) },
 			wait: func(c []int64) (time.Duration, error) { return b.WaitTime(c[0]) },
-			acquire: func(ctx context.Context, c []int64) (*Permit, error) {
+			acquire: func(ctx context.Context, c []int64) (Permit, error) {
 				return b.AcquirePermit(ctx, c[0])
 			},
 			setRate: func(_ int, r Rate) error { return b.SetRate(r) },
@@ -316,7 +316,7 @@ var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
 		return ptarget{
 			try:     func(c []int64) (bool, error) { return l.TryAcquire(c...) },
 			wait:    func(c []int64) (time.Duration, error) { return l.WaitTime(c...) },
-			acquire: func(ctx context.Context, c []int64) (*Permit, error) { return l.Acquire(ctx, c...) },
+			acquire: func(ctx context.Context, c []int64) (Permit, error) { return l.Acquire(ctx, c...) },
 			setRate: func(i int, r Rate) error { return bs[i].SetRate(r) },
 			reserve: func(c []int64) (*Reservation, error) { return l.Reserve(c...) },
 			pause:   l.PauseUntil,
@@ -348,7 +348,7 @@ var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
 		return ptarget{
 			try:     func(c []int64) (bool, error) { return k.TryAcquire("key", c...) },
 			wait:    func(c []int64) (time.Duration, error) { return k.WaitTime("key", c...) },
-			acquire: func(ctx context.Context, c []int64) (*Permit, error) { return k.Acquire(ctx, "key", c...) },
+			acquire: func(ctx context.Context, c []int64) (Permit, error) { return k.Acquire(ctx, "key", c...) },
 			setRate: func(i int, r Rate) error { return limiter().bs[i].SetRate(r) },
 			reserve: func(c []int64) (*Reservation, error) { return limiter().Reserve(c...) },
 			pause:   func(t time.Time) { limiter().PauseUntil(t) },
@@ -421,7 +421,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 		nextID  int
 		out     = make(chan presult, 1024)
 		cancels = map[int]context.CancelFunc{}
-		permits []*Permit
+		permits []Permit
 		costsOf = map[int][]int64{}
 		pending = 0 // goroutines that have not sent their result
 		trace   []string
@@ -759,13 +759,13 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			for j, b := range m.bs {
 				actual[j] = rng.Int64N(ls[j].capacity + 1)
 				b.advance(now)
-				d := new(big.Rat).SetInt64(actual[j] - p.costs[j])
+				d := new(big.Rat).SetInt64(actual[j] - p.(*permit).costs[j])
 				b.level.Sub(b.level, d)
 				if capacity := new(big.Rat).SetInt64(b.capacity); b.level.Cmp(capacity) > 0 {
 					b.level.Set(capacity)
 				}
 			}
-			op = fmt.Sprintf("Settle%v of %v", actual, p.costs)
+			op = fmt.Sprintf("Settle%v of %v", actual, p.(*permit).costs)
 			if err := p.Settle(actual...); err != nil {
 				return fail("%s: %v", op, err)
 			}

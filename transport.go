@@ -84,7 +84,7 @@ type Transport struct {
 	base     http.RoundTripper
 	limiter  LimiterFunc
 	cost     CostFunc
-	settle   func(resp *http.Response, p *Permit, sig *headers.Signals) (aboutRequest bool)
+	settle   func(resp *http.Response, p *permit, sig *headers.Signals) (aboutRequest bool)
 	retrySDK bool // retry requests of SDKs that retry on their own
 	inflight *semaphore.Weighted
 	maxPause time.Duration

@@ -1,0 +1,68 @@
+package throttle
+
+import (
+	"context"
+	"time"
+)
+
+// Gate is what every limiter of this module is to the code that calls
+// through it: the HTTP Transport and LimitHandler, the gRPC interceptors,
+// and a worker pool of your own. A Limiter, a key's Limiter of a Keyed, a
+// ClassLimiter over classes of one or several hierarchies, and
+// redisbucket's Limiter shared by many processes are Gates; a single
+// Bucket or Class becomes one through NewLimiter or NewClassLimiter.
+//
+// A Gate holds one or more limits, described by Limits, and every call
+// gives one cost per limit, in that order: a request and its tokens, say.
+// A zero cost leaves that limit out; at least one must be positive.
+type Gate interface {
+	// Acquire waits its turn (first come, first served) until every limit
+	// covers its cost, takes them all, and returns the Permit for them. A
+	// context whose deadline comes before the turn fails at once with a
+	// *WaitError (which matches context.DeadlineExceeded), and a call
+	// cancelled while it waits takes nothing.
+	Acquire(ctx context.Context, costs ...int64) (Permit, error)
+	// TryAcquirePermit takes the costs only if every limit covers them now
+	// and nobody waits ahead, and returns the Permit for them; otherwise it
+	// takes nothing and returns ok false. It never waits.
+	TryAcquirePermit(costs ...int64) (p Permit, ok bool, err error)
+	// WaitTime reports how long until the costs would be covered, after
+	// the calls already waiting: what a refusal's Retry-After says.
+	WaitTime(costs ...int64) (time.Duration, error)
+	// Limits describes the limits in cost order: their names are how cost
+	// functions and server feedback find the limit a cost or a remaining
+	// count is for.
+	Limits() []Limit
+}
+
+// Permit is the record of costs a Gate took, for calls whose real cost is
+// known only afterwards: an LLM call reserves its prompt and max_tokens and
+// learns its usage from the response. Settle or Cancel it once.
+type Permit interface {
+	// Costs returns the costs taken, one per limit.
+	Costs() []int64
+	// Settle corrects the costs to the actual use, one value per limit:
+	// what was over-reserved goes back, an overrun is charged. A second
+	// Settle or Cancel fails with ErrSettled.
+	Settle(actual ...int64) error
+	// Cancel gives every cost back: the call was never made.
+	Cancel() error
+}
+
+// Pauser is a Gate that a server's "wait" can pause for every caller at
+// once, as a 429 with Retry-After asks. The HTTP Transport finds it by a
+// type assertion; a Gate without it is paced by its own rate alone.
+type Pauser interface {
+	// PauseUntil holds every call until t; a later pause extends an
+	// earlier one, an earlier one changes nothing.
+	PauseUntil(t time.Time)
+}
+
+// Leveler is a Gate whose level a server's count of what is left can
+// lower, so that a client sharing its quota with others spends no more
+// than the server says remains.
+type Leveler interface {
+	// Lower brings limit i (in Limits order) down to at most remaining
+	// tokens; it never raises a level.
+	Lower(i int, remaining int64)
+}

@@ -1,0 +1,191 @@
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/throttlekit/throttle"
+)
+
+// The Gates of the core, and what the Transport may find on them.
+var (
+	_ throttle.Gate    = (*throttle.Limiter)(nil)
+	_ throttle.Gate    = (*throttle.ClassLimiter)(nil)
+	_ throttle.Pauser  = (*throttle.Limiter)(nil)
+	_ throttle.Leveler = (*throttle.Limiter)(nil)
+)
+
+// gateKinds makes, for each in-process kind of Gate, one of two limits:
+// "requests", 5 at 5 a second, and "tokens", 100 at 100 a second.
+var gateKinds = []struct {
+	name string
+	make func(t *testing.T, clk clockwork.Clock) throttle.Gate
+}{
+	{"Limiter", func(t *testing.T, clk clockwork.Clock) throttle.Gate {
+		req := must(throttle.New(5, throttle.Per(5, time.Second), throttle.WithClock(clk), throttle.WithName("requests")))
+		tok := must(throttle.New(100, throttle.Per(100, time.Second), throttle.WithClock(clk), throttle.WithName("tokens")))
+		return must(throttle.NewLimiter(req, tok))
+	}},
+	{"Keyed", func(t *testing.T, clk clockwork.Clock) throttle.Gate {
+		k := throttle.NewKeyed(func(string) []throttle.Limit {
+			return []throttle.Limit{
+				{Name: "requests", Capacity: 5, Rate: throttle.Per(5, time.Second)},
+				{Name: "tokens", Capacity: 100, Rate: throttle.Per(100, time.Second)},
+			}
+		}, throttle.WithClock(clk))
+		return k.Limiter("tenant")
+	}},
+	{"ClassLimiter", func(t *testing.T, clk clockwork.Clock) throttle.Gate {
+		req := must(throttle.NewQuota(5, throttle.Per(5, time.Second), throttle.WithClock(clk), throttle.WithName("requests")))
+		tok := must(throttle.NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk), throttle.WithName("tokens")))
+		return must(throttle.NewClassLimiter(req, tok))
+	}},
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestGateContract runs every kind of Gate through the same contract: the
+// Transport, LimitHandler and the gRPC interceptors rely on nothing else.
+func TestGateContract(t *testing.T) {
+	for _, kind := range gateKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Run("Limits", func(t *testing.T) {
+				g := kind.make(t, clockwork.NewFakeClockAt(epoch))
+				want := []throttle.Limit{
+					{Name: "requests", Capacity: 5, Rate: throttle.Per(5, time.Second)},
+					{Name: "tokens", Capacity: 100, Rate: throttle.Per(100, time.Second)},
+				}
+				if got := g.Limits(); !slices.Equal(got, want) {
+					t.Errorf("Limits() = %v, want %v", got, want)
+				}
+			})
+			t.Run("TryAcquirePermit", func(t *testing.T) { gateTry(t, kind.make(t, clockwork.NewFakeClockAt(epoch))) })
+			t.Run("Settle", func(t *testing.T) { gateSettle(t, kind.make(t, clockwork.NewFakeClockAt(epoch))) })
+			t.Run("FailFast", func(t *testing.T) {
+				clk := clockwork.NewFakeClockAt(epoch)
+				gateFailFast(t, clk, kind.make(t, clk))
+			})
+			t.Run("Acquire", func(t *testing.T) {
+				clk := clockwork.NewFakeClockAt(epoch)
+				gateAcquire(t, clk, kind.make(t, clk))
+			})
+			t.Run("CostCount", func(t *testing.T) { gateCostCount(t, kind.make(t, clockwork.NewFakeClockAt(epoch))) })
+		})
+	}
+}
+
+func gateTry(t *testing.T, g throttle.Gate) {
+	p, ok, err := g.TryAcquirePermit(5, 100)
+	if !ok || err != nil || p == nil {
+		t.Fatalf("TryAcquirePermit(5, 100) = %v, %v, %v; want a permit", p, ok, err)
+	}
+	if got := p.Costs(); !slices.Equal(got, []int64{5, 100}) {
+		t.Errorf("Costs() = %v, want [5 100]", got)
+	}
+	p, ok, err = g.TryAcquirePermit(1, 0)
+	if ok || err != nil || p != nil {
+		t.Errorf("TryAcquirePermit(1, 0) on empty limits = %v, %v, %v; want nil, false, nil", p, ok, err)
+	}
+	for _, c := range []struct {
+		costs []int64
+		want  time.Duration
+	}{{[]int64{1, 0}, 200 * time.Millisecond}, {[]int64{0, 50}, 500 * time.Millisecond}, {[]int64{5, 10}, time.Second}} {
+		if got, err := g.WaitTime(c.costs...); got != c.want || err != nil {
+			t.Errorf("WaitTime(%v) = %v, %v; want %v", c.costs, got, err, c.want)
+		}
+	}
+}
+
+func gateSettle(t *testing.T, g throttle.Gate) {
+	p, ok, err := g.TryAcquirePermit(5, 100)
+	if !ok || err != nil {
+		t.Fatalf("TryAcquirePermit(5, 100) = %v, %v", ok, err)
+	}
+	if err := p.Settle(2, 40); err != nil {
+		t.Fatalf("Settle(2, 40): %v", err)
+	}
+	q, ok, _ := g.TryAcquirePermit(3, 60)
+	if !ok {
+		t.Fatal("the 3 requests and 60 tokens settled back were not there")
+	}
+	if _, ok, _ := g.TryAcquirePermit(1, 0); ok {
+		t.Error("a request beyond what was settled back was granted")
+	}
+	if err := p.Settle(1, 1); !errors.Is(err, throttle.ErrSettled) {
+		t.Errorf("second Settle: %v, want ErrSettled", err)
+	}
+	if err := p.Cancel(); !errors.Is(err, throttle.ErrSettled) {
+		t.Errorf("Cancel after Settle: %v, want ErrSettled", err)
+	}
+	if err := q.Cancel(); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if _, ok, _ := g.TryAcquirePermit(3, 60); !ok {
+		t.Error("Cancel did not give the 3 requests and 60 tokens back")
+	}
+}
+
+func gateFailFast(t *testing.T, clk *clockwork.FakeClock, g throttle.Gate) {
+	if _, ok, _ := g.TryAcquirePermit(5, 0); !ok {
+		t.Fatal("TryAcquirePermit(5, 0) on full limits")
+	}
+	ctx, cancel := clockwork.WithTimeout(t.Context(), clk, 100*time.Millisecond)
+	defer cancel()
+	p, err := g.Acquire(ctx, 1, 0) // needs 200 ms
+	var we *throttle.WaitError
+	if p != nil || !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) || we.Wait != 200*time.Millisecond {
+		t.Fatalf("Acquire past the deadline = %v, %v; want a *WaitError of 200ms", p, err)
+	}
+	clk.Advance(200 * time.Millisecond)
+	if _, ok, _ := g.TryAcquirePermit(1, 0); !ok {
+		t.Error("the refused Acquire took a token")
+	}
+}
+
+func gateAcquire(t *testing.T, clk *clockwork.FakeClock, g throttle.Gate) {
+	if _, ok, _ := g.TryAcquirePermit(5, 100); !ok {
+		t.Fatal("TryAcquirePermit(5, 100) on full limits")
+	}
+	got := make(chan throttle.Permit, 1)
+	go func() {
+		p, err := g.Acquire(t.Context(), 1, 50)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- p
+	}()
+	blockUntil(t, clk, 1)
+	clk.Advance(500*time.Millisecond - time.Nanosecond)
+	select {
+	case <-got:
+		t.Fatal("Acquire(1, 50) returned before its tokens existed")
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	p := <-got
+	if p == nil || !slices.Equal(p.Costs(), []int64{1, 50}) {
+		t.Fatalf("Acquire(1, 50) gave %v", p)
+	}
+}
+
+func gateCostCount(t *testing.T, g throttle.Gate) {
+	if _, _, err := g.TryAcquirePermit(1); !errors.Is(err, throttle.ErrCostCount) {
+		t.Errorf("TryAcquirePermit(1): %v, want ErrCostCount", err)
+	}
+	if _, err := g.Acquire(t.Context(), 1, 1, 1); !errors.Is(err, throttle.ErrCostCount) {
+		t.Errorf("Acquire(1, 1, 1): %v, want ErrCostCount", err)
+	}
+	if _, err := g.WaitTime(1); !errors.Is(err, throttle.ErrCostCount) {
+		t.Errorf("WaitTime(1): %v, want ErrCostCount", err)
+	}
+}
