@@ -189,3 +189,58 @@ func gateCostCount(t *testing.T, g throttle.Gate) {
 		t.Errorf("WaitTime(1): %v, want ErrCostCount", err)
 	}
 }
+
+var _ throttle.Gate = (*throttle.Marker)(nil)
+
+// TestMarkerGate: a Marker is a Gate that refuses where a bucket would
+// wait. Committed 2 at 2 a second, peak 4 at 4 a second.
+func TestMarkerGate(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(epoch)
+	m := must(throttle.NewMarker(throttle.Per(2, time.Second), 2, throttle.Per(4, time.Second), 4, throttle.WithClock(clk), throttle.WithName("m")))
+	if got, want := m.Limits(), []throttle.Limit{{Name: "m", Capacity: 2, Rate: throttle.Per(2, time.Second)}}; !slices.Equal(got, want) {
+		t.Errorf("Limits() = %v, want %v", got, want)
+	}
+	green, ok, err := m.TryAcquirePermit(2)
+	if !ok || err != nil {
+		t.Fatalf("green TryAcquirePermit(2) = %v, %v", ok, err)
+	}
+	if _, ok, _ := m.TryAcquirePermit(1); ok {
+		t.Error("TryAcquirePermit granted a yellow call")
+	}
+	if _, err := m.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrYellow) {
+		t.Errorf("yellow Acquire without best effort: %v, want ErrYellow", err)
+	}
+	best := throttle.AllowBestEffort(t.Context())
+	yellow, err := m.Acquire(best, 2) // the refusals above spent nothing: the peak still holds 2
+	if err != nil {
+		t.Fatalf("yellow Acquire with best effort: %v", err)
+	}
+	if _, err := m.Acquire(best, 1); !errors.Is(err, throttle.ErrRed) {
+		t.Errorf("Acquire above the peak: %v, want ErrRed", err)
+	}
+	// Green again needs 1 committed token (500 ms at 2/s) and 1 peak token
+	// (250 ms at 4/s).
+	if got, err := m.WaitTime(1); got != 500*time.Millisecond || err != nil {
+		t.Errorf("WaitTime(1) = %v, %v; want 500ms", got, err)
+	}
+	if _, err := m.WaitTime(3); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
+		t.Errorf("WaitTime(3) above the committed burst: %v", err)
+	}
+	// Cancelling the yellow call gives the peak its 2 back; settling the
+	// green one at 1 gives 1 back to both buckets.
+	if err := yellow.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if err := green.Settle(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := m.TryAcquirePermit(1); !ok {
+		t.Error("the token settled back is not green")
+	}
+	if err := green.Cancel(); !errors.Is(err, throttle.ErrSettled) {
+		t.Errorf("Cancel after Settle: %v, want ErrSettled", err)
+	}
+	if _, _, err := m.TryAcquirePermit(1, 1); !errors.Is(err, throttle.ErrCostCount) {
+		t.Errorf("two costs for one limit: %v, want ErrCostCount", err)
+	}
+}

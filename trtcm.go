@@ -57,6 +57,7 @@ type Marker struct {
 	name   string
 	p, c   shape
 	pl, cl level
+	cir    Rate // the committed rate, as given
 }
 
 // NewMarker returns a Marker with committed rate cir and burst cbs and
@@ -86,7 +87,7 @@ func NewMarker(cir Rate, cbs int64, pir Rate, pbs int64, opts ...Option) (*Marke
 	for _, opt := range opts {
 		opt(&o)
 	}
-	m := &Marker{clock: o.clock, name: o.name, p: ps, c: cs}
+	m := &Marker{clock: o.clock, name: o.name, p: ps, c: cs, cir: cir}
 	if o.clock == nil {
 		m.epoch = time.Now()
 	} else {

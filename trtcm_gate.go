@@ -1,0 +1,132 @@
+package throttle
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// A Marker is a Gate of one limit that refuses where a bucket would make
+// the caller wait: a Marker measures, it does not schedule. A call marked
+// green is granted; one marked yellow is granted by Acquire only when its
+// context allows best effort (AllowBestEffort) and never by
+// TryAcquirePermit; any other fails at once, Acquire's with a *MarkError
+// matching ErrRed or ErrYellow, and spends nothing.
+
+// Acquire marks cost, the one cost of a Marker's one limit, and grants it
+// as described above; it never waits.
+func (m *Marker) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
+	cost, err := markCost(costs)
+	if err != nil {
+		return nil, err
+	}
+	allow := BestEffortAllowed(ctx)
+	p, color := m.grant(cost, allow)
+	if p == nil {
+		return nil, &MarkError{Color: color, Cost: cost, Marker: m.name}
+	}
+	return p, nil
+}
+
+// TryAcquirePermit grants cost only if it is marked green.
+func (m *Marker) TryAcquirePermit(costs ...int64) (Permit, bool, error) {
+	cost, err := markCost(costs)
+	if err != nil {
+		return nil, false, err
+	}
+	if p, _ := m.grant(cost, false); p != nil {
+		return p, true, nil
+	}
+	return nil, false, nil
+}
+
+// WaitTime reports how long until cost would be marked green: until both
+// the committed and the peak bucket hold it. It fails with
+// ErrCostExceedsCapacity for a cost above the committed burst.
+func (m *Marker) WaitTime(costs ...int64) (time.Duration, error) {
+	cost, err := markCost(costs)
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.p.advance(&m.pl, now)
+	m.c.advance(&m.cl, now)
+	at := max(m.c.readyAt(&m.cl, cost), m.p.readyAt(&m.pl, cost))
+	if at == never {
+		return 0, ErrCostExceedsCapacity
+	}
+	return time.Duration(at - now), nil
+}
+
+// Limits describes the Marker's one limit by its committed burst and rate,
+// what a caller is promised; the peak is best effort.
+func (m *Marker) Limits() []Limit {
+	return []Limit{{Name: m.name, Capacity: m.c.capacity, Rate: m.cir}}
+}
+
+// grant marks cost and, for a color granted, returns its Permit; a yellow
+// call that is not allowed spends nothing.
+func (m *Marker) grant(cost int64, allowYellow bool) (*markPermit, Color) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	color := m.markAt(m.now(), cost, Green, allowYellow)
+	if color == Red || color == Yellow && !allowYellow {
+		return nil, color
+	}
+	return &markPermit{m: m, cost: cost, green: color == Green}, color
+}
+
+func markCost(costs []int64) (int64, error) {
+	if len(costs) != 1 {
+		return 0, costCount(len(costs), 1)
+	}
+	if costs[0] <= 0 {
+		return 0, ErrInvalidCost
+	}
+	return costs[0], nil
+}
+
+// markPermit is the Permit of a Marker: settling corrects the buckets the
+// mark took from, the peak one always and the committed one for green.
+type markPermit struct {
+	m       *Marker
+	cost    int64
+	green   bool
+	settled atomic.Bool
+}
+
+func (p *markPermit) Costs() []int64 { return []int64{p.cost} }
+
+func (p *markPermit) Settle(actual ...int64) error {
+	if len(actual) != 1 {
+		return costCount(len(actual), 1)
+	}
+	if actual[0] < 0 {
+		return ErrInvalidCost
+	}
+	if !p.settled.CompareAndSwap(false, true) {
+		return ErrSettled
+	}
+	m := p.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.p.advance(&m.pl, now)
+	m.c.advance(&m.cl, now)
+	correct := func(s *shape, l *level) {
+		if d := actual[0] - p.cost; d < 0 {
+			s.give(l, -d)
+		} else {
+			l.take(d)
+		}
+	}
+	correct(&m.p, &m.pl)
+	if p.green {
+		correct(&m.c, &m.cl)
+	}
+	return nil
+}
+
+func (p *markPermit) Cancel() error { return p.Settle(0) }
