@@ -426,7 +426,7 @@ func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *g
 // made before the lock was taken when waiters were queued already (see
 // prepare).
 func tryOrWaiter(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *group, w *waiter, now int64, done bool, err error) {
-	w = bs[0].g.Load().prepare()
+	w = bs[0].grp().prepare()
 	g, now, done, err = tryOrLock(ctx, bs, costs, obs)
 	if done {
 		if w != nil {

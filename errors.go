@@ -52,6 +52,13 @@ func costCount(got, want int) error {
 	return fmt.Errorf("%w: got %d %s for %d %s", ErrCostCount, got, plural(got, "cost"), want, plural(want, "bucket"))
 }
 
+// errNoLimits is the error of a call on a zero Limiter or ClassLimiter,
+// which has no limits: made as a zero value rather than by its
+// constructor, it refuses every call rather than dereference nothing.
+func errNoLimits(got int, kind, constructor string) error {
+	return fmt.Errorf("%w: got %d %s for the 0 limits of a zero %s (make one with %s)", ErrCostCount, got, plural(got, "cost"), kind, constructor)
+}
+
 func plural(n int, noun string) string {
 	if n == 1 {
 		return noun

@@ -113,6 +113,9 @@ func (l *ClassLimiter) Classes() []*Class { return slices.Clone(l.cs) }
 // its cost now; otherwise it takes nothing. It never blocks. A zero cost
 // leaves that class out; at least one cost must be positive.
 func (l *ClassLimiter) TryAcquire(costs ...int64) (bool, error) {
+	if len(l.cs) == 0 {
+		return false, errNoLimits(len(costs), "ClassLimiter", "NewClassLimiter")
+	}
 	var small [4]int
 	plan := small[:0]
 	if len(costs) > len(small) {
@@ -126,6 +129,9 @@ func (l *ClassLimiter) TryAcquire(costs ...int64) (bool, error) {
 // TryAcquirePermit is TryAcquire returning the Permit for the costs taken;
 // p is nil when ok is false.
 func (l *ClassLimiter) TryAcquirePermit(costs ...int64) (p Permit, ok bool, err error) {
+	if len(l.cs) == 0 {
+		return nil, false, errNoLimits(len(costs), "ClassLimiter", "NewClassLimiter")
+	}
 	plan := make([]int, len(costs))
 	if ok, err = l.tryAcquire(costs, plan); !ok || err != nil {
 		return nil, ok, err
@@ -167,6 +173,9 @@ func (l *ClassLimiter) tryAcquire(costs []int64, plan []int) (bool, error) {
 // instant, then takes them all and returns a ClassPermit; it has the
 // guarantees of Class.Acquire.
 func (l *ClassLimiter) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
+	if len(l.cs) == 0 {
+		return nil, errNoLimits(len(costs), "ClassLimiter", "NewClassLimiter")
+	}
 	p := &ClassPermit{cs: l.cs, costs: slices.Clone(costs), plan: make([]int, len(l.cs))}
 	if len(p.costs) != len(l.cs) {
 		return nil, costCount(len(p.costs), len(l.cs))
@@ -180,6 +189,9 @@ func (l *ClassLimiter) Acquire(ctx context.Context, costs ...int64) (Permit, err
 // WaitTime reports how long until TryAcquire(costs...) would succeed,
 // given the waiters queued now and no other change.
 func (l *ClassLimiter) WaitTime(costs ...int64) (time.Duration, error) {
+	if len(l.cs) == 0 {
+		return 0, errNoLimits(len(costs), "ClassLimiter", "NewClassLimiter")
+	}
 	return waitClasses(l.cs, costs)
 }
 

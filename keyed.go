@@ -95,8 +95,13 @@ type Keyed[K comparable] struct {
 // deterministic and should be cheap. When it returns no limits or an invalid
 // one, every call on that key fails with an error that matches
 // ErrInvalidLimit and wraps the error New returns for that limit, and the
-// key takes no memory.
+// key takes no memory; a nil config is one that returns no limits.
 func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
+	if config == nil {
+		// No config is a config of no limits: every call fails with
+		// ErrInvalidLimit, never with a nil call.
+		config = func(K) []Limit { return nil }
+	}
 	var o options
 	for _, opt := range opts {
 		opt(&o)

@@ -70,7 +70,7 @@ func join(buckets []*Bucket) error {
 	for {
 		var gs []*group
 		for _, b := range buckets {
-			if g := b.g.Load(); !slices.Contains(gs, g) {
+			if g := b.grp(); !slices.Contains(gs, g) {
 				gs = append(gs, g)
 			}
 		}
@@ -125,6 +125,9 @@ func (l *Limiter) Bucket(name string) *Bucket {
 // Its costs, like those of WaitTime and Acquire, are one per bucket: any
 // other number fails with an error matching ErrCostCount.
 func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
+	if len(l.bs) == 0 {
+		return false, errNoLimits(len(costs), "Limiter", "NewLimiter")
+	}
 	g := l.bs[0].lock()
 	if err := check(l.bs, costs); err != nil {
 		g.mu.Unlock()
@@ -159,6 +162,9 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 // WaitTime reports how long until TryAcquire(costs...) would succeed, given
 // the waiters already queued: the latest of the per-bucket waits.
 func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
+	if len(l.bs) == 0 {
+		return 0, errNoLimits(len(costs), "Limiter", "NewLimiter")
+	}
 	return waitTime(l.bs, costs)
 }
 
@@ -168,6 +174,9 @@ func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 // guarantees of Bucket.Acquire: FIFO, fail fast on a deadline that is too
 // short, and a cancelled waiter spends nothing.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
+	if len(l.bs) == 0 {
+		return nil, errNoLimits(len(costs), "Limiter", "NewLimiter")
+	}
 	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {
 		if err != nil {
@@ -195,6 +204,9 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
 // reads no clock for that when it did not queue. costs must stay unchanged
 // until take returns.
 func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err error) {
+	if len(l.bs) == 0 {
+		return 0, errNoLimits(len(costs), "Limiter", "NewLimiter")
+	}
 	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {
 		return 0, err

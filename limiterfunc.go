@@ -13,6 +13,9 @@ func Shared(l *Limiter) LimiterFunc {
 	return func(*http.Request) (*Limiter, error) { return l, nil }
 }
 
+// unlimited is the LimiterFunc of no limit, for a nil one.
+func unlimited(*http.Request) (*Limiter, error) { return nil, nil }
+
 // CostFunc returns what a request costs on each bucket of l, in the order of
 // l.Buckets(). A zero cost leaves that bucket out; a request whose costs
 // are all zero is free and takes no permit. The default cost is 1 on every

@@ -24,14 +24,22 @@ import (
 // honours it is admitted. A cost larger than a bucket's capacity can never
 // be admitted and is answered 413 Content Too Large; an error of pick is
 // answered 500, one of the cost function 400, and a cost function that
-// returns the wrong number of costs 500. A nil Limiter lets the
-// request through.
+// returns the wrong number of costs 500. A nil Limiter, or a nil pick,
+// lets the request through; a nil next panics here.
 //
 // Every answer from the limiter's side, admitted or not, carries the
 // limiter's state in headers, the IETF RateLimit-Policy and RateLimit
 // fields by default (see WriteIETF and LimitHeaders), so that
 // well-behaved clients can pace themselves.
 func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
+	if next == nil {
+		// As http.ServeMux.Handle does: a nil handler is a bug to report
+		// where it is made, not a nil call on the first request.
+		panic("throttle: LimitHandler: nil next handler")
+	}
+	if pick == nil {
+		pick = unlimited
+	}
 	h := &limitHandler{next: next, pick: pick, cost: defaultCost, headers: WriteIETF, rejected: rejectTooMany}
 	for _, opt := range opts {
 		opt(h)

@@ -38,6 +38,9 @@ func (b *Bucket) Reserve(cost int64) (*Reservation, error) {
 // Reserve is Bucket.Reserve over the limiter's buckets, all or nothing:
 // the costs are granted from every bucket at one instant.
 func (l *Limiter) Reserve(costs ...int64) (*Reservation, error) {
+	if len(l.bs) == 0 {
+		return nil, errNoLimits(len(costs), "Limiter", "NewLimiter")
+	}
 	return reserve(l.bs, slices.Clone(costs))
 }
 

@@ -96,7 +96,7 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	// A free lock is the common case, kept inline; with the real clock the
 	// clock is read inline too, which saves the calls to lockNow and
 	// group.now (3-4 ns of about 55).
-	g := b.g.Load()
+	g := b.grp()
 	var now int64
 	if g.mu.TryLock() {
 		if g.clock == nil {
@@ -193,7 +193,7 @@ func (b *Bucket) Tokens() float64 {
 // that went back: no time passes, so it can refuse at the boundary but
 // never grants what the level does not hold.
 func (b *Bucket) lockNow() (*group, int64) {
-	g := b.g.Load()
+	g := b.grp()
 	now := g.now()
 	if h := b.lock(); h != g {
 		return h, h.now() // joined into a Limiter meanwhile: another time line
@@ -201,11 +201,39 @@ func (b *Bucket) lockNow() (*group, int64) {
 	return g, now
 }
 
+// grp returns the bucket's group. The zero Bucket has none until it is
+// first used, and then becomes a closed bucket (capacity 0, no refill):
+// it admits nothing, as the zero x/time/rate Limiter rejects every event,
+// and never dereferences a nil group.
+func (b *Bucket) grp() *group {
+	if g := b.g.Load(); g != nil {
+		return g
+	}
+	return b.initZero()
+}
+
+// initZero makes the zero Bucket a closed one, once; the fields are set
+// under the new group's lock, which every later use of them takes.
+func (b *Bucket) initZero() *group {
+	g := newGroup(nil)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !b.g.CompareAndSwap(nil, g) {
+		return b.g.Load()
+	}
+	b.self[0] = b
+	b.shape = shape{den: 1, perDen: newDivider(1)}
+	b.paused = noPause
+	b.lvl = level{last: g.now()}
+	g.members = []*Bucket{b}
+	return g
+}
+
 // lock locks the bucket's group and returns it. The group can change when
 // buckets are joined into a Limiter, hence the check after locking.
 func (b *Bucket) lock() *group {
 	for {
-		g := b.g.Load()
+		g := b.grp()
 		g.mu.Lock()
 		if b.g.Load() == g {
 			return g

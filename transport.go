@@ -149,10 +149,13 @@ func WithBackOff(initial, max time.Duration) TransportOption {
 
 // NewTransport returns a Transport that sends requests through base
 // (http.DefaultTransport if nil) under the Limiter that limiter chooses for
-// each request.
+// each request; a nil limiter chooses none, and requests go unlimited.
 func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...TransportOption) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
+	}
+	if limiter == nil {
+		limiter = unlimited
 	}
 	t := &Transport{
 		base:     base,

@@ -1,0 +1,87 @@
+package throttle_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/throttlekit/throttle"
+)
+
+// TestZeroValues: a value made without its constructor either works, as
+// the zero x/time/rate Limiter does (it rejects every event), or fails
+// with an error that says what to do, never with a nil dereference.
+func TestZeroValues(t *testing.T) {
+	t.Run("Bucket is closed", func(t *testing.T) {
+		var b throttle.Bucket
+		var wg sync.WaitGroup
+		for range 8 { // the first uses race to make it closed
+			wg.Go(func() {
+				if ok, err := b.TryAcquire(1); ok || err != nil {
+					t.Errorf("TryAcquire(1) = %v, %v; want false, nil", ok, err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := b.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrClosed) {
+			t.Errorf("Acquire: %v, want ErrClosed", err)
+		}
+		if _, err := b.WaitTime(1); !errors.Is(err, throttle.ErrClosed) {
+			t.Errorf("WaitTime: %v, want ErrClosed", err)
+		}
+		if b.Tokens() != 0 || b.Capacity() != 0 {
+			t.Errorf("Tokens %v, Capacity %d; want 0, 0", b.Tokens(), b.Capacity())
+		}
+	})
+	for _, g := range []struct {
+		name string
+		g    throttle.Gate
+	}{{"Limiter", &throttle.Limiter{}}, {"ClassLimiter", &throttle.ClassLimiter{}}} {
+		t.Run(g.name+" has no limits", func(t *testing.T) {
+			if _, err := g.g.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrCostCount) {
+				t.Errorf("Acquire: %v, want ErrCostCount", err)
+			}
+			if _, ok, err := g.g.TryAcquirePermit(1); ok || !errors.Is(err, throttle.ErrCostCount) {
+				t.Errorf("TryAcquirePermit: %v, %v; want ErrCostCount", ok, err)
+			}
+			if _, err := g.g.WaitTime(1); !errors.Is(err, throttle.ErrCostCount) {
+				t.Errorf("WaitTime: %v, want ErrCostCount", err)
+			}
+			if len(g.g.Limits()) != 0 {
+				t.Errorf("Limits() = %v", g.g.Limits())
+			}
+		})
+	}
+	t.Run("NewKeyed(nil)", func(t *testing.T) {
+		k := throttle.NewKeyed[string](nil)
+		if _, err := k.TryAcquire("a", 1); !errors.Is(err, throttle.ErrInvalidLimit) {
+			t.Errorf("TryAcquire: %v, want ErrInvalidLimit", err)
+		}
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	t.Run("NewTransport(nil, nil)", func(t *testing.T) {
+		tr := throttle.NewTransport(newBase(t), nil)
+		for range 3 {
+			if code, err := get(&http.Client{Transport: tr}, srv.URL); code != 200 || err != nil {
+				t.Fatalf("status %d, error %v; want 200 unlimited", code, err)
+			}
+		}
+	})
+	t.Run("LimitHandler", func(t *testing.T) {
+		h := throttle.LimitHandler(http.NotFoundHandler(), nil)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+		if w.Code != http.StatusNotFound {
+			t.Errorf("a nil pick: status %d, want next's 404", w.Code)
+		}
+		defer func() {
+			if r := recover(); r == nil || r.(string) != "throttle: LimitHandler: nil next handler" {
+				t.Errorf("LimitHandler(nil, …) recovered %v, want a panic that names the nil handler", r)
+			}
+		}()
+		throttle.LimitHandler(nil, nil)
+	})
+}
