@@ -66,3 +66,12 @@ type Leveler interface {
 	// tokens; it never raises a level.
 	Lower(i int, remaining int64)
 }
+
+// Meter is a Gate that reports the state of each of its limits now: what
+// a server answers its clients with (the IETF RateLimit fields of
+// LimitHandler, the trailing metadata of the gRPC interceptors).
+type Meter interface {
+	// Status appends the state of every limit, in Limits order, to dst
+	// and returns the extended slice.
+	Status(dst []LimitStatus) []LimitStatus
+}

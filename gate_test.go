@@ -80,6 +80,10 @@ func TestGateContract(t *testing.T) {
 				gateAcquire(t, clk, kind.make(t, clk))
 			})
 			t.Run("CostCount", func(t *testing.T) { gateCostCount(t, kind.make(t, clockwork.NewFakeClockAt(epoch))) })
+			t.Run("Status", func(t *testing.T) {
+				clk := clockwork.NewFakeClockAt(epoch)
+				gateStatus(t, clk, kind.make(t, clk))
+			})
 		})
 	}
 }
@@ -175,6 +179,27 @@ func gateAcquire(t *testing.T, clk *clockwork.FakeClock, g throttle.Gate) {
 	p := <-got
 	if p == nil || !slices.Equal(p.Costs(), []int64{1, 50}) {
 		t.Fatalf("Acquire(1, 50) gave %v", p)
+	}
+}
+
+func gateStatus(t *testing.T, clk *clockwork.FakeClock, g throttle.Gate) {
+	m, ok := g.(throttle.Meter)
+	if !ok {
+		t.Fatalf("%T is not a Meter", g)
+	}
+	if _, ok, _ := g.TryAcquirePermit(5, 40); !ok {
+		t.Fatal("TryAcquirePermit(5, 40) on full limits")
+	}
+	clk.Advance(100 * time.Millisecond)
+	prefix := []throttle.LimitStatus{{Name: "kept"}}
+	got := m.Status(prefix)
+	want := []throttle.LimitStatus{
+		{Name: "kept"},
+		{Name: "requests", Capacity: 5, Rate: throttle.Per(5, time.Second), Remaining: 0, Reset: 900 * time.Millisecond},
+		{Name: "tokens", Capacity: 100, Rate: throttle.Per(100, time.Second), Remaining: 70, Reset: 300 * time.Millisecond},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Status() =\n%v\nwant\n%v", got, want)
 	}
 }
 

@@ -149,6 +149,21 @@ func (l *ClassLimiter) Limits() []Limit {
 	return ls
 }
 
+// Status appends the state of every class, in cost order, to dst: its
+// name, its guarantee's burst and rate, the whole tokens it could be
+// granted now and the time until its guarantee is full.
+func (l *ClassLimiter) Status(dst []LimitStatus) []LimitStatus {
+	for _, c := range l.cs {
+		capacity := c.Capacity()
+		reset, err := c.WaitTime(capacity)
+		if err != nil {
+			reset = -1
+		}
+		dst = append(dst, LimitStatus{Name: c.Name(), Capacity: capacity, Rate: c.Rate(), Remaining: max(int64(c.Tokens()), 0), Reset: reset})
+	}
+	return dst
+}
+
 // tryAcquire is TryAcquire recording in plan, one per class, where each
 // grant came from, for a Permit to give it back there.
 func (l *ClassLimiter) tryAcquire(costs []int64, plan []int) (bool, error) {

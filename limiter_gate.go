@@ -28,3 +28,9 @@ func (l *Limiter) Lower(i int, remaining int64) {
 		l.bs[i].Drain(remaining)
 	}
 }
+
+// Status appends the state of every bucket, in cost order, to dst.
+func (l *Limiter) Status(dst []LimitStatus) []LimitStatus {
+	n := len(dst)
+	return append(dst[:n:n], limitStatus(l, nil)...)
+}
