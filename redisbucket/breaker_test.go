@@ -140,7 +140,7 @@ func TestBreakerNeverStuckProperty(t *testing.T) {
 				s.l.Tokens(ctx)
 			default:
 				if p, err := s.l.Acquire(ctx, 1, 1); err == nil {
-					p.SettleContext(ctx, 1, 1)
+					p.(*redisbucket.Permit).SettleContext(ctx, 1, 1)
 				}
 			}
 			return

@@ -485,23 +485,30 @@ func (e *engine) check(costs []int64) error {
 // tryAcquire decides once and never waits; it refuses while local Acquire
 // callers are queued, so it does not jump their queue.
 func (e *engine) tryAcquire(ctx context.Context, costs []int64) (bool, error) {
+	_, ok, err := e.tryDecide(ctx, costs, "")
+	return ok, err
+}
+
+// tryDecide is tryAcquire under the permit id permit ("" for none),
+// returning the decision as well.
+func (e *engine) tryDecide(ctx context.Context, costs []int64, permit string) (decision, bool, error) {
 	if err := e.check(costs); err != nil {
-		return false, err
+		return decision{}, false, err
 	}
 	if e.waiting.Load() > 0 {
 		e.count(decision{}, costs, throttle.EventRejected, 0)
-		return false, nil
+		return decision{}, false, nil
 	}
-	d, err := e.decide(ctx, costs, "")
+	d, err := e.decide(ctx, costs, permit)
 	if err != nil {
-		return false, err
+		return decision{}, false, err
 	}
 	kind := throttle.EventRejected
 	if d.granted {
 		kind = throttle.EventGranted
 	}
 	e.count(d, costs, kind, d.wait)
-	return d.granted, nil
+	return d, d.granted, nil
 }
 
 // acquire waits until the costs are granted: decide, and when refused,

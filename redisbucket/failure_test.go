@@ -152,7 +152,7 @@ func TestAcquireFailLocal(t *testing.T) {
 	m.SetError("LOADING")
 	// Local limits: capacity 1 at 1/min and 50 at 50/min.
 	p, err := l.Acquire(ctx, 1, 50)
-	if err != nil || p.Mode() != redisbucket.ModeFailLocal {
+	if err != nil || p.(*redisbucket.Permit).Mode() != redisbucket.ModeFailLocal {
 		t.Fatalf("local permit: %v %v", p, err)
 	}
 	if err := p.Settle(1, 20); err != nil { // refunds 30 locally

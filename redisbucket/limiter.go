@@ -12,12 +12,9 @@ import (
 )
 
 // Limit is one limit of a Limiter: a named bucket of Capacity tokens that
-// refills at Rate.
-type Limit struct {
-	Name     string
-	Capacity int64
-	Rate     throttle.Rate
-}
+// refills at Rate. It is throttle.Limit, so that a Limiter's Limits are a
+// throttle.Gate's.
+type Limit = throttle.Limit
 
 // Limiter is several shared limits spent all or nothing in one script call,
 // like throttle.Limiter: a provider's requests per minute and tokens per
@@ -94,8 +91,15 @@ func (l *Limiter) TryAcquireContext(ctx context.Context, costs ...int64) (bool, 
 // waits, recomputed by the script after each sleep), then takes all the
 // costs and returns a Permit to settle against the actual use. It fails
 // like Bucket.Acquire; a *throttle.WaitError names the limit that binds.
-func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (*Permit, error) {
-	return acquirePermit(ctx, l.e, costs)
+//
+// The Permit is a *Permit, whose ID, Mode, SettleContext and CancelContext
+// a type assertion reaches.
+func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (throttle.Permit, error) {
+	p, err := acquirePermit(ctx, l.e, costs)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // WaitTime reports how long until TryAcquire(costs...) would succeed: the

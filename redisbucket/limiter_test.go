@@ -125,8 +125,8 @@ func TestPermitSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Mode() != redisbucket.ModeRedis || len(p.ID()) != 32 {
-		t.Fatalf("permit %v %q", p.Mode(), p.ID())
+	if rp := p.(*redisbucket.Permit); rp.Mode() != redisbucket.ModeRedis || len(rp.ID()) != 32 {
+		t.Fatalf("permit %v %q", rp.Mode(), rp.ID())
 	}
 	// The wrong number of values changes nothing: the permit stays open.
 	if err := p.Settle(20); !errors.Is(err, throttle.ErrCostCount) || err.Error() != "throttle: wrong number of costs: got 1 cost for 2 limits" {
@@ -145,7 +145,7 @@ func TestPermitSettle(t *testing.T) {
 		t.Fatalf("cancel after settle: %v", err)
 	}
 	// A retry of the same settle (as after a timeout) applies nothing.
-	if st, err := redisbucket.SettleRaw(p, 1, 0); err != nil || st != 2 {
+	if st, err := redisbucket.SettleRaw(p.(*redisbucket.Permit), 1, 0); err != nil || st != 2 {
 		t.Fatalf("retried settle: status %d, %v", st, err)
 	}
 	if got := levels(t, l); got[1] != 80 {

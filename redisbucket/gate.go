@@ -1,0 +1,68 @@
+package redisbucket
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/throttlekit/throttle"
+)
+
+// A Limiter is a throttle.Gate (gate_test.go): the HTTP Transport,
+// LimitHandler and the gRPC interceptors take it as they take an
+// in-process throttle.Limiter, and every process on the same id shares its
+// limits.
+
+// TryAcquirePermit is TryAcquire returning the Permit for the costs taken,
+// a *Permit; p is nil when ok is false.
+func (l *Limiter) TryAcquirePermit(costs ...int64) (p throttle.Permit, ok bool, err error) {
+	return l.TryAcquirePermitContext(context.Background(), costs...)
+}
+
+// TryAcquirePermitContext is TryAcquirePermit with a context for the
+// Redis call.
+func (l *Limiter) TryAcquirePermitContext(ctx context.Context, costs ...int64) (throttle.Permit, bool, error) {
+	id := newPermitID()
+	d, ok, err := l.e.tryDecide(ctx, costs, id)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	return &Permit{e: l.e, id: id, costs: slices.Clone(costs), mode: d.mode}, true, nil
+}
+
+// Status appends the state of every limit, in cost order, to dst: one
+// read of the shared levels (no write), the whole tokens left and the time
+// until the limit is full at its rate. A failed read reports every limit
+// with Remaining 0 and Reset -1: a server that cannot be read is not one
+// to promise tokens from.
+func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
+	ctx, cancel := context.WithTimeout(context.Background(), l.e.o.callTimeout)
+	defer cancel()
+	tokens, err := l.Tokens(ctx)
+	for i, s := range l.e.limits {
+		st := throttle.LimitStatus{Name: s.name, Capacity: s.capacity, Rate: s.rate, Reset: -1}
+		if err == nil {
+			st.Remaining = max(int64(tokens[i]), 0)
+			st.Reset = untilFull(s.capacity, tokens[i], s.rate)
+		}
+		dst = append(dst, st)
+	}
+	return dst
+}
+
+// untilFull is how long a level of tokens takes to reach capacity at r,
+// rounded up to the nanosecond; -1 if it never does.
+func untilFull(capacity int64, tokens float64, r throttle.Rate) time.Duration {
+	missing := float64(capacity) - tokens
+	if missing <= 0 {
+		return 0
+	}
+	if r.Tokens() <= 0 || r.Period() <= 0 {
+		return -1
+	}
+	d := missing * float64(r.Period()) / float64(r.Tokens())
+	if d >= float64(1<<63-1) {
+		return -1
+	}
+	return time.Duration(d + 0.999999)
+}
