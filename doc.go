@@ -40,6 +40,19 @@
 // anyone else is served); [Permit.Cancel] gives everything back for a call
 // that was never sent.
 //
+// # One interface: Gate
+//
+// Every limiter is a [Gate] to the code that calls through it: a
+// [Limiter], a key's Limiter of a [Keyed], a [ClassLimiter], a [Marker],
+// and redisbucket's Limiter shared by many processes. A Gate takes one
+// cost per limit ([Gate.Limits] names them): [Gate.Acquire] waits its turn
+// and returns a [Permit], [Gate.TryAcquirePermit] never waits, and
+// [Gate.WaitTime] says how long a refusal should tell the caller to wait.
+// What a Gate can do beyond that is found by a type assertion, never by a
+// special case: a [Pauser] can be paused for every caller when a server
+// says "wait", a [Leveler] lowered to what a server says is left, and a
+// [Meter] reports each limit's state for a server's answers.
+//
 // # Per key: Keyed
 //
 // [NewKeyed] gives every key (an API key, a host, a model, a tenant) its
@@ -76,6 +89,40 @@
 // Retry-After, writing the IETF RateLimit-Policy and RateLimit fields on
 // every answer. [RequestPermit] gives the handler the request's Permit, to
 // settle against the request's real cost.
+//
+// # Scheduling: Reserve, priorities, Pace, unlimited and closed limits
+//
+// [Bucket.Reserve] and [Limiter.Reserve] take a place in the FIFO queue
+// without blocking and return a [Reservation] that says how long to wait,
+// for callers that schedule work themselves. [WithPriority] puts a call
+// ahead of lower priorities (FIFO within one; no waiter is overtaken more
+// than [MaxOvertake] times), and [PriorityOf] reads it back. [Pace] is a
+// bucket of capacity 1, which spaces calls evenly instead of letting a
+// burst through. A [Rate] of [Inf] never limits; a capacity of 0 admits
+// nothing ([ErrClosed]).
+//
+// # Sharing a quota between teams: classes
+//
+// [NewQuota] makes the root of a hierarchical token bucket (Linux's HTB)
+// and [Class.NewClass] its classes ([ClassConfig]): each class has a
+// guaranteed rate and borrows what its siblings leave unused, up to its
+// ceiling. A [ClassLimiter] spends on classes of several hierarchies at
+// once, and [KeyedClasses] makes a class per key.
+//
+// # Marking instead of refusing: Marker
+//
+// A [Marker] is a two-rate three-color marker (RFC 2698): it marks each
+// call [Green], [Yellow] or [Red] ([Color]) against a committed and a peak
+// rate; as a Gate it grants green, grants yellow only under
+// [AllowBestEffort], and refuses red with a [*MarkError].
+//
+// # Limits learned from the server: Auto
+//
+// [Auto] is a [LimiterFunc] that needs no configuration: an [AutoLimiter]
+// learns each host's quota from its rate-limit headers ([AutoOption]s set
+// floors, ceilings and keys), and finds it by congestion control where the
+// server says nothing; [AutoLimiter.Stats] reports what it learned
+// ([AutoQuotaStats], [AutoLimitStats]).
 //
 // # Observing decisions
 //
