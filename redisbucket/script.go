@@ -27,7 +27,9 @@ import "github.com/redis/go-redis/v9"
 //     modes l and s). The last key is the fleet key when ARGV[8] is not "".
 //   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
 //     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
-//     a charge and the fleet's registration), s settle. With five or six
+//     a charge and the fleet's registration), s settle, d drain (a server's
+//     word for the fleet: lower the limits with a = 1 to at most b, and
+//     with ARGV[5] above 0 pause every limit for that many µs). With five or six
 //     arguments the call is the fast path's (below), not this layout;
 //     with more and a number first, a batch of fast-path calls (below).
 //   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only).
@@ -427,6 +429,27 @@ local function save()
     -- From the stored time if the clock went back: nothing refills before it.
     redis.call('SET', KEYS[1], v, 'PXAT', ceildiv(t + ttl, 1000) + 1)
   end
+end
+
+-- Mode d: what a server said, applied for the whole fleet. Per limit, a
+-- is 1 to lower the level to at most b (never raising it, never below one
+-- capacity of debt); ARGV[5], when above 0, pauses every limit for that
+-- many µs (at most a minute, the stored time's bound): every level is
+-- lowered to at most 0 and the stored time moves ahead to the pause's
+-- end, before which nothing refills, so that the limits are released at
+-- their rate from empty when it ends.
+if mode == 'd' then
+  local pause = tonumber(A[5])
+  for i = 1, n do
+    local l = L[i]
+    local to = nil
+    if l.a == 1 then to = math.max(l.b, -l.cap) end
+    if pause > 0 and (to == nil or to > 0) then to = 0 end
+    if to ~= nil and (l.tok > to or (l.tok == to and l.rem > 0)) then l.tok, l.rem = to, 0 end
+  end
+  if pause > 0 then last = math.max(last, now + math.min(pause, 60000000)) end
+  save()
+  return reply(1, 0, 0)
 end
 
 if mode == 's' then
