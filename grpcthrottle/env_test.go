@@ -32,6 +32,7 @@ func newEnv(t *testing.T, svc *service, srvOpts []grpc.ServerOption, dialOpts ..
 	if svc == nil {
 		svc = &service{}
 	}
+	svc.duplexDone = make(chan error, 16)
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(srvOpts...)
 	testpb.RegisterTestServiceServer(srv, svc)
@@ -68,6 +69,8 @@ type service struct {
 	refuse func(n int) error
 	// unary, if set, runs in the handler with its context.
 	unary func(ctx context.Context) error
+	// duplexDone receives what each FullDuplexCall returns.
+	duplexDone chan error
 }
 
 func (s *service) UnaryCall(ctx context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
@@ -113,7 +116,8 @@ func (s *service) StreamingOutputCall(req *testpb.StreamingOutputCallRequest, st
 }
 
 // FullDuplexCall echoes every message until the client closes or cancels.
-func (s *service) FullDuplexCall(stream testpb.TestService_FullDuplexCallServer) error {
+func (s *service) FullDuplexCall(stream testpb.TestService_FullDuplexCallServer) (err error) {
+	defer func() { s.duplexDone <- err }()
 	for {
 		req, err := stream.Recv()
 		if err == io.EOF {

@@ -1,0 +1,105 @@
+package grpcthrottle_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/grpcthrottle"
+)
+
+// retryConfig is a service config whose retryPolicy retries codes up to
+// maxAttempts, 10 ms apart.
+func retryConfig(maxAttempts int, codes ...string) grpc.DialOption {
+	list := `"` + codes[0] + `"`
+	for _, c := range codes[1:] {
+		list += `,"` + c + `"`
+	}
+	return grpc.WithDefaultServiceConfig(fmt.Sprintf(`{"methodConfig":[{"name":[{"service":"grpc.testing.TestService"}],
+		"retryPolicy":{"maxAttempts":%d,"initialBackoff":"0.01s","maxBackoff":"0.01s","backoffMultiplier":1,
+		"retryableStatusCodes":[%s]}}]}`, maxAttempts, list))
+}
+
+// The interceptor and grpc-go's retry policy never stack their attempts:
+// each round the interceptor sends counts as the policy's maxAttempts when
+// the policy retries the refusal's code, and the interceptor re-sends only
+// while another round fits in 1+WithRetries. The server tells the two
+// apart by grpc-previous-rpc-attempts, which only grpc-go's retries carry.
+// (Real time, bounded: the server refuses with a RetryInfo of 1 ms and
+// grpc-go's back-off is 10 ms.)
+func TestRetryLayers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		retries int
+		policy  []grpc.DialOption
+		want    []string // grpc-previous-rpc-attempts of each attempt the server sees
+	}{
+		{"no policy", 2, nil, []string{"", "", ""}},
+		{"policy retries RESOURCE_EXHAUSTED, 2 attempts in all", 1, []grpc.DialOption{retryConfig(2, "RESOURCE_EXHAUSTED")}, []string{"", "1"}},
+		{"policy retries RESOURCE_EXHAUSTED, two rounds of two", 3, []grpc.DialOption{retryConfig(2, "RESOURCE_EXHAUSTED")}, []string{"", "1", "", "1"}},
+		{"policy's own attempts exceed the budget", 1, []grpc.DialOption{retryConfig(3, "RESOURCE_EXHAUSTED")}, []string{"", "1", "2"}},
+		{"policy retries UNAVAILABLE only", 1, []grpc.DialOption{retryConfig(2, "UNAVAILABLE")}, []string{"", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := limiter(t, clockwork.NewRealClock(), 100, throttle.Per(100, time.Millisecond))
+			cl := grpcthrottle.NewClient(grpcthrottle.Shared(lim), grpcthrottle.WithRetries(tc.retries))
+			refuse := func(int) error { return refusal(t, codes.ResourceExhausted, time.Millisecond, "") }
+			e := newEnv(t, &service{refuse: refuse}, nil, append(tc.policy, cl.DialOptions()...)...)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := call(ctx, e); status.Code(err) != codes.ResourceExhausted {
+				t.Fatalf("%v, want the server's refusal", err)
+			}
+			if _, prev := e.svc.attempts(); !slices.Equal(prev, tc.want) {
+				t.Errorf("attempts with grpc-previous-rpc-attempts %q, want %q", prev, tc.want)
+			}
+		})
+	}
+}
+
+// A Server's pushback makes grpc-go's own retry policy wait the exact
+// wait, so that a client without the interceptor is admitted on its second
+// attempt; and a pushback of -1 stops it from retrying the impossible.
+func TestServerPushbackDrivesGRPCRetries(t *testing.T) {
+	lim := limiter(t, clockwork.NewRealClock(), 1, throttle.Per(1, 50*time.Millisecond))
+	srv := grpcthrottle.NewServer(grpcthrottle.Shared(lim))
+	svc := &service{}
+	e := newEnv(t, svc, srv.ServerOptions(), retryConfig(5, "RESOURCE_EXHAUSTED"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 2 {
+		if _, err := call(ctx, e); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	// The handler sees the admitted attempts only: the first call, and
+	// the second after the policy's retries waited out the pushback. The
+	// 10 ms back-off alone would have taken about 5 attempts.
+	if n, prev := svc.attempts(); n != 2 || prev[1] != "1" {
+		t.Errorf("handler saw %d calls (previous attempts %q), want 2, the second grpc-go's first retry", n, prev)
+	}
+
+	never := grpcthrottle.NewServer(grpcthrottle.Shared(lim), grpcthrottle.WithCost(
+		func(context.Context, string, any, throttle.Gate) ([]int64, error) { return []int64{2}, nil }))
+	var attempts atomic.Int32
+	count := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		attempts.Add(1)
+		return handler(ctx, req)
+	}
+	e = newEnv(t, nil, []grpc.ServerOption{grpc.ChainUnaryInterceptor(count, never.UnaryServerInterceptor())}, retryConfig(5, "RESOURCE_EXHAUSTED"))
+	if _, err := call(ctx, e); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("%v, want ResourceExhausted", err)
+	}
+	if n := attempts.Load(); n != 1 {
+		t.Errorf("%d attempts of a call that can never be admitted, want 1", n)
+	}
+}
