@@ -264,4 +264,3 @@ func TestPickPerKey(t *testing.T) {
 type observerFunc func(throttle.Event)
 
 func (f observerFunc) Observe(e throttle.Event) { f(e) }
-

@@ -134,7 +134,7 @@ func (s *service) FullDuplexCall(stream testpb.TestService_FullDuplexCallServer)
 }
 
 // limiter is a one-bucket Limiter named requests on clk.
-func limiter(t *testing.T, clk clockwork.Clock, capacity int64, rate throttle.Rate, opts ...throttle.Option) *throttle.Limiter {
+func limiter(t testing.TB, clk clockwork.Clock, capacity int64, rate throttle.Rate, opts ...throttle.Option) *throttle.Limiter {
 	t.Helper()
 	b, err := throttle.New(capacity, rate, append([]throttle.Option{throttle.WithClock(clk), throttle.WithName("requests")}, opts...)...)
 	if err != nil {

@@ -33,9 +33,10 @@ import (
 // wrong number of costs codes.Internal. A nil Gate, or a nil pick, lets
 // the call through.
 //
-// Every call the Gate decides, admitted or refused, carries the Gate's
-// state in its trailing metadata, if the Gate is a throttle.Meter: the IETF
-// RateLimit fields by default (WriteIETF, WithQuotaTrailer).
+// Every refusal carries the Gate's state in its trailing metadata, if the
+// Gate is a throttle.Meter: the IETF RateLimit fields by default
+// (WriteIETF, WithQuotaTrailer); with WithQuotaOnAdmit every admitted call
+// does too.
 //
 // WithMessageCost meters a stream's messages: each one the handler sends
 // waits its turn before it goes, and each one received waits before it is
@@ -141,7 +142,7 @@ func (s *Server) admit(ctx context.Context, method string, req any, ss grpc.Serv
 		return nil, nil, status.Errorf(codes.Internal, "grpcthrottle: %s: %v", method, err)
 	}
 	var st []throttle.LimitStatus
-	if m, isMeter := g.(throttle.Meter); isMeter && (c.trailer != nil || !ok) {
+	if m, isMeter := g.(throttle.Meter); isMeter && (!ok || (c.onAdmit && c.trailer != nil)) {
 		st = m.Status(nil)
 	}
 	var md metadata.MD

@@ -37,11 +37,12 @@ func details(t *testing.T, err error) (*errdetails.RetryInfo, *errdetails.QuotaF
 // A server admits what its Gate covers now and refuses the rest with
 // ResourceExhausted, an exact RetryInfo (WaitTime's, to the nanosecond),
 // a QuotaFailure naming the limit, the pushback in whole milliseconds
-// rounded up, and the quota's state in the trailer of every call.
+// rounded up, and the quota's state in the trailer of every call (of
+// every refusal by default, see TestServerQuotaTrailerDefault).
 func TestServerRefusesWithExactRetryInfo(t *testing.T) {
 	clk := clockwork.NewFakeClock()
 	lim := limiter(t, clk, 2, throttle.Per(3, time.Second)) // a token every 333.333334 ms
-	srv := grpcthrottle.NewServer(grpcthrottle.Shared(lim))
+	srv := grpcthrottle.NewServer(grpcthrottle.Shared(lim), grpcthrottle.WithQuotaOnAdmit())
 	e := newEnv(t, nil, srv.ServerOptions())
 	ctx := context.Background()
 
@@ -225,5 +226,39 @@ func TestServerGateWithoutMeter(t *testing.T) {
 	ri, qf := details(t, err)
 	if ri.GetRetryDelay().AsDuration() != time.Second || len(qf.GetViolations()) != 1 {
 		t.Errorf("RetryInfo %v, QuotaFailure %v", ri, qf)
+	}
+}
+
+// By default only refusals carry the quota's state; WithQuotaTrailer(nil)
+// sends none at all, but the pushback still goes.
+func TestServerQuotaTrailerDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []grpcthrottle.Option
+		refused bool // the refusal carries the status
+	}{
+		{"default", nil, true},
+		{"none", []grpcthrottle.Option{grpcthrottle.WithQuotaTrailer(nil)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := limiter(t, clockwork.NewFakeClock(), 1, throttle.Per(1, time.Second))
+			e := newEnv(t, nil, grpcthrottle.NewServer(grpcthrottle.Shared(lim), tc.opts...).ServerOptions())
+			var tr metadata.MD
+			if _, err := call(context.Background(), e, grpc.Trailer(&tr)); err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Get(grpcthrottle.RateLimitKey)) != 0 || len(tr.Get(grpcthrottle.PolicyKey)) != 0 {
+				t.Errorf("an admitted call carries the status: %v", tr)
+			}
+			if _, err := call(context.Background(), e, grpc.Trailer(&tr)); status.Code(err) != codes.ResourceExhausted {
+				t.Fatal(err)
+			}
+			if got := len(tr.Get(grpcthrottle.RateLimitKey)) == 1; got != tc.refused {
+				t.Errorf("the refusal's trailer %v: status sent %v, want %v", tr, got, tc.refused)
+			}
+			if got := tr.Get(grpcthrottle.PushbackKey); len(got) != 1 || got[0] != "1000" {
+				t.Errorf("pushback %q, want 1000", got)
+			}
+		})
 	}
 }

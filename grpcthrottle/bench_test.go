@@ -1,0 +1,239 @@
+package grpcthrottle_test
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/grpcthrottle"
+)
+
+// loopback serves svc on 127.0.0.1 with srvOpts and returns clients of it
+// made with dialOpts; everything stops at the end of the benchmark.
+func loopback(tb testing.TB, svc testpb.TestServiceServer, srvOpts []grpc.ServerOption, clients int, dialOpts ...grpc.DialOption) []*grpc.ClientConn {
+	tb.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := grpc.NewServer(srvOpts...)
+	testpb.RegisterTestServiceServer(srv, svc)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(lis)
+	}()
+	conns := make([]*grpc.ClientConn, clients)
+	for i := range conns {
+		conn, err := grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)...)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		conns[i] = conn
+	}
+	tb.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		srv.Stop()
+		<-done
+	})
+	return conns
+}
+
+type echo struct {
+	testpb.UnimplementedTestServiceServer
+}
+
+func (echo) UnaryCall(_ context.Context, req *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	return &testpb.SimpleResponse{Payload: req.GetPayload()}, nil
+}
+
+func (echo) EmptyCall(context.Context, *testpb.Empty) (*testpb.Empty, error) {
+	return &testpb.Empty{}, nil
+}
+
+func plentiful(tb testing.TB) *throttle.Limiter {
+	return limiter(tb, clockwork.NewRealClock(), 1<<60, throttle.Per(1<<40, time.Second))
+}
+
+func passUnaryClient(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+func passUnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return handler(ctx, req)
+}
+
+// BenchmarkEcho times unary echo calls over loopback TCP, alternating a
+// bare client and server with a pair whose interceptors are the case's
+// (and which of the two goes first), with tokens always available, as
+// BenchmarkRoundTrip does for the HTTP Transport. overhead-% is the median
+// of the pairs' differences over the median bare call; "do-nothing"
+// interceptors, which only call through, are the floor of the method.
+func BenchmarkEcho(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		server func(b *testing.B) []grpc.ServerOption
+		client func(b *testing.B) []grpc.DialOption
+	}{
+		{"do-nothing", func(*testing.B) []grpc.ServerOption {
+			return []grpc.ServerOption{grpc.ChainUnaryInterceptor(passUnaryServer)}
+		}, func(*testing.B) []grpc.DialOption {
+			return []grpc.DialOption{grpc.WithChainUnaryInterceptor(passUnaryClient)}
+		}},
+		{"client", nil, func(b *testing.B) []grpc.DialOption {
+			return grpcthrottle.NewClient(grpcthrottle.Shared(plentiful(b))).DialOptions()
+		}},
+		{"server", func(b *testing.B) []grpc.ServerOption {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b))).ServerOptions()
+		}, nil},
+		{"server-quota-on-admit", func(b *testing.B) []grpc.ServerOption {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b)), grpcthrottle.WithQuotaOnAdmit()).ServerOptions()
+		}, nil},
+		{"both", func(b *testing.B) []grpc.ServerOption {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b))).ServerOptions()
+		}, func(b *testing.B) []grpc.DialOption {
+			return grpcthrottle.NewClient(grpcthrottle.Shared(plentiful(b))).DialOptions()
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var srvOpts []grpc.ServerOption
+			var dialOpts []grpc.DialOption
+			if tc.server != nil {
+				srvOpts = tc.server(b)
+			}
+			if tc.client != nil {
+				dialOpts = tc.client(b)
+			}
+			runEchoCase(b, srvOpts, dialOpts)
+		})
+	}
+}
+
+// runEchoCase alternates bare calls with calls through srvOpts and
+// dialOpts, and reports the overhead.
+func runEchoCase(b *testing.B, srvOpts []grpc.ServerOption, dialOpts []grpc.DialOption) {
+	bare := testpb.NewTestServiceClient(loopback(b, echo{}, nil, 1)[0])
+	over := testpb.NewTestServiceClient(loopback(b, echo{}, srvOpts, 1, dialOpts...)[0])
+	ctx := context.Background()
+	req := &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("ping")}}
+	once := func(c testpb.TestServiceClient) time.Duration {
+		start := time.Now()
+		if _, err := c.UnaryCall(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for range 100 { // connect, and warm both paths
+		once(bare)
+		once(over)
+	}
+	var bs, os []time.Duration
+	first := true
+	for b.Loop() {
+		if first {
+			bs = append(bs, once(bare))
+			os = append(os, once(over))
+		} else {
+			os = append(os, once(over))
+			bs = append(bs, once(bare))
+		}
+		first = !first
+	}
+	reportOverhead(b, bs, os)
+}
+
+func reportOverhead(b *testing.B, bare, over []time.Duration) {
+	diff := make([]time.Duration, len(bare))
+	for i := range bare {
+		diff[i] = over[i] - bare[i]
+	}
+	medBare := median(bare)
+	b.ReportMetric(float64(medBare), "bare-ns/op")
+	b.ReportMetric(float64(median(over)), "wrapped-ns/op")
+	b.ReportMetric(100*float64(median(diff))/float64(medBare), "overhead-%")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkAdmitAllocs counts the allocations of one loopback echo call,
+// client and server together, bare and through the case's interceptors:
+// allocs-over is what the interceptors and the Gate add to it; the
+// do-nothing cases are what grpc-go itself allocates for any interceptor
+// (its UnaryServerInfo and handler closure on the server).
+func BenchmarkAdmitAllocs(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		server func(b *testing.B) []grpc.ServerOption
+		client func(b *testing.B) []grpc.DialOption
+	}{
+		{"do-nothing-client", nil, func(*testing.B) []grpc.DialOption {
+			return []grpc.DialOption{grpc.WithChainUnaryInterceptor(passUnaryClient)}
+		}},
+		{"client", nil, func(b *testing.B) []grpc.DialOption {
+			return grpcthrottle.NewClient(grpcthrottle.Shared(plentiful(b))).DialOptions()
+		}},
+		{"do-nothing-server", func(*testing.B) []grpc.ServerOption {
+			return []grpc.ServerOption{grpc.ChainUnaryInterceptor(passUnaryServer)}
+		}, nil},
+		{"server", func(b *testing.B) []grpc.ServerOption {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b))).ServerOptions()
+		}, nil},
+		{"server-quota-on-admit", func(b *testing.B) []grpc.ServerOption {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b)), grpcthrottle.WithQuotaOnAdmit()).ServerOptions()
+		}, nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			bare := testpb.NewTestServiceClient(loopback(b, echo{}, nil, 1)[0])
+			var srvOpts []grpc.ServerOption
+			var dialOpts []grpc.DialOption
+			if tc.server != nil {
+				srvOpts = tc.server(b)
+			}
+			if tc.client != nil {
+				dialOpts = tc.client(b)
+			}
+			over := testpb.NewTestServiceClient(loopback(b, echo{}, srvOpts, 1, dialOpts...)[0])
+			ctx := context.Background()
+			req := &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("ping")}}
+			allocs := func(c testpb.TestServiceClient) float64 {
+				var ms runtime.MemStats
+				const n = 2000
+				runtime.ReadMemStats(&ms)
+				before := ms.Mallocs
+				for range n {
+					if _, err := c.UnaryCall(ctx, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.ReadMemStats(&ms)
+				return float64(ms.Mallocs-before) / n
+			}
+			allocs(bare)
+			allocs(over)
+			var bs, os []float64
+			for b.Loop() {
+				bs = append(bs, allocs(bare))
+				os = append(os, allocs(over))
+			}
+			slices.Sort(bs)
+			slices.Sort(os)
+			b.ReportMetric(bs[len(bs)/2], "allocs-bare/call")
+			b.ReportMetric(os[len(os)/2]-bs[len(bs)/2], "allocs-over/call")
+		})
+	}
+}
