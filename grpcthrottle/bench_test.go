@@ -18,8 +18,9 @@ import (
 )
 
 // loopback serves svc on 127.0.0.1 with srvOpts and returns clients of it
-// made with dialOpts; everything stops at the end of the benchmark.
-func loopback(tb testing.TB, svc testpb.TestServiceServer, srvOpts []grpc.ServerOption, clients int, dialOpts ...grpc.DialOption) []*grpc.ClientConn {
+// made with dialOpts, and its address; everything stops at the end of the
+// benchmark.
+func loopback(tb testing.TB, svc testpb.TestServiceServer, srvOpts []grpc.ServerOption, clients int, dialOpts ...grpc.DialOption) ([]*grpc.ClientConn, string) {
 	tb.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,23 +33,29 @@ func loopback(tb testing.TB, svc testpb.TestServiceServer, srvOpts []grpc.Server
 		defer close(done)
 		_ = srv.Serve(lis)
 	}()
-	conns := make([]*grpc.ClientConn, clients)
-	for i := range conns {
-		conn, err := grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)...)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		conns[i] = conn
-	}
 	tb.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
 		srv.Stop()
 		<-done
 	})
-	return conns
+	conns := make([]*grpc.ClientConn, clients)
+	for i := range conns {
+		conns[i] = dialLoopback(tb, lis.Addr().String(), dialOpts...)
+	}
+	return conns, lis.Addr().String()
 }
+
+// dialLoopback returns a client of addr, closed at the end of the test.
+func dialLoopback(tb testing.TB, addr string, dialOpts ...grpc.DialOption) *grpc.ClientConn {
+	tb.Helper()
+	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func first(conns []*grpc.ClientConn, _ string) *grpc.ClientConn { return conns[0] }
 
 type echo struct {
 	testpb.UnimplementedTestServiceServer
@@ -123,8 +130,8 @@ func BenchmarkEcho(b *testing.B) {
 // runEchoCase alternates bare calls with calls through srvOpts and
 // dialOpts, and reports the overhead.
 func runEchoCase(b *testing.B, srvOpts []grpc.ServerOption, dialOpts []grpc.DialOption) {
-	bare := testpb.NewTestServiceClient(loopback(b, echo{}, nil, 1)[0])
-	over := testpb.NewTestServiceClient(loopback(b, echo{}, srvOpts, 1, dialOpts...)[0])
+	bare := testpb.NewTestServiceClient(first(loopback(b, echo{}, nil, 1)))
+	over := testpb.NewTestServiceClient(first(loopback(b, echo{}, srvOpts, 1, dialOpts...)))
 	ctx := context.Background()
 	req := &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("ping")}}
 	once := func(c testpb.TestServiceClient) time.Duration {
@@ -198,7 +205,7 @@ func BenchmarkAdmitAllocs(b *testing.B) {
 		}, nil},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			bare := testpb.NewTestServiceClient(loopback(b, echo{}, nil, 1)[0])
+			bare := testpb.NewTestServiceClient(first(loopback(b, echo{}, nil, 1)))
 			var srvOpts []grpc.ServerOption
 			var dialOpts []grpc.DialOption
 			if tc.server != nil {
@@ -207,7 +214,7 @@ func BenchmarkAdmitAllocs(b *testing.B) {
 			if tc.client != nil {
 				dialOpts = tc.client(b)
 			}
-			over := testpb.NewTestServiceClient(loopback(b, echo{}, srvOpts, 1, dialOpts...)[0])
+			over := testpb.NewTestServiceClient(first(loopback(b, echo{}, srvOpts, 1, dialOpts...)))
 			ctx := context.Background()
 			req := &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("ping")}}
 			allocs := func(c testpb.TestServiceClient) float64 {

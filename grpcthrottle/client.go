@@ -93,7 +93,13 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 	if free(costs) {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	attempts := 0
+	var rec *attempts
+	if policyRetriesQuota(cc, method) {
+		// For StatsHandler, if installed: grpc-go retries below.
+		rec = &attempts{Context: ctx, g: g}
+		ctx = rec
+	}
+	sent := 0
 	for {
 		p, err := g.Acquire(ctx, costs...)
 		if err != nil {
@@ -109,10 +115,12 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			return err
 		}
 		p.Cancel()
-		c.heed(g, r)
+		if rec == nil || !rec.heeded.Swap(false) {
+			c.heed(g, r)
+		}
 		round := policyAttempts(cc, method, r.Code)
-		attempts += round
-		if r.RetryDelay < 0 || r.RetryDelay > c.maxPause || attempts+round > 1+c.retries || !c.fits(ctx, r.RetryDelay) {
+		sent += round
+		if r.RetryDelay < 0 || r.RetryDelay > c.maxPause || sent+round > 1+c.retries || !c.fits(ctx, r.RetryDelay) {
 			return err
 		}
 		if _, ok := g.(throttle.Pauser); !ok {

@@ -31,7 +31,12 @@
 // a refusal, the interceptor does not stack a round of its own on each of
 // grpc-go's: it counts each round it sent as the policy's maxAttempts
 // (read with ClientConn.GetMethodConfig) and re-sends only while another
-// round keeps the call within 1+WithRetries attempts. A Server sets the
+// round keeps the call within 1+WithRetries attempts. Nor does it see the
+// refused attempts grpc-go retries, unless grpc.WithStatsHandler installs
+// the Client's StatsHandler: each one then pauses the Gate at once, as a
+// refusal the interceptor sees does (without it, the Gate keeps releasing
+// calls while grpc-go waits to retry, and the server refuses those in
+// turn). A Server sets the
 // PushbackKey trailer to its exact wait, so that clients relying on
 // grpc-go's policy alone wait as long as it says, and ask it not to retry
 // a call that can never be admitted.

@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
 	"github.com/throttlekit/throttle"
@@ -101,5 +102,61 @@ func TestServerPushbackDrivesGRPCRetries(t *testing.T) {
 	}
 	if n := attempts.Load(); n != 1 {
 		t.Errorf("%d attempts of a call that can never be admitted, want 1", n)
+	}
+}
+
+// With StatsHandler installed, an attempt the server refuses and grpc-go
+// retries pauses the Gate at once, though the call itself succeeds on
+// grpc-go's retry; without it, the interceptor never learns of it. The
+// first call of a ClientConn (whose service config is not known until it
+// connects) and a later one alike.
+func TestStatsHandlerSeesGRPCRetries(t *testing.T) {
+	for _, tc := range []struct{ installed, warm bool }{{true, false}, {true, true}, {false, false}} {
+		installed := tc.installed
+		t.Run(fmt.Sprintf("installed=%v,warm=%v", tc.installed, tc.warm), func(t *testing.T) {
+			clk := clockwork.NewFakeClock()
+			var pauses atomic.Int32
+			obs := observerFunc(func(e throttle.Event) {
+				if e.Kind == throttle.EventPaused {
+					pauses.Add(1)
+				}
+			})
+			lim := limiter(t, clk, 10, throttle.Per(10, time.Second), throttle.WithObserver(obs))
+			cl := grpcthrottle.NewClient(grpcthrottle.Shared(lim), grpcthrottle.WithClock(clk))
+			opts := append([]grpc.DialOption{retryConfig(2, "RESOURCE_EXHAUSTED")}, cl.DialOptions()...)
+			if installed {
+				opts = append(opts, grpc.WithStatsHandler(cl.StatsHandler()))
+			}
+			svc := &service{refuse: func(n int) error {
+				if n == 1 {
+					return refusal(t, codes.ResourceExhausted, 3*time.Second, "")
+				}
+				return nil
+			}}
+			e := newEnv(t, svc, nil, opts...)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if tc.warm {
+				if _, err := e.client.EmptyCall(ctx, &testpb.Empty{}); status.Code(err) != codes.Unimplemented {
+					t.Fatal(err)
+				}
+			}
+			if _, err := call(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			if _, prev := svc.attempts(); !slices.Equal(prev, []string{"", "1"}) {
+				t.Fatalf("attempts %q, want grpc-go's retry", prev)
+			}
+			wantPause, wantEvents := time.Duration(0), int32(0)
+			if installed {
+				wantPause, wantEvents = 3*time.Second, 1
+			}
+			if got, _ := lim.WaitTime(1); got != wantPause {
+				t.Errorf("the Gate is paused for %v, want %v", got, wantPause)
+			}
+			if got := pauses.Load(); got != wantEvents {
+				t.Errorf("%d EventPaused, want %d", got, wantEvents)
+			}
+		})
 	}
 }
