@@ -87,7 +87,7 @@ func clientGates(b *testing.B, kind string) []throttle.Gate {
 	return gates
 }
 
-func runLoad(b *testing.B, kind string, policy bool) loadResult {
+func runLoad(b *testing.B, kind string, policy, withStats bool) loadResult {
 	srvLim := limiter(b, clockwork.NewRealClock(), loadBurst, throttle.Per(loadRate, time.Second))
 	// EmptyCall is free: it connects the clients before the load.
 	free := func(_ context.Context, method string, _ any, g throttle.Gate) ([]int64, error) {
@@ -107,7 +107,11 @@ func runLoad(b *testing.B, kind string, policy bool) loadResult {
 			opts = append(opts, grpc.WithDefaultServiceConfig(loadPolicy))
 		}
 		if kind != "none" {
-			opts = append(opts, grpcthrottle.NewClient(grpcthrottle.Shared(gates[i]), grpcthrottle.WithCost(free)).DialOptions()...)
+			cl := grpcthrottle.NewClient(grpcthrottle.Shared(gates[i]), grpcthrottle.WithCost(free))
+			opts = append(opts, cl.DialOptions()...)
+			if withStats {
+				opts = append(opts, grpc.WithStatsHandler(cl.StatsHandler()))
+			}
 		}
 		conn := dialLoopback(b, addr, opts...)
 		clients[i] = testpb.NewTestServiceClient(conn)
@@ -148,36 +152,38 @@ func runLoad(b *testing.B, kind string, policy bool) loadResult {
 // medians of time/floor and refusals per call and the worst of the
 // failures and of the attempts one call made. The cases: the clients'
 // Gates (see clientGates), with and without grpc-go's retryPolicy
-// (loadPolicy). "none/policy" is grpc-go's retries alone, honouring the
-// server's pushback.
+// (loadPolicy), and with the policy and the Client's StatsHandler.
+// "none/policy" is grpc-go's retries alone, honouring the server's
+// pushback.
 func BenchmarkLoad(b *testing.B) {
-	for _, kind := range []string{"shared", "split", "none"} {
-		for _, policy := range []bool{false, true} {
-			name := kind + "/no-policy"
-			if policy {
-				name = kind + "/policy"
+	for _, tc := range []struct {
+		kind, mode string
+	}{
+		{"shared", "no-policy"}, {"shared", "policy"}, {"shared", "policy+stats"},
+		{"split", "no-policy"}, {"split", "policy"}, {"split", "policy+stats"},
+		{"none", "no-policy"}, {"none", "policy"},
+	} {
+		name := tc.kind + "/" + tc.mode
+		b.Run(name, func(b *testing.B) {
+			var ratios, refusals []float64
+			failed, most := 0, 0
+			for b.Loop() {
+				r := runLoad(b, tc.kind, tc.mode != "no-policy", tc.mode == "policy+stats")
+				ratios = append(ratios, float64(r.elapsed)/float64(loadFloor))
+				refusals = append(refusals, 100*float64(r.refused)/float64(loadCalls))
+				failed = max(failed, r.failed)
+				most = max(most, r.most)
+				b.Logf("%s: %d failed, %d attempts, %d refused, at most %d attempts a call, %v (%.3fx the floor)",
+					name, r.failed, r.attempts, r.refused, r.most, r.elapsed.Round(time.Millisecond), float64(r.elapsed)/float64(loadFloor))
 			}
-			b.Run(name, func(b *testing.B) {
-				var ratios, refusals []float64
-				failed, most := 0, 0
-				for b.Loop() {
-					r := runLoad(b, kind, policy)
-					ratios = append(ratios, float64(r.elapsed)/float64(loadFloor))
-					refusals = append(refusals, 100*float64(r.refused)/float64(loadCalls))
-					failed = max(failed, r.failed)
-					most = max(most, r.most)
-					b.Logf("%s: %d failed, %d attempts, %d refused, at most %d attempts a call, %v (%.3fx the floor)",
-						name, r.failed, r.attempts, r.refused, r.most, r.elapsed.Round(time.Millisecond), float64(r.elapsed)/float64(loadFloor))
-				}
-				slices.Sort(ratios)
-				slices.Sort(refusals)
-				b.ReportMetric(ratios[len(ratios)/2], "time/floor")
-				b.ReportMetric(ratios[len(ratios)-1], "time/floor-max")
-				b.ReportMetric(refusals[len(refusals)/2], "refused-%")
-				b.ReportMetric(refusals[len(refusals)-1], "refused-%-max")
-				b.ReportMetric(float64(failed), "failed-max")
-				b.ReportMetric(float64(most), "attempts/call-max")
-			})
-		}
+			slices.Sort(ratios)
+			slices.Sort(refusals)
+			b.ReportMetric(ratios[len(ratios)/2], "time/floor")
+			b.ReportMetric(ratios[len(ratios)-1], "time/floor-max")
+			b.ReportMetric(refusals[len(refusals)/2], "refused-%")
+			b.ReportMetric(refusals[len(refusals)-1], "refused-%-max")
+			b.ReportMetric(float64(failed), "failed-max")
+			b.ReportMetric(float64(most), "attempts/call-max")
+		})
 	}
 }
