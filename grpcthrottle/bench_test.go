@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/grpcthrottle"
@@ -81,60 +82,75 @@ func passUnaryServer(ctx context.Context, req any, _ *grpc.UnaryServerInfo, hand
 	return handler(ctx, req)
 }
 
-// BenchmarkEcho times unary echo calls over loopback TCP, alternating a
-// bare client and server with a pair whose interceptors are the case's
-// (and which of the two goes first), with tokens always available, as
-// BenchmarkRoundTrip does for the HTTP Transport. overhead-% is the median
-// of the pairs' differences over the median bare call; "do-nothing"
-// interceptors, which only call through, are the floor of the method.
+// BenchmarkEcho times unary echo calls over loopback TCP, alternating
+// bare calls with calls through the case's interceptors (and which of the
+// two goes first), with tokens always available, as BenchmarkRoundTrip
+// does for the HTTP Transport. Both kinds go over one connection to one
+// server: a switch interceptor on each side sends a call through the
+// case's interceptor or straight on, by a context value on the client and
+// the metadata x-on ("1" or "0", the same size) on the server, so that the
+// two differ by the interceptors alone. overhead-% is the median of the
+// pairs' differences over the median bare call; "do-nothing" interceptors,
+// which only call through, are the floor of the method.
 func BenchmarkEcho(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
-		server func(b *testing.B) []grpc.ServerOption
-		client func(b *testing.B) []grpc.DialOption
+		server func(b *testing.B) grpc.UnaryServerInterceptor
+		client func(b *testing.B) grpc.UnaryClientInterceptor
 	}{
-		{"do-nothing", func(*testing.B) []grpc.ServerOption {
-			return []grpc.ServerOption{grpc.ChainUnaryInterceptor(passUnaryServer)}
-		}, func(*testing.B) []grpc.DialOption {
-			return []grpc.DialOption{grpc.WithChainUnaryInterceptor(passUnaryClient)}
+		{"do-nothing", func(*testing.B) grpc.UnaryServerInterceptor { return passUnaryServer },
+			func(*testing.B) grpc.UnaryClientInterceptor { return passUnaryClient }},
+		{"client", nil, func(b *testing.B) grpc.UnaryClientInterceptor {
+			return grpcthrottle.NewClient(grpcthrottle.Shared(plentiful(b))).UnaryClientInterceptor()
 		}},
-		{"client", nil, func(b *testing.B) []grpc.DialOption {
-			return grpcthrottle.NewClient(grpcthrottle.Shared(plentiful(b))).DialOptions()
-		}},
-		{"server", func(b *testing.B) []grpc.ServerOption {
-			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b))).ServerOptions()
+		{"server", func(b *testing.B) grpc.UnaryServerInterceptor {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b))).UnaryServerInterceptor()
 		}, nil},
-		{"server-quota-on-admit", func(b *testing.B) []grpc.ServerOption {
-			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b)), grpcthrottle.WithQuotaOnAdmit()).ServerOptions()
+		{"server-quota-on-admit", func(b *testing.B) grpc.UnaryServerInterceptor {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b)), grpcthrottle.WithQuotaOnAdmit()).UnaryServerInterceptor()
 		}, nil},
-		{"both", func(b *testing.B) []grpc.ServerOption {
-			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b))).ServerOptions()
-		}, func(b *testing.B) []grpc.DialOption {
-			return grpcthrottle.NewClient(grpcthrottle.Shared(plentiful(b))).DialOptions()
+		{"both", func(b *testing.B) grpc.UnaryServerInterceptor {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b))).UnaryServerInterceptor()
+		}, func(b *testing.B) grpc.UnaryClientInterceptor {
+			return grpcthrottle.NewClient(grpcthrottle.Shared(plentiful(b))).UnaryClientInterceptor()
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			var srvOpts []grpc.ServerOption
-			var dialOpts []grpc.DialOption
+			srvInner, cliInner := grpc.UnaryServerInterceptor(passUnaryServer), grpc.UnaryClientInterceptor(passUnaryClient)
 			if tc.server != nil {
-				srvOpts = tc.server(b)
+				srvInner = tc.server(b)
 			}
 			if tc.client != nil {
-				dialOpts = tc.client(b)
+				cliInner = tc.client(b)
 			}
-			runEchoCase(b, srvOpts, dialOpts)
+			runEchoCase(b, srvInner, cliInner)
 		})
 	}
 }
 
-// runEchoCase alternates bare calls with calls through srvOpts and
-// dialOpts, and reports the overhead.
-func runEchoCase(b *testing.B, srvOpts []grpc.ServerOption, dialOpts []grpc.DialOption) {
-	bare := testpb.NewTestServiceClient(first(loopback(b, echo{}, nil, 1)))
-	over := testpb.NewTestServiceClient(first(loopback(b, echo{}, srvOpts, 1, dialOpts...)))
-	ctx := context.Background()
+type switchKey struct{}
+
+// runEchoCase alternates bare calls with calls through srvInner and
+// cliInner over one connection, and reports the overhead.
+func runEchoCase(b *testing.B, srvInner grpc.UnaryServerInterceptor, cliInner grpc.UnaryClientInterceptor) {
+	srvSwitch := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if v := metadata.ValueFromIncomingContext(ctx, "x-on"); len(v) == 1 && v[0] == "1" {
+			return srvInner(ctx, req, info, handler)
+		}
+		return handler(ctx, req)
+	}
+	cliSwitch := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if on, _ := ctx.Value(switchKey{}).(bool); on {
+			return cliInner(ctx, method, req, reply, cc, invoker, opts...)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	conn := first(loopback(b, echo{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(srvSwitch)}, 1, grpc.WithChainUnaryInterceptor(cliSwitch)))
+	c := testpb.NewTestServiceClient(conn)
+	bareCtx := context.WithValue(metadata.AppendToOutgoingContext(context.Background(), "x-on", "0"), switchKey{}, false)
+	overCtx := context.WithValue(metadata.AppendToOutgoingContext(context.Background(), "x-on", "1"), switchKey{}, true)
 	req := &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("ping")}}
-	once := func(c testpb.TestServiceClient) time.Duration {
+	once := func(ctx context.Context) time.Duration {
 		start := time.Now()
 		if _, err := c.UnaryCall(ctx, req); err != nil {
 			b.Fatal(err)
@@ -142,18 +158,18 @@ func runEchoCase(b *testing.B, srvOpts []grpc.ServerOption, dialOpts []grpc.Dial
 		return time.Since(start)
 	}
 	for range 100 { // connect, and warm both paths
-		once(bare)
-		once(over)
+		once(bareCtx)
+		once(overCtx)
 	}
 	var bs, os []time.Duration
 	first := true
 	for b.Loop() {
 		if first {
-			bs = append(bs, once(bare))
-			os = append(os, once(over))
+			bs = append(bs, once(bareCtx))
+			os = append(os, once(overCtx))
 		} else {
-			os = append(os, once(over))
-			bs = append(bs, once(bare))
+			os = append(os, once(overCtx))
+			bs = append(bs, once(bareCtx))
 		}
 		first = !first
 	}
