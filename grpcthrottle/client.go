@@ -41,7 +41,8 @@ import (
 // another round within 1+WithRetries attempts. A round counts as one
 // attempt, or as the retryPolicy's maxAttempts when the method's service
 // config has grpc-go retry the refusal's code itself (see the package
-// documentation: which layer retries). Otherwise the call returns the
+// documentation: which layer retries). Otherwise, or if the new permit
+// cannot be had (the deadline comes before its turn), the call returns the
 // server's status as it is. Any other error is returned as it is, and the
 // call keeps its permit: the server may have spent it.
 //
@@ -100,9 +101,13 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		ctx = rec
 	}
 	sent := 0
+	var last error // the server's refusal, to return if no re-send follows
 	for {
 		p, err := g.Acquire(ctx, costs...)
 		if err != nil {
+			if last != nil {
+				return last
+			}
 			return &GateError{Method: method, Err: err}
 		}
 		err = invoker(ctx, method, req, reply, cc, opts...)
@@ -123,10 +128,11 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		if r.RetryDelay < 0 || r.RetryDelay > c.maxPause || sent+round > 1+c.retries || !c.fits(ctx, r.RetryDelay) {
 			return err
 		}
+		last = err
 		if _, ok := g.(throttle.Pauser); !ok {
 			// Nothing holds the next Acquire: wait here.
-			if err := c.sleep(ctx, r.RetryDelay); err != nil {
-				return err
+			if c.sleep(ctx, r.RetryDelay) != nil {
+				return last
 			}
 		}
 	}

@@ -264,3 +264,24 @@ func TestPickPerKey(t *testing.T) {
 type observerFunc func(throttle.Event)
 
 func (f observerFunc) Observe(e throttle.Event) { f(e) }
+
+// A re-send whose permit cannot be had before the deadline (the server's
+// QuotaFailure emptied the limit, whose next token is a minute away)
+// returns the server's refusal, not the Gate's error.
+func TestClientReturnsTheRefusalWhenTheResendCannotWait(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	lim := limiter(t, clk, 1, throttle.Per(1, time.Minute))
+	cl := grpcthrottle.NewClient(grpcthrottle.Shared(lim), grpcthrottle.WithClock(clk))
+	want := refusal(t, codes.ResourceExhausted, 2*time.Second, "requests")
+	e := newEnv(t, &service{refuse: func(int) error { return want }}, nil, cl.DialOptions()...)
+	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(30*time.Second))
+	defer cancel()
+	_, err := call(ctx, e)
+	var ge *grpcthrottle.GateError
+	if status.Code(err) != codes.ResourceExhausted || errors.As(err, &ge) {
+		t.Fatalf("%v (%T), want the server's refusal", err, err)
+	}
+	if n, _ := e.svc.attempts(); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+}

@@ -27,7 +27,8 @@ func Shared(g throttle.Gate) Pick {
 type KeyFunc func(ctx context.Context, method string) string
 
 // PerKey returns a Pick that gives each key, as key says, its own limits
-// from k: k.Limiter(key(ctx, method)).
+// from k: k.Limiter(key(ctx, method)), a full Limiter per key in use
+// (several hundred bytes) until k drops the key.
 func PerKey(k *throttle.Keyed[string], key KeyFunc) Pick {
 	return func(ctx context.Context, method string, _ any) (throttle.Gate, error) {
 		return k.Limiter(key(ctx, method)), nil
