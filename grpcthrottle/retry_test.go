@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,11 +71,29 @@ func TestRetryLayers(t *testing.T) {
 // A Server's pushback makes grpc-go's own retry policy wait the exact
 // wait, so that a client without the interceptor is admitted on its second
 // attempt; and a pushback of -1 stops it from retrying the impossible.
+// (The server's Gate is on a fake clock, moved by the wait when it
+// refuses, so that the retry finds its token whatever the real time.)
 func TestServerPushbackDrivesGRPCRetries(t *testing.T) {
-	lim := limiter(t, clockwork.NewRealClock(), 1, throttle.Per(1, 50*time.Millisecond))
+	clk := clockwork.NewFakeClock()
+	lim := limiter(t, clk, 1, throttle.Per(1, 50*time.Millisecond))
 	srv := grpcthrottle.NewServer(grpcthrottle.Shared(lim))
+	var seen atomic.Int32
+	var pushbacks []string
+	var mu sync.Mutex
+	advance := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		seen.Add(1)
+		resp, err := handler(ctx, req)
+		if status.Code(err) == codes.ResourceExhausted {
+			r, _ := grpcthrottle.Refused(err)
+			mu.Lock()
+			pushbacks = append(pushbacks, r.RetryDelay.String())
+			mu.Unlock()
+			clk.Advance(r.RetryDelay)
+		}
+		return resp, err
+	}
 	svc := &service{}
-	e := newEnv(t, svc, srv.ServerOptions(), retryConfig(5, "RESOURCE_EXHAUSTED"))
+	e := newEnv(t, svc, []grpc.ServerOption{grpc.ChainUnaryInterceptor(advance, srv.UnaryServerInterceptor())}, retryConfig(5, "RESOURCE_EXHAUSTED"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range 2 {
@@ -82,12 +101,17 @@ func TestServerPushbackDrivesGRPCRetries(t *testing.T) {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
-	// The handler sees the admitted attempts only: the first call, and
-	// the second after the policy's retries waited out the pushback. The
-	// 10 ms back-off alone would have taken about 5 attempts.
-	if n, prev := svc.attempts(); n != 2 || prev[1] != "1" {
-		t.Errorf("handler saw %d calls (previous attempts %q), want 2, the second grpc-go's first retry", n, prev)
+	// Three attempts: the first call, the second refused with a pushback
+	// of 50 ms, and grpc-go's retry after it, admitted. Its 10 ms
+	// back-off alone would have retried before the token.
+	if n, prev := svc.attempts(); n != 2 || prev[1] != "1" || seen.Load() != 3 {
+		t.Errorf("%d attempts, the handler saw %d (previous attempts %q); want 3, 2, the second grpc-go's first retry", seen.Load(), n, prev)
 	}
+	mu.Lock()
+	if len(pushbacks) != 1 || pushbacks[0] != "50ms" {
+		t.Errorf("refusals with RetryInfo %q, want one of 50ms", pushbacks)
+	}
+	mu.Unlock()
 
 	never := grpcthrottle.NewServer(grpcthrottle.Shared(lim), grpcthrottle.WithCost(
 		func(context.Context, string, any, throttle.Gate) ([]int64, error) { return []int64{2}, nil }))
