@@ -31,7 +31,8 @@
 // a refusal, the interceptor does not stack a round of its own on each of
 // grpc-go's: it counts each round it sent as the policy's maxAttempts
 // (read with ClientConn.GetMethodConfig) and re-sends only while another
-// round keeps the call within 1+WithRetries attempts. Nor does it see the
+// round keeps the call within 1+WithRetries attempts (a policy whose own
+// maxAttempts is more still makes them all). Nor does it see the
 // refused attempts grpc-go retries, unless grpc.WithStatsHandler installs
 // the Client's StatsHandler: each one then pauses the Gate at once, as a
 // refusal the interceptor sees does (without it, the Gate keeps releasing

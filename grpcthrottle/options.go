@@ -102,8 +102,10 @@ func WithMaxPause(d time.Duration) Option {
 
 // WithRetries sets how many times a client may re-send a refused unary
 // call, counting the attempts grpc-go's own retry policy makes (see the
-// package documentation): a call makes at most 1+n attempts in all. 0
-// never re-sends. The default is DefaultRetries.
+// package documentation): a call makes at most 1+n attempts in all, or the
+// policy's maxAttempts if that is more (the interceptor cannot cut the
+// policy's own round short). 0 never re-sends. The default is
+// DefaultRetries.
 func WithRetries(n int) Option {
 	return func(c *config) { c.retries = max(n, 0) }
 }
