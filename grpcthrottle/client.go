@@ -1,0 +1,211 @@
+package grpcthrottle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/throttlekit/throttle"
+)
+
+// Client holds the interceptors that keep a gRPC client's calls under the
+// Gates its Pick chooses, and react to what servers say when refusing.
+//
+// Before a call is sent, its interceptor takes a permit for the call's
+// costs (WithCost; 1 on every limit by default) from the Gate, with the
+// call's context: it waits out any pause and queues in FIFO order with
+// every other call of the Gate; a context that ends first, or whose
+// deadline comes before the turn, fails the call unsent, spending nothing,
+// with a *GateError (codes.DeadlineExceeded or codes.Canceled).
+//
+// A call that succeeds keeps its permit, settled from the reply by
+// WithSettle if set. A call refused by its server (see Refused: a
+// codes.ResourceExhausted, or a codes.Unavailable carrying a
+// google.rpc.RetryInfo) gives its permit back, since the server spent
+// nothing on it, and:
+//   - with a RetryInfo, pauses the Gate, if it is a throttle.Pauser, until
+//     the retry_delay, capped at the MaxPause, so that every call of the
+//     Gate waits, not only the refused one;
+//   - with a google.rpc.QuotaFailure, empties each limit its violations
+//     name (by quota_id, quota_metric or subject, against the limits'
+//     names), if the Gate is a throttle.Leveler: the server says it is
+//     spent, whatever the local level says.
+//
+// A refused unary call is then sent again, taking a new permit behind the
+// pause, when all of these hold: it carried a RetryInfo whose delay is
+// within the MaxPause; the delay fits the context's deadline; and the
+// attempts made so far, grpc-go's own retries included, leave room for
+// another round within 1+WithRetries attempts. A round counts as one
+// attempt, or as the retryPolicy's maxAttempts when the method's service
+// config has grpc-go retry the refusal's code itself (see the package
+// documentation: which layer retries). Otherwise, or if the new permit
+// cannot be had (the deadline comes before its turn), the call returns the
+// server's status as it is. Any other error is returned as it is, and the
+// call keeps its permit: the server may have spent it.
+//
+// A stream takes a permit for its costs (req nil) when it opens, given back
+// if it cannot open or its server refuses it; it is never re-sent, since
+// its messages are the caller's. WithMessageCost meters its messages too.
+//
+// Time (pauses, deadlines) is read on the WithClock clock, which should be
+// the clock of the Gates' buckets.
+type Client struct {
+	c *config
+}
+
+// NewClient returns the interceptors of a client whose calls go through
+// the Gates pick chooses. A nil pick limits nothing.
+func NewClient(pick Pick, opts ...Option) *Client {
+	return &Client{c: newConfig(pick, opts)}
+}
+
+// UnaryClientInterceptor returns the interceptor of unary calls, for
+// grpc.WithChainUnaryInterceptor.
+func (cl *Client) UnaryClientInterceptor() grpc.UnaryClientInterceptor { return cl.unary }
+
+// StreamClientInterceptor returns the interceptor of streams, for
+// grpc.WithChainStreamInterceptor.
+func (cl *Client) StreamClientInterceptor() grpc.StreamClientInterceptor { return cl.stream }
+
+// DialOptions returns both interceptors as options of grpc.NewClient.
+func (cl *Client) DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(cl.unary),
+		grpc.WithChainStreamInterceptor(cl.stream),
+	}
+}
+
+func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	c := cl.c
+	g, err := c.pick(ctx, method, req)
+	if err != nil {
+		return fmt.Errorf("grpcthrottle: %s: choosing the gate: %w", method, err)
+	}
+	if g == nil {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	costs, err := c.costs(ctx, method, req, g)
+	if err != nil {
+		return fmt.Errorf("grpcthrottle: %s: the call's cost: %w", method, err)
+	}
+	if free(costs) {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	var rec *attempts
+	if policyRetriesQuota(cc, method) {
+		// For StatsHandler, if installed: grpc-go retries below.
+		rec = &attempts{Context: ctx, g: g}
+		ctx = rec
+	}
+	sent := 0
+	var last error // the server's refusal, to return if no re-send follows
+	for {
+		p, err := g.Acquire(ctx, costs...)
+		if err != nil {
+			if last != nil {
+				return last
+			}
+			return &GateError{Method: method, Err: err}
+		}
+		err = invoker(ctx, method, req, reply, cc, opts...)
+		if err == nil {
+			c.settleReply(method, reply, p)
+			return nil
+		}
+		r, refused := Refused(err)
+		if !refused {
+			return err
+		}
+		p.Cancel()
+		if rec == nil || !rec.heeded.Swap(false) {
+			c.heed(g, r)
+		}
+		round := policyAttempts(cc, method, r.Code)
+		sent += round
+		if r.RetryDelay < 0 || r.RetryDelay > c.maxPause || sent+round > 1+c.retries || !c.fits(ctx, r.RetryDelay) {
+			return err
+		}
+		last = err
+		if _, ok := g.(throttle.Pauser); !ok {
+			// Nothing holds the next Acquire: wait here.
+			if c.sleep(ctx, r.RetryDelay) != nil {
+				return last
+			}
+		}
+	}
+}
+
+// settleReply settles p from a unary call's reply, if WithSettle asks to.
+// An error of Settle (a SettleFunc giving the wrong number of costs, a
+// permit the handler settled already) leaves the permit as it was.
+func (c *config) settleReply(method string, reply any, p throttle.Permit) {
+	if c.settle == nil {
+		return
+	}
+	if actual := c.settle(method, reply, p.Costs()); actual != nil {
+		_ = p.Settle(actual...)
+	}
+}
+
+// heed applies a server's refusal to g: the pause of its RetryInfo, capped
+// at the MaxPause, and the limits its QuotaFailure names, emptied.
+func (c *config) heed(g throttle.Gate, r Refusal) {
+	if p, ok := g.(throttle.Pauser); ok && r.RetryDelay > 0 {
+		p.PauseUntil(c.clock.Now().Add(min(r.RetryDelay, c.maxPause)))
+	}
+	if len(r.Violations) == 0 {
+		return
+	}
+	lv, ok := g.(throttle.Leveler)
+	if !ok {
+		return
+	}
+	for i, l := range g.Limits() {
+		for _, v := range r.Violations {
+			if names(v, l.Name) {
+				lv.Lower(i, 0)
+				break
+			}
+		}
+	}
+}
+
+// policyAttempts is how many attempts one round of a call of method makes
+// at most when it ends with code: the retryPolicy's maxAttempts if the
+// ClientConn's service config has grpc-go retry that code itself, else 1.
+// (grpc.WithDisableRetry is not visible here: the count is then an upper
+// bound, and the interceptor re-sends less than it could.)
+func policyAttempts(cc *grpc.ClientConn, method string, code codes.Code) int {
+	if cc == nil {
+		return 1
+	}
+	rp := cc.GetMethodConfig(method).RetryPolicy
+	if rp == nil || !rp.RetryableStatusCodes[code] || rp.MaxAttempts < 1 {
+		return 1
+	}
+	return rp.MaxAttempts
+}
+
+// fits reports whether waiting d leaves the context's deadline unpassed.
+func (c *config) fits(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || !c.clock.Now().Add(d).After(deadline)
+}
+
+// sleep waits d on the clock, or until ctx ends.
+func (c *config) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,137 @@
+package grpcthrottle
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/throttlekit/throttle"
+)
+
+// DefaultMaxPause is the longest a client waits on what a server says,
+// unless WithMaxPause sets another limit: throttle.DefaultMaxPause, as
+// for the HTTP Transport.
+const DefaultMaxPause = throttle.DefaultMaxPause
+
+// DefaultRetries is how many times a client re-sends a refused call,
+// unless WithRetries says otherwise: throttle.DefaultRetries, as for the
+// HTTP Transport.
+const DefaultRetries = throttle.DefaultRetries
+
+// Option configures a Client or a Server. Each says which side reads it;
+// the other ignores it.
+type Option func(*config)
+
+type config struct {
+	pick     Pick
+	cost     CostFunc
+	settle   SettleFunc
+	msgCost  MessageCostFunc
+	clock    clockwork.Clock
+	maxPause time.Duration
+	retries  int
+	trailer  func(md metadata.MD, status []throttle.LimitStatus)
+	onAdmit  bool // the quota trailer goes with admitted calls too
+	last     atomic.Pointer[gateCount]
+}
+
+func newConfig(pick Pick, opts []Option) *config {
+	c := &config{
+		pick:     pick,
+		clock:    clockwork.NewRealClock(),
+		maxPause: DefaultMaxPause,
+		retries:  DefaultRetries,
+		trailer:  WriteIETF,
+	}
+	for _, opt := range opts {
+		opt(c)
+	}
+	if c.pick == nil {
+		c.pick = func(context.Context, string, any) (throttle.Gate, error) { return nil, nil }
+	}
+	return c
+}
+
+// WithCost sets what a call costs (both sides); the default is 1 on every
+// limit.
+func WithCost(f CostFunc) Option {
+	return func(c *config) { c.cost = f }
+}
+
+// WithSettle settles each unary call's permit from its reply (both sides:
+// on a server, after the handler returns, unless it settled the permit
+// itself). Without it a permit keeps what it took.
+func WithSettle(f SettleFunc) Option {
+	return func(c *config) { c.settle = f }
+}
+
+// WithMessageCost meters streams per message (both sides): every message
+// sent waits for its cost before it is sent, and every message received
+// waits for its cost before it is returned, so that a consumer slower than
+// the quota holds the sender back through gRPC's flow control. A message
+// whose wait ends with the stream's context, or whose send fails, spends
+// nothing.
+func WithMessageCost(f MessageCostFunc) Option {
+	return func(c *config) { c.msgCost = f }
+}
+
+// WithClock sets the clock a client reads server delays and deadlines on
+// (both sides; the default is the real clock). Give it the clock of the
+// Gates' buckets, a clockwork.FakeClock in tests.
+func WithClock(clk clockwork.Clock) Option {
+	return func(c *config) {
+		if clk != nil {
+			c.clock = clk
+		}
+	}
+}
+
+// WithMaxPause caps every wait a server can impose on a client (its
+// RetryInfo delay): a longer one pauses the Gate for d only and the call
+// is not re-sent. The default is DefaultMaxPause; d <= 0 keeps it.
+func WithMaxPause(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.maxPause = d
+		}
+	}
+}
+
+// WithRetries sets how many times a client may re-send a refused unary
+// call, counting the attempts grpc-go's own retry policy makes (see the
+// package documentation): a call makes at most 1+n attempts in all, or the
+// policy's maxAttempts if that is more (the interceptor cannot cut the
+// policy's own round short). 0 never re-sends. The default is
+// DefaultRetries.
+func WithRetries(n int) Option {
+	return func(c *config) { c.retries = max(n, 0) }
+}
+
+// WithQuotaTrailer replaces WriteIETF as the writer of the quota status a
+// server sends in the trailing metadata of the calls its Gate refuses
+// (and admits, under WithQuotaOnAdmit); nil sends none. It is called only
+// for a Gate that is a throttle.Meter.
+func WithQuotaTrailer(write func(md metadata.MD, status []throttle.LimitStatus)) Option {
+	return func(c *config) { c.trailer = write }
+}
+
+// WithQuotaOnAdmit has a server send the quota status with every call its
+// Gate admits too, as LimitHandler does, for clients that pace themselves
+// by what remains. It is off by default because it is not free: trailing
+// metadata on every call costs grpc-go about 2 µs a loopback echo call
+// (10% of it; see benchmarks/README.md), even with values it need not
+// format.
+func WithQuotaOnAdmit() Option {
+	return func(c *config) { c.onAdmit = true }
+}
+
+// costs returns the costs of a call on g.
+func (c *config) costs(ctx context.Context, method string, req any, g throttle.Gate) ([]int64, error) {
+	if c.cost == nil {
+		return c.oneCosts(g), nil
+	}
+	return c.cost(ctx, method, req, g)
+}

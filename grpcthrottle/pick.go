@@ -1,0 +1,74 @@
+package grpcthrottle
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/throttlekit/throttle"
+)
+
+// Pick chooses the Gate a call goes through, as throttle.LimiterFunc does
+// for an HTTP request: one shared by every call, or one per method, API key
+// or tenant. method is the full method name ("/pkg.Service/Method"); req is
+// the request message of a unary call and nil for a stream, whose messages
+// come later. A nil Gate with a nil error lets the call through unlimited;
+// an error fails it (codes.Internal on the server, the error itself on the
+// client) before it is sent or handled.
+type Pick func(ctx context.Context, method string, req any) (throttle.Gate, error)
+
+// Shared returns a Pick that puts every call under g.
+func Shared(g throttle.Gate) Pick {
+	return func(context.Context, string, any) (throttle.Gate, error) { return g, nil }
+}
+
+// KeyFunc returns the key of a call, for PerKey.
+type KeyFunc func(ctx context.Context, method string) string
+
+// PerKey returns a Pick that gives each key, as key says, its own limits
+// from k: k.Limiter(key(ctx, method)), a full Limiter per key in use
+// (several hundred bytes) until k drops the key.
+func PerKey(k *throttle.Keyed[string], key KeyFunc) Pick {
+	return func(ctx context.Context, method string, _ any) (throttle.Gate, error) {
+		return k.Limiter(key(ctx, method)), nil
+	}
+}
+
+// MethodKey is the KeyFunc of the full method name.
+func MethodKey(_ context.Context, method string) string { return method }
+
+// MetadataKey returns a KeyFunc that reads the first value of the metadata
+// name (an API key, a tenant): the incoming metadata on a server, the
+// outgoing metadata on a client. A call without it gets the empty key.
+// Names are case-insensitive, as gRPC's are.
+func MetadataKey(name string) KeyFunc {
+	name = strings.ToLower(name)
+	return func(ctx context.Context, _ string) string {
+		if v := metadata.ValueFromIncomingContext(ctx, name); len(v) > 0 {
+			return v[0]
+		}
+		if md, ok := metadata.FromOutgoingContext(ctx); ok {
+			if v := md.Get(name); len(v) > 0 {
+				return v[0]
+			}
+		}
+		return ""
+	}
+}
+
+// JoinKeys returns a KeyFunc whose key is the keys of fs joined by a NUL
+// byte, which gRPC metadata and method names never hold: the method and the
+// tenant, say, so that each tenant has limits of its own per method.
+func JoinKeys(fs ...KeyFunc) KeyFunc {
+	return func(ctx context.Context, method string) string {
+		var b strings.Builder
+		for i, f := range fs {
+			if i > 0 {
+				b.WriteByte(0)
+			}
+			b.WriteString(f(ctx, method))
+		}
+		return b.String()
+	}
+}
