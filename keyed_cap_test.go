@@ -216,7 +216,7 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 		return []Limit{{Name: "req", Capacity: 2, Rate: Per(2, time.Millisecond)}}
 	}, WithMaxKeys(maxKeys))
 	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := RequestPermit(r); p != nil && r.Header.Get("X-Settle") != "" {
+		if p := RequestPermit(w); p != nil && r.Header.Get("X-Settle") != "" {
 			p.Settle(2)
 		}
 	}), PerKey(k, func(r *http.Request) int { n, _ := strconv.Atoi(r.Header.Get("X-Api-Key")); return n }))

@@ -11,8 +11,9 @@ import (
 // key's compact state, under one shard lock, so that a client key that is
 // merely spending stays a compact record and never gets a Limiter.
 type keyedPick[K comparable] struct {
-	k   *Keyed[K]
-	key func(*http.Request) K
+	k    *Keyed[K]
+	key  func(*http.Request) K
+	seen markSeen // the LimitHandlers that run it
 }
 
 func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Request, st *reqState) {
@@ -49,14 +50,15 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 		h.serveLimiter(w, r, st, lim)
 		return
 	}
-	h.headers(w.Header(), d.status)
+	h.writeStatus(w.Header(), d.status)
 	if !d.ok {
 		h.refuse(w, r, d.wait)
 		return
 	}
 	st.keep(d.costs)
 	st.lazy = true
-	h.next.ServeHTTP(w, r)
+	st.w.ResponseWriter = w
+	h.next.ServeHTTP(&st.w, r)
 }
 
 // pickErr is the error PerKey's LimiterFunc gives for err.
@@ -67,12 +69,13 @@ func (kp *keyedPick[K]) pickErr(key K, err error) error {
 	return err
 }
 
-// permit gives a request admitted on a compact key its Permit, over the
-// key's Limiter.
-func (kp *keyedPick[K]) permit(st *reqState) {
+// buckets returns the buckets of the Permit of a request admitted on a
+// compact key: those of the key's Limiter.
+func (kp *keyedPick[K]) buckets(st *reqState) []*Bucket {
 	if l := kp.k.Limiter(kp.key(st.r)); l != nil {
-		st.p.bs = l.bs
+		return l.bs
 	}
+	return nil
 }
 
 // decision is what admit decided for a key held compactly.

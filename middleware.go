@@ -32,7 +32,7 @@ import (
 // fields by default (see WriteIETF and LimitHeaders), so that
 // well-behaved clients can pace themselves.
 func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
-	h := &limitHandler{next: next, pick: pick, cost: defaultCost, headers: WriteIETF, rejected: rejectTooMany}
+	h := &limitHandler{next: next, pick: pick, cost: defaultCost, ietf: true, headers: WriteIETF, rejected: rejectTooMany}
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -58,7 +58,7 @@ func LimitCost(f CostFunc) LimitOption {
 // to speak another dialect; write is called with the header of every
 // response the middleware answers or admits, before next runs.
 func LimitHeaders(write func(h http.Header, status []LimitStatus)) LimitOption {
-	return func(h *limitHandler) { h.headers = write }
+	return func(h *limitHandler) { h.headers, h.ietf = write, false }
 }
 
 // LimitRejected replaces the writer of refused requests. When it is called,
@@ -80,101 +80,57 @@ type LimitStatus struct {
 	Reset     time.Duration // until it is full again, or -1 if never
 }
 
-// RequestPermit returns the Permit LimitHandler took for r, so that
-// the handler can settle it against the request's actual cost (the tokens
-// an LLM call really used, say), or nil outside the middleware or for a
-// request that took nothing.
-//
-// Under PerKey, a request admitted on a key held in compact form gets its
-// Permit here, on the first call: the key then gets a full Limiter (several
-// hundred bytes) until it is dropped, so call RequestPermit only to
-// settle, and early in the handler: a key left unused for its refill time
-// meanwhile may have been dropped, and the Permit is then the key's anew
-// (or, if the Keyed is at its WithMaxKeys cap, the overflow Limiter's).
-func RequestPermit(r *http.Request) *Permit {
-	st, _ := r.Context().Value(permitKey{}).(*reqState)
-	if st == nil {
-		return nil
-	}
-	return st.get()
-}
-
-type permitKey struct{}
-
-// reqState is LimitHandler's record of one request, in the request's
-// context from before pick runs: PerKey finds it there and takes the
-// request (keyed), and RequestPermit finds its Permit there.
-type reqState struct {
-	picking bool          // pick is running: a PerKey may take the request
-	keyed   keyedRequest  // the PerKey that took it
-	r       *http.Request // the request LimitHandler passes on
-	lazy    bool          // admitted on a compact key: the Permit is made on demand
-	once    sync.Once
-	p       Permit // the request's Permit once bs is set
-	status  [2]LimitStatus
-}
-
-// keyedRequest is a PerKey's side of LimitHandler (keyed_http.go).
-type keyedRequest interface {
-	serve(h *limitHandler, w http.ResponseWriter, r *http.Request, st *reqState)
-	permit(st *reqState)
-}
-
-// admit records costs, taken from bs, as the request's Permit.
-func (st *reqState) admit(bs []*Bucket, costs []int64) {
-	st.p.bs = bs
-	st.keep(costs)
-}
-
-// keep records a copy of costs for the Permit.
-func (st *reqState) keep(costs []int64) {
-	if len(costs) <= len(st.p.small) {
-		st.p.costs = st.p.small[:len(costs)]
-	} else {
-		st.p.costs = make([]int64, len(costs))
-	}
-	copy(st.p.costs, costs)
-}
-
-func (st *reqState) get() *Permit {
-	if st.lazy {
-		st.once.Do(func() { st.keyed.permit(st) })
-	}
-	if st.p.bs == nil {
-		return nil
-	}
-	return &st.p
-}
-
 type limitHandler struct {
 	next       http.Handler
 	pick       LimiterFunc
 	cost       CostFunc
 	customCost bool // cost is not defaultCost
+	ietf       bool // headers is WriteIETF: PerKey may hand over cached values
 	headers    func(http.Header, []LimitStatus)
 	rejected   func(http.ResponseWriter, *http.Request, time.Duration)
+	states     sync.Pool // of *reqState
+	marks      pickMarks // requests pick is running for (middleware_mark.go)
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := &reqState{picking: true}
-	r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
-	st.r = r
+	st, _ := h.states.Get().(*reqState)
+	if st == nil {
+		st = &reqState{h: h}
+		st.w.st = st
+	}
+	st.r, st.picking = r, true
+	slot := h.marks.mark(st)
+	if slot < 0 {
+		// No PerKey can find r in the marks: give it the request's
+		// context instead, at the cost of a copy of the request.
+		r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
+		st.r = r
+	}
 	l, err := h.pick(r)
+	h.marks.unmark(st, slot)
 	st.picking = false
-	if err != nil {
+	switch {
+	case err != nil:
 		h.pickFailed(w, err)
-		return
-	}
-	if l == nil && st.keyed != nil {
+	case l == nil && st.keyed != nil:
 		st.keyed.serve(h, w, r, st)
-		return
-	}
-	st.keyed = nil
-	if l == nil {
+	case l == nil:
 		h.next.ServeHTTP(w, r)
-		return
+	default:
+		h.serveLimiter(w, r, st, l)
 	}
-	h.serveLimiter(w, r, st, l)
+	st.reset()
+	h.states.Put(st)
+}
+
+// writeStatus writes the rate-limit headers of status, which is storage
+// of a reqState: a writer given with LimitHeaders gets a copy of its own,
+// which it may keep.
+func (h *limitHandler) writeStatus(hd http.Header, status []LimitStatus) {
+	if !h.ietf {
+		status = slices.Clone(status)
+	}
+	h.headers(hd, status)
 }
 
 func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
@@ -202,7 +158,7 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 		h.costFailed(w, err)
 		return
 	}
-	h.headers(w.Header(), limitStatus(l, st.status[:0]))
+	h.writeStatus(w.Header(), limitStatus(l, st.status[:0]))
 	if !ok {
 		wait, err := l.WaitTime(costs...)
 		if err != nil {
@@ -212,7 +168,8 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 		return
 	}
 	st.admit(l.bs, costs)
-	h.next.ServeHTTP(w, r)
+	st.w.ResponseWriter = w
+	h.next.ServeHTTP(&st.w, r)
 }
 
 // costFailed answers a request whose costs the limiter turned away.

@@ -52,7 +52,7 @@ func TestLimitHandlerUnderAttack(t *testing.T) {
 		clk := clockwork.NewFakeClockAt(t0)
 		k := NewKeyed(func(uint64) []Limit { return limits }, WithClock(clk), WithMaxKeys(maxKeys))
 		h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if RequestPermit(r) == nil {
+			if RequestPermit(w) == nil {
 				t.Error("an admitted request has no Permit")
 			}
 		}), PerKey(k, HashedHeaderKey("X-Api-Key")))
@@ -150,7 +150,7 @@ func TestLimitHandlerCompactMatchesLimiter(t *testing.T) {
 			var settle []int64
 			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if settle != nil {
-					if err := RequestPermit(r).Settle(settle...); err != nil {
+					if err := RequestPermit(w).Settle(settle...); err != nil {
 						t.Errorf("Settle: %v", err)
 					}
 				}
