@@ -400,6 +400,7 @@ type profile struct {
 	// over and view cache the Keyed's extras of these limits (see
 	// keyed_cap.go); guarded by the shard's lock.
 	over, view *Limiter
+	ietf       *ietfCache // the Keyed's header values of these limits, once asked for
 }
 
 func newProfile(limits []Limit, sig string) (*profile, error) {

@@ -147,7 +147,8 @@ func lower(a *atomic.Int64, t int64) {
 // profile caches its set's Limiters, so the lock is taken once per profile.
 type extras struct {
 	mu   sync.Mutex
-	sets map[string]*extraSet // by profile signature
+	sets map[string]*extraSet  // by profile signature
+	ietf map[string]*ietfCache // by profile signature, at most maxOverflowSets
 }
 
 type extraSet struct {
@@ -227,4 +228,29 @@ func newKeyLimiter(limits []Limit, clock clockwork.Clock, obs Observer) *Limiter
 		panic("throttle: joining fresh buckets failed: " + err.Error())
 	}
 	return lim
+}
+
+// ietfCache returns the header values of p's limits, or nil if the Keyed
+// already keeps those of maxOverflowSets sets of limits. Called with p's
+// shard locked.
+func (k *Keyed[K]) ietfCache(p *profile) *ietfCache {
+	if p.ietf != nil {
+		return p.ietf
+	}
+	x := &k.extras
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c, ok := x.ietf[p.sig]
+	if !ok {
+		if len(x.ietf) >= maxOverflowSets {
+			return nil
+		}
+		if x.ietf == nil {
+			x.ietf = make(map[string]*ietfCache)
+		}
+		c = newIETFCache(p)
+		x.ietf[p.sig] = c
+	}
+	p.ietf = c
+	return c
 }

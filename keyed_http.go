@@ -38,7 +38,7 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 			return
 		}
 	}
-	lim, d, err := kp.k.admit(key, costs, st.status[:0])
+	lim, d, err := kp.k.admit(key, costs, st.status[:0], h.ietf)
 	switch {
 	case err != nil && (errors.Is(err, ErrInvalidLimit) || errors.Is(err, ErrTooManyKeys)):
 		h.pickFailed(w, kp.pickErr(key, err))
@@ -50,9 +50,19 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 		h.serveLimiter(w, r, st, lim)
 		return
 	}
-	h.writeStatus(w.Header(), d.status)
+	hd := w.Header()
+	if d.policy != nil && d.state != nil {
+		hd["Ratelimit-Policy"], hd["Ratelimit"] = d.policy, d.state
+	} else {
+		h.writeStatus(hd, d.status)
+	}
 	if !d.ok {
-		h.refuse(w, r, d.wait)
+		if d.retry == nil {
+			h.refuse(w, r, d.wait)
+			return
+		}
+		hd["Retry-After"] = d.retry
+		h.rejected(w, r, d.wait)
 		return
 	}
 	st.keep(d.costs)
@@ -84,14 +94,18 @@ type decision struct {
 	costs  []int64       // the costs decided
 	status []LimitStatus // every limit after the decision
 	wait   time.Duration // refused: until the costs are covered, -1 if never
+	// WriteIETF's values of status and wait, from the limits' ietfCache,
+	// when asked for and kept there; else nil.
+	policy, state, retry []string
 }
 
 // admit is LimitHandler's TryAcquire of costs (nil: one on every limit) on
 // key, with the status and, for a refusal, the wait, all read at one instant
 // under the shard lock. For a key that has a Limiter, or that overflows, it
 // returns that Limiter instead, for LimitHandler to decide on. status is
-// storage for the decision's status.
-func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus) (*Limiter, decision, error) {
+// storage for the decision's status; with ietf set, the decision carries
+// its header values too when the cache of the key's limits has them.
+func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) (*Limiter, decision, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
 	e, p, now, err := s.lookup(k, key, tag, true)
@@ -149,6 +163,17 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus) (*Limiter, 
 		d.wait = -1
 		if t := e.readyAt(costs, now); t != never {
 			d.wait = time.Duration(t - now)
+		}
+	}
+	if ietf {
+		if c := k.ietfCache(p); c != nil {
+			d.policy = c.policy
+			if len(status) == 1 {
+				d.state = c.stateOf(status[0].Remaining, status[0].Reset)
+			}
+			if !d.ok {
+				d.retry = c.retryOf(d.wait)
+			}
 		}
 	}
 	s.sweep(now, steps)

@@ -32,7 +32,8 @@ import (
 // fields by default (see WriteIETF and LimitHeaders), so that
 // well-behaved clients can pace themselves.
 func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
-	h := &limitHandler{next: next, pick: pick, cost: defaultCost, ietf: true, headers: WriteIETF, rejected: rejectTooMany}
+	h := &limitHandler{next: next, pick: pick, cost: defaultCost, ietf: true, headers: WriteIETF}
+	h.rejected, h.reply = h.tooMany, newTooManyReply()
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -90,6 +91,7 @@ type limitHandler struct {
 	rejected   func(http.ResponseWriter, *http.Request, time.Duration)
 	states     sync.Pool // of *reqState
 	marks      pickMarks // requests pick is running for (middleware_mark.go)
+	reply      tooManyReply
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -192,8 +194,30 @@ func (h *limitHandler) refuse(w http.ResponseWriter, r *http.Request, wait time.
 	h.rejected(w, r, wait)
 }
 
-func rejectTooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
-	http.Error(w, "429 too many requests", http.StatusTooManyRequests)
+// tooMany is the default writer of refused requests: what
+// http.Error(w, "429 too many requests", 429) writes, from values made once.
+func (h *limitHandler) tooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
+	hd := w.Header()
+	delete(hd, "Content-Length")
+	hd["Content-Type"], hd["X-Content-Type-Options"] = h.reply.contentType, h.reply.nosniff
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write(h.reply.body)
+}
+
+// tooManyReply is tooMany's header values and body, which it puts into
+// every refusal as they are: one-element slices of capacity one, so that
+// an Add to the field makes a new slice.
+type tooManyReply struct {
+	contentType, nosniff []string
+	body                 []byte
+}
+
+func newTooManyReply() tooManyReply {
+	return tooManyReply{
+		contentType: []string{"text/plain; charset=utf-8"},
+		nosniff:     []string{"nosniff"},
+		body:        []byte("429 too many requests\n"),
+	}
 }
 
 // limitStatus reads the state of every bucket of l into buf's storage.
