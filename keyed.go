@@ -76,7 +76,7 @@ type Keyed[K comparable] struct {
 	obs    Observer
 	epoch  time.Time // instant 0 of every key's time line
 	seed   maphash.Seed
-	max    int64        // WithMaxKeys; 0: no cap
+	max    int64        // the key cap; 0: none
 	count  atomic.Int64 // keys held, kept only with a cap
 	// room is, with a cap, at or before the earliest instant at which any
 	// shard may have a key to drop (its next), and help the shard at which
@@ -101,7 +101,10 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed(), max: int64(o.maxKeys)}
+	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed(), max: DefaultMaxKeys}
+	if o.maxKeys != 0 {
+		k.max = max(int64(o.maxKeys), 0)
+	}
 	k.room.Store(never)
 	for i := range k.shards {
 		s := &k.shards[i]
@@ -141,15 +144,10 @@ func (k *Keyed[K]) shard(key K) (*shard[K], uint32) {
 func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, over, now, steps, err := s.find(k, key, tag, costs, findMake)
+	e, now, steps, err := s.find(k, key, tag, costs, findMake)
 	if err != nil {
 		s.mu.Unlock()
 		return false, err
-	}
-	if over != nil {
-		s.sweep(now, steps)
-		s.mu.Unlock()
-		return over.TryAcquire(costs...)
 	}
 	if h := e.held(); h != nil {
 		h.inflight.Add(1)
@@ -202,15 +200,10 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 func (k *Keyed[K]) WaitTime(key K, costs ...int64) (time.Duration, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, over, now, steps, err := s.find(k, key, tag, costs, findPeek)
+	e, now, steps, err := s.find(k, key, tag, costs, findPeek)
 	if err != nil {
 		s.mu.Unlock()
 		return 0, err
-	}
-	if over != nil {
-		s.sweep(now, steps)
-		s.mu.Unlock()
-		return over.WaitTime(costs...)
 	}
 	if e == nil {
 		// A fresh key is full, and the costs were valid: no wait.
@@ -285,17 +278,17 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 	}
 	steps := stepsInsert
 	if e == nil {
-		if !k.reserve(s, now) {
-			over, err := k.overflow(p)
+		if k.reserve(s, now) {
+			e = s.insert(key, tag, p, now)
+		} else {
+			e, err = s.overflow(k, p, tag, now)
 			s.forget(p)
-			s.sweep(now, s.due())
-			s.mu.Unlock()
-			if err != nil {
+			if steps = s.due(); err != nil {
+				s.sweep(now, steps)
+				s.mu.Unlock()
 				return nil, err
 			}
-			return over.Acquire(ctx, costs...)
 		}
-		e = s.insert(key, tag, p, now)
 	} else {
 		steps = s.due()
 	}
@@ -327,15 +320,10 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 func (k *Keyed[K]) Limiter(key K) *Limiter {
 	s, tag := k.shard(key)
 	s.mu.Lock()
-	e, over, now, steps, err := s.find(k, key, tag, nil, findForce)
+	e, now, steps, err := s.find(k, key, tag, nil, findForce)
 	if err != nil {
 		s.mu.Unlock()
 		return nil
-	}
-	if over != nil {
-		s.sweep(now, steps)
-		s.mu.Unlock()
-		return over
 	}
 	l := limiterOver(k.materialise(e).shared())
 	s.sweep(now, steps)
@@ -397,10 +385,10 @@ type profile struct {
 	// horizon is the longest time any limit takes to refill from empty,
 	// in nanoseconds: how long a key must go unused to be dropped lazily.
 	horizon int64
-	// over and view cache the Keyed's extras of these limits (see
-	// keyed_cap.go); guarded by the shard's lock.
-	over, view *Limiter
-	ietf       *ietfCache // the Keyed's header values of these limits, once asked for
+	// view caches the Keyed's stand-in of these limits (see keyed_cap.go);
+	// guarded by the shard's lock.
+	view *Limiter
+	ietf *ietfCache // the Keyed's header values of these limits, once asked for
 }
 
 func newProfile(limits []Limit, sig string) (*profile, error) {

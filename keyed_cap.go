@@ -10,44 +10,68 @@ import (
 )
 
 // ErrTooManyKeys is returned by the calls on a key that finds a Keyed at its
-// WithMaxKeys cap when the keys that overflow already use maxOverflowSets
-// distinct sets of limits, each with its overflow Limiter.
+// key cap when the keys that overflow already use maxOverflowSets distinct
+// sets of limits, each with its overflow buckets.
 var ErrTooManyKeys = errors.New("throttle: keyed limiter full")
 
-// maxOverflowSets bounds the overflow Limiters of a Keyed: one per distinct
+// maxOverflowSets bounds the overflow tables of a Keyed: one per distinct
 // set of limits that config returns for keys that overflow. A config gives
 // most keys one of a few sets (tiers, say), so the bound is only met by a
 // config that makes limits up per key.
 const maxOverflowSets = 64
 
-// WithMaxKeys caps a Keyed at n keys held at once (n > 0; 0 or less, the
-// default, is no cap), so that its memory is bounded whatever keys its
-// callers send: keys made up by clients, say, through PerKey.
+// DefaultMaxKeys is the key cap of a Keyed made without WithMaxKeys: at
+// most about 64 MB of keys (see Keyed for the cost of one), whatever keys
+// its callers send.
+const DefaultMaxKeys = 1 << 20
+
+// WithMaxKeys caps a Keyed at n keys held at once, so that its memory is
+// bounded whatever keys its callers send: keys made up by clients, say,
+// through PerKey. Without it a Keyed is capped at DefaultMaxKeys; n <= 0
+// lifts the cap, for keys that never come from outside.
 //
 // A key is held from its first use until the lazy sweep drops it, once it
 // has been full and unused for its refill time, exactly as without a cap:
 // the cap never drops a key early, so the decisions of every key held are
 // its own, whatever the traffic on other keys. A key that is not held when
 // the Keyed is at its cap (and the sweep of its shard finds nothing to drop
-// at once) overflows: its calls go, while the Keyed stays full, to one
-// overflow Limiter shared by every key that overflows with the same limits,
-// made from those limits and starting full. So an attack of new keys
-// throttles new keys only: together they get the limits of one key, while
-// the keys held go on as before. An overflowing key gets a Limiter of its
-// own, starting full, on its first call that finds room. Keyed.Limiter of
-// an overflowing key returns the shared overflow Limiter, and a pause or
-// SetRate on it applies to every overflowing key of those limits.
+// at once) overflows: while the Keyed stays full, its calls are decided on
+// one of a fixed table of overflow buckets of its limits, 65,536 for the
+// first set of limits to overflow (half as many for each later set, down to
+// 1,024), the bucket picked by the key's hash with the Keyed's random seed.
+// Each bucket is a key's worth of those limits, starting full and never
+// dropped. So an attack of new keys throttles new keys only, and those
+// only as much as it loads their buckets: the keys held go on as before,
+// and a new client shares its bucket with the attack keys that hash to it,
+// which the attacker cannot choose. Precisely: if attack keys arrive at A
+// new keys a second, spread over the B buckets by the hash, a bucket is
+// charged about A/B requests a second by the attack; a client whose own
+// rate plus A/B stays within the limit's rate, and whose burst plus what
+// the attack charged within one refill time stays within its capacity, is
+// admitted as if alone. (With 100 a minute, 100k new keys a second over
+// 65,536 buckets charge each about 1.5 a second, 92 a minute: a new client
+// gets the 8 a minute to spare at length, and up to a full bucket at once.)
+// A key that overflows gets its own record, starting full, on its first
+// call that finds room. Keyed.Limiter of an overflowing key returns its
+// bucket's Limiter, which it shares with the keys of that bucket: a pause
+// or SetRate on it applies to all of them.
 //
 // Sweep, which drops every key that is full whatever its last use, makes
 // room early, at the cost of that guarantee for the keys it drops: one
-// that comes back while the Keyed is full overflows. Len never exceeds n. The overflow Limiters, at most 64 (one per distinct
-// set of limits that config returns for overflowing keys), are kept for the
-// life of the Keyed; a key whose limits would need a 65th fails with
-// ErrTooManyKeys.
+// that comes back while the Keyed is full overflows. Len never exceeds n.
+// The overflow tables, one per distinct set of limits that config returns
+// for overflowing keys (at most 64), are kept for the life of the Keyed,
+// about 3.6 MB for the first of one limit and 7 MB for all 64; a key whose
+// limits would need a 65th fails with ErrTooManyKeys.
 //
 // WithMaxKeys applies to NewKeyed only; other constructors ignore it.
 func WithMaxKeys(n int) Option {
-	return func(o *options) { o.maxKeys = max(n, 0) }
+	return func(o *options) {
+		if n <= 0 {
+			n = -1 // set, to no cap
+		}
+		o.maxKeys = n
+	}
 }
 
 // reserve counts a key about to be inserted in s, if the cap allows. At the
@@ -152,7 +176,8 @@ type extras struct {
 }
 
 type extraSet struct {
-	over, view *Limiter
+	index int      // how many sets came before
+	view  *Limiter // the cost function's stand-in
 }
 
 // set returns the extras of p's limits, made if there is room for them.
@@ -169,28 +194,63 @@ func (x *extras) set(p *profile) (*extraSet, error) {
 	if x.sets == nil {
 		x.sets = make(map[string]*extraSet)
 	}
-	es := &extraSet{}
+	es := &extraSet{index: len(x.sets)}
 	x.sets[p.sig] = es
 	return es, nil
 }
 
-// overflow returns the overflow Limiter of p's limits. Called with p's
-// shard locked.
-func (k *Keyed[K]) overflow(p *profile) (*Limiter, error) {
-	if p.over != nil {
-		return p.over, nil
+// overflowSlots is the number of overflow buckets of the first set of
+// limits to overflow, over all shards; each later set gets half as many as
+// the one before, down to minOverflowSlots, so that 64 sets hold at most
+// about three times the first's.
+const (
+	overflowSlots    = 1 << 16
+	minOverflowSlots = 1 << 10
+)
+
+// overflowTable is a shard's overflow buckets of one set of limits: keys
+// that find the Keyed at its cap are decided on the bucket their hash
+// picks, a compact entry like a key's, which starts full and is never
+// dropped.
+type overflowTable[K comparable] struct {
+	sig  string
+	ents []entry[K]
+}
+
+// overflow returns the overflow bucket of the key with tag, of limits p,
+// made with the shard's table of them if need be. Called with s locked.
+func (s *shard[K]) overflow(k *Keyed[K], p *profile, tag uint32, now int64) (*entry[K], error) {
+	var t *overflowTable[K]
+	for _, o := range s.over {
+		if o.sig == p.sig {
+			t = o
+			break
+		}
 	}
-	es, err := k.extras.set(p)
-	if err != nil {
-		return nil, err
+	if t == nil {
+		es, err := k.extras.set(p)
+		if err != nil {
+			return nil, err
+		}
+		n := max(overflowSlots>>min(es.index, 16), minOverflowSlots) / numShards
+		t = &overflowTable[K]{sig: p.sig, ents: make([]entry[K], n)}
+		p.refs++ // the table's entries use p for the life of the Keyed
+		for i := range t.ents {
+			e := &t.ents[i]
+			e.p, e.lvl = p, level{tokens: p.shapes[0].capacity, last: now}
+			if n := len(p.shapes); n > 1 {
+				more := make([]level, n-1)
+				for j := range more {
+					more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
+				}
+				e.x = &extra{more: more}
+			}
+		}
+		s.over = append(s.over, t)
 	}
-	k.extras.mu.Lock()
-	if es.over == nil {
-		es.over = newKeyLimiter(p.limits, k.clock, k.obs)
-	}
-	p.over = es.over
-	k.extras.mu.Unlock()
-	return p.over, nil
+	// The tag's low bits place the key in the shard's table; its high bits
+	// are the ones least related to them.
+	return &t.ents[(tag>>16)%uint32(len(t.ents))], nil
 }
 
 // view returns the stand-in Limiter of p's limits: buckets with the limits'

@@ -101,8 +101,8 @@ type decision struct {
 
 // admit is LimitHandler's TryAcquire of costs (nil: one on every limit) on
 // key, with the status and, for a refusal, the wait, all read at one instant
-// under the shard lock. For a key that has a Limiter, or that overflows, it
-// returns that Limiter instead, for LimitHandler to decide on. status is
+// under the shard lock. For a key that has a Limiter, or whose overflow
+// bucket has one, it returns that Limiter instead, for LimitHandler to decide on. status is
 // storage for the decision's status; with ietf set, the decision carries
 // its header values too when the cache of the key's limits has them.
 func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) (*Limiter, decision, error) {
@@ -114,34 +114,41 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) 
 		return nil, decision{}, err
 	}
 	steps := s.due()
-	if e != nil {
-		if h := e.held(); h != nil {
-			l := limiterOver(h.shared())
-			s.sweep(now, steps)
-			s.mu.Unlock()
-			return &l, decision{}, nil
+	if e == nil {
+		// A call that can only fail must not make the key.
+		if costs == nil {
+			costs = defaultCosts(len(p.shapes))
 		}
-		p = e.p
+		if err := p.check(costs); err != nil {
+			s.forget(p)
+			s.mu.Unlock()
+			return nil, decision{}, err
+		}
+		if k.reserve(s, now) {
+			e, steps = s.insert(key, tag, p, now), stepsInsert
+		} else {
+			e, err = s.overflow(k, p, tag, now)
+			s.forget(p)
+			if err != nil {
+				s.sweep(now, steps)
+				s.mu.Unlock()
+				return nil, decision{}, err
+			}
+		}
 	}
+	if h := e.held(); h != nil {
+		l := limiterOver(h.shared())
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		return &l, decision{}, nil
+	}
+	p = e.p
 	if costs == nil {
 		costs = defaultCosts(len(p.shapes))
 	}
 	if err := p.check(costs); err != nil {
-		if e == nil {
-			s.forget(p)
-		}
 		s.mu.Unlock()
 		return nil, decision{}, err
-	}
-	if e == nil {
-		if !k.reserve(s, now) {
-			over, err := k.overflow(p)
-			s.forget(p)
-			s.sweep(now, steps)
-			s.mu.Unlock()
-			return over, decision{}, err
-		}
-		e, steps = s.insert(key, tag, p, now), stepsInsert
 	}
 	d := decision{ok: e.try(costs, now), costs: costs}
 	for i := range p.shapes {
@@ -189,8 +196,9 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) 
 }
 
 // costView returns what LimitHandler's cost function is shown for key: the
-// key's Limiter if it has one, or the overflow Limiter if the key would
-// overflow (lim), or else the stand-in of its limits (view).
+// key's Limiter if it has one, or that of the key's overflow bucket if the
+// key would overflow and the bucket has one (lim), or else the stand-in of
+// its limits (view).
 func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
@@ -209,8 +217,14 @@ func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
 	}
 	defer s.forget(p) // runs before the unlock
 	if !k.hasRoom(s, now) {
-		lim, err = k.overflow(p)
-		return lim, nil, err
+		o, err := s.overflow(k, p, tag, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if h := o.held(); h != nil {
+			l := limiterOver(h.shared())
+			return &l, nil, nil
+		}
 	}
 	view, err = k.view(p)
 	return nil, view, err

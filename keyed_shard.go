@@ -58,8 +58,9 @@ type shard[K comparable] struct {
 	seed                   maphash.Seed // the Keyed's
 	profiles               map[string]*profile
 	last                   *profile      // the profile used last, tried before the map
-	count, room            *atomic.Int64 // the Keyed's count and room, with WithMaxKeys
-	_                      [32]byte      // pad to 192 bytes: shards side by side do not share cache lines
+	count, room            *atomic.Int64 // the Keyed's count and room, with a key cap
+	over                   []*overflowTable[K]
+	_                      [8]byte // pad to 192 bytes: shards side by side do not share cache lines
 }
 
 // entry is one key. While the key has no Limiter, its state is its levels
@@ -168,41 +169,40 @@ const (
 // find returns key's entry and the time, read under the lock s.mu, which is
 // held on entry and on return but released while config runs. tag is the
 // key's hash bits for the table. For a key not held it does as mode says;
-// when the Keyed is at its WithMaxKeys cap and no room can be made, it
-// returns instead the overflow Limiter of the key's limits (or, for
-// findPeek, of a key that would overflow). A nil entry and Limiter with a
-// nil error means findPeek found the costs valid for a fresh key. steps is
-// the sweep's due.
-func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int) (e *entry[K], over *Limiter, now int64, steps int, err error) {
+// when the Keyed is at its key cap and no room can be made, it returns
+// instead the key's overflow bucket (for findPeek, that of a key that would
+// overflow). A nil entry with a nil error means findPeek found the costs
+// valid for a fresh key. steps is the sweep's due.
+func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int) (e *entry[K], now int64, steps int, err error) {
 	e, p, now, err := s.lookup(k, key, tag, mode != findPeek)
 	switch {
 	case err != nil:
-		return nil, nil, now, 0, err
+		return nil, now, 0, err
 	case e != nil:
-		return e, nil, now, s.due(), nil
+		return e, now, s.due(), nil
 	}
 	switch mode {
 	case findMake:
 		// A closed limit is no mistake: the key is made, and refuses.
 		if err := p.check(costs); err != nil && !errors.Is(err, ErrClosed) {
 			s.forget(p)
-			return nil, nil, now, 0, err
+			return nil, now, 0, err
 		}
 	case findPeek:
 		if err := p.checkWait(costs); err != nil {
-			return nil, nil, now, 0, err
+			return nil, now, 0, err
 		}
 		if !k.hasRoom(s, now) {
-			over, err = k.overflow(p)
+			e, err = s.overflow(k, p, tag, now)
 		}
-		return nil, over, now, s.due(), err
+		return e, now, s.due(), err
 	}
 	if !k.reserve(s, now) {
-		over, err = k.overflow(p)
+		e, err = s.overflow(k, p, tag, now)
 		s.forget(p)
-		return nil, over, now, s.due(), err
+		return e, now, s.due(), err
 	}
-	return s.insert(key, tag, p, now), nil, now, stepsInsert, nil
+	return s.insert(key, tag, p, now), now, stepsInsert, nil
 }
 
 // lookup returns key's entry, or, for a key not held, a nil entry and the
