@@ -22,10 +22,10 @@ const maxIETFValues = 1 << 14
 // response headers as they are: an Add to the field makes a new slice, and
 // nothing writes into them.
 type ietfCache struct {
-	policy []string // RateLimit-Policy: one value per limit
-	name   string   // the first limit's name as a String
-	cap    int64    // the first limit's capacity
-	secs   int64    // the longest reset or wait of a compact key, in whole seconds; -1: no values kept
+	policy []string                   // RateLimit-Policy: one value per limit
+	name   string                     // the first limit's name as a String
+	cap    int64                      // the first limit's capacity
+	secs   int64                      // the longest reset or wait of a compact key, in whole seconds; -1: no values kept
 	state  []atomic.Pointer[[]string] // RateLimit at remaining*(secs+1)+t, made on first use
 	retry  []atomic.Pointer[[]string] // Retry-After at the wait in whole seconds
 }
