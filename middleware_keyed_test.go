@@ -248,3 +248,74 @@ func TestHashedHeaderKey(t *testing.T) {
 		t.Error("a request without the header is not keyed as the empty value")
 	}
 }
+
+// TestLimitHandlerNewClientsUnderAttack is the guarantee of the overflow
+// buckets (see WithMaxKeys): with the Keyed at its cap and an attack of
+// 100,000 new keys a second (the attack fills the cap and holds it, its
+// keys held for their refill time of a minute), legitimate clients first
+// seen during the attack, each within its quota (100 a minute; one request
+// a second), are admitted at least 90% of the time, and the answers to the
+// clients held before the attack, status and every header, are exactly
+// those without it.
+func TestLimitHandlerNewClientsUnderAttack(t *testing.T) {
+	seconds, maxKeys, newClients := 20, 10_000, 200
+	if testing.Short() || raceEnabled {
+		seconds, maxKeys, newClients = 4, 2_000, 50
+	}
+	const (
+		attackPerSecond = 100_000
+		dt              = time.Second / attackPerSecond
+		established     = 20
+	)
+	limits := []Limit{{Name: "requests", Capacity: 100, Rate: Per(100, time.Minute)}}
+	run := func(withAttack bool) (old []string, admitted, asked int) {
+		clk := clockwork.NewFakeClockAt(t0)
+		k := NewKeyed(func(uint64) []Limit { return limits }, WithClock(clk), WithMaxKeys(maxKeys))
+		h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), PerKey(k, HashedHeaderKey("X-Api-Key")))
+		serve := func(key string) *httptest.ResponseRecorder {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, apiRequest(key))
+			return w
+		}
+		for c := range established {
+			serve("old-" + strconv.Itoa(c))
+		}
+		for i := range seconds * attackPerSecond {
+			clk.Advance(dt)
+			switch {
+			case i%5000 == 0:
+				// An established client, one of them every 50 ms: each
+				// twice a second, over its quota of 100 a minute.
+				old = append(old, answer(serve("old-"+strconv.Itoa(i/5000%established))))
+			case i%(attackPerSecond/newClients) == 1 && i > attackPerSecond/2:
+				// A new client in turn, each once a second, first seen half
+				// a second into the attack.
+				w := serve("new-" + strconv.Itoa(i/(attackPerSecond/newClients)%newClients))
+				asked++
+				if w.Code == http.StatusOK {
+					admitted++
+				}
+			case withAttack:
+				serve("attack-" + strconv.Itoa(i))
+			}
+		}
+		if withAttack && k.Len() != maxKeys {
+			t.Errorf("the attack left %d keys held, not the cap %d: nothing was tested", k.Len(), maxKeys)
+		}
+		return old, admitted, asked
+	}
+	quiet, alone, asked := run(false)
+	loud, admitted, _ := run(true)
+	for i := range quiet {
+		if quiet[i] != loud[i] {
+			t.Fatalf("established client, request %d: without the attack %s, with it %s", i, quiet[i], loud[i])
+		}
+	}
+	t.Logf("new clients: %d of %d admitted under the attack, %d alone; established: %d answers unchanged", admitted, asked, alone, len(quiet))
+	if alone != asked {
+		t.Errorf("new clients alone: %d of %d admitted, want all: the test's clients are over their quota", alone, asked)
+	}
+	if admitted*10 < asked*9 {
+		t.Errorf("new clients under the attack: %d of %d admitted, want at least 90%%", admitted, asked)
+	}
+}
