@@ -79,6 +79,9 @@ func WithMaxKeys(n int) Option {
 // key to drop, the other shards, within roomBudget steps in all. Called
 // with s locked, before any *entry is taken.
 func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
+	if len(s.ents) >= maxShardKeys {
+		return false
+	}
 	if k.max == 0 {
 		return true
 	}
@@ -99,6 +102,9 @@ func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
 // hasRoom reports whether a key could be inserted in s now, as reserve
 // would, without counting it.
 func (k *Keyed[K]) hasRoom(s *shard[K], now int64) bool {
+	if len(s.ents) >= maxShardKeys {
+		return false
+	}
 	if k.max == 0 || k.count.Load() < k.max {
 		return true
 	}

@@ -46,7 +46,7 @@ const minRebuild = 8
 // hole. The table finds a key's entry (see keyed_table.go).
 type shard[K comparable] struct {
 	mu     sync.Mutex
-	table  []uint64 // open addressing: hash bits and entry position
+	table  []uint32 // open addressing: hash bits and entry position
 	ents   []entry[K]
 	dues   []int64 // per chunk of dueChunk entries: no entry of it is droppable before
 	cursor int     // next entry the sweep looks at

@@ -1,14 +1,25 @@
 package throttle
 
 // A shard's table maps keys to positions in its entries, by open addressing
-// with linear probing. A slot packs 32 bits of the key's hash (the tag,
-// from the high half of the hash that chose the shard) with the position
-// plus one; 0 is an empty slot. A probe compares keys only when the tags
-// match, the table grows without hashing a key again, and a slot costs 8
-// bytes, kept between three eighths and three quarters full: less than a Go
-// map's slot for most key types, and one hash per call instead of two.
+// with linear probing. A slot is 4 bytes: the top 8 bits of the key's tag
+// (32 bits of its hash, from the high half of the hash that chose the
+// shard) and the position plus one in the low 24; 0 is an empty slot. A
+// key's probe starts at its tag masked to the table, and compares keys
+// only when the stored bits match (a false match costs one key comparison
+// in 256). Growing and deleting, which need the home of slots already
+// placed, hash their keys again: both are rare next to lookups. The table
+// is kept between three eighths and three quarters full, so a key costs
+// 5 to 11 bytes of it: less than a Go map's slot, and one hash per call
+// instead of two.
 
-func slot(tag uint32, i int) uint64 { return uint64(tag)<<32 | uint64(uint32(i+1)) }
+// slotPos is the mask of a slot's position bits; maxShardKeys the most
+// entries a shard holds, beyond which its new keys overflow.
+const (
+	slotPos      = 1<<24 - 1
+	maxShardKeys = slotPos - 1
+)
+
+func slot(tag uint32, i int) uint32 { return tag&^slotPos | uint32(i+1) }
 
 // tableSize is the smallest table that holds n keys at most half full.
 func tableSize(n int) int {
@@ -25,14 +36,14 @@ func (s *shard[K]) locate(key K, tag uint32) int {
 	if len(t) == 0 {
 		return -1
 	}
-	mask := uint32(len(t) - 1)
+	mask, hi := uint32(len(t)-1), tag&^slotPos
 	for p := tag & mask; ; p = (p + 1) & mask {
 		sl := t[p]
 		if sl == 0 {
 			return -1
 		}
-		if uint32(sl>>32) == tag {
-			if i := int(uint32(sl)) - 1; s.ents[i].key == key {
+		if sl&^slotPos == hi {
+			if i := int(sl&slotPos) - 1; s.ents[i].key == key {
 				return i
 			}
 		}
@@ -45,12 +56,13 @@ func (s *shard[K]) place(tag uint32, i int) {
 	if 4*len(s.ents) > 3*len(s.table) {
 		s.resize(max(8, 2*len(s.table)))
 	}
-	put(s.table, slot(tag, i))
+	put(s.table, tag, slot(tag, i))
 }
 
-func put(t []uint64, sl uint64) {
+// put stores sl in t, from the home of tag on.
+func put(t []uint32, tag, sl uint32) {
 	mask := uint32(len(t) - 1)
-	for p := uint32(sl>>32) & mask; ; p = (p + 1) & mask {
+	for p := tag & mask; ; p = (p + 1) & mask {
 		if t[p] == 0 {
 			t[p] = sl
 			return
@@ -58,12 +70,17 @@ func put(t []uint64, sl uint64) {
 	}
 }
 
+// slotTag returns the tag of the key whose slot is sl.
+func (s *shard[K]) slotTag(sl uint32) uint32 {
+	return s.tag(s.ents[int(sl&slotPos)-1].key)
+}
+
 // resize moves the slots into a new table of n slots, a power of two.
 func (s *shard[K]) resize(n int) {
-	t := make([]uint64, n)
+	t := make([]uint32, n)
 	for _, sl := range s.table {
 		if sl != 0 {
-			put(t, sl)
+			put(t, s.slotTag(sl), sl)
 		}
 	}
 	s.table = t
@@ -92,7 +109,7 @@ func (s *shard[K]) unplace(tag uint32, i int) {
 	mask := uint32(len(t) - 1)
 	p := s.slotOf(tag, i)
 	for j := (p + 1) & mask; t[j] != 0; j = (j + 1) & mask {
-		home := uint32(t[j]>>32) & mask
+		home := s.slotTag(t[j]) & mask
 		if (j-home)&mask >= (j-p)&mask {
 			t[p] = t[j]
 			p = j
