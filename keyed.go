@@ -156,9 +156,9 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		defer h.inflight.Add(-1)
 		return h.lim.TryAcquire(costs...)
 	}
-	p := e.p
+	p := e.prof()
 	var ok bool
-	if c := costs; e.x == nil && len(c) == 1 && c[0] > 0 && c[0] <= p.shapes[0].capacity {
+	if c := costs; e.plain() && len(c) == 1 && c[0] > 0 && c[0] <= p.shapes[0].capacity {
 		// One limit, compact, a valid cost: e.try, unrolled.
 		p.shapes[0].advance(&e.lvl, now)
 		if ok = e.lvl.tokens >= c[0] && e.lvl.last <= now; ok {
@@ -218,7 +218,7 @@ func (k *Keyed[K]) WaitTime(key K, costs ...int64) (time.Duration, error) {
 		defer h.inflight.Add(-1)
 		return h.lim.WaitTime(costs...)
 	}
-	p := e.p
+	p := e.prof()
 	if err := p.checkWait(costs); err != nil {
 		s.mu.Unlock()
 		return 0, err
@@ -250,7 +250,7 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (*Permit,
 	}
 	if e == nil || e.held() == nil {
 		if e != nil {
-			p = e.p
+			p = e.prof()
 		}
 		// A call that can only fail must neither make the key nor give it
 		// a Limiter. It fails as Limiter.Acquire would: a done ctx first,
@@ -387,8 +387,9 @@ type profile struct {
 	horizon int64
 	// view caches the Keyed's stand-in of these limits (see keyed_cap.go);
 	// guarded by the shard's lock.
-	view *Limiter
-	ietf *ietfCache // the Keyed's header values of these limits, once asked for
+	view  *Limiter
+	ietf  *ietfCache // the Keyed's header values of these limits, once asked for
+	plain extra      // the extra of this profile's keys of one limit with no Limiter
 }
 
 func newProfile(limits []Limit, sig string) (*profile, error) {
@@ -472,9 +473,12 @@ func (p *profile) observe(o Observer, costs []int64, k EventKind) {
 	}
 }
 
-// extra is what a key needs beyond one compact level: the levels of its
-// other limits, or, once it has one, its Limiter.
+// extra is what a key has beyond its first compact level: its limits, and
+// the levels of its other limits or, once it has one, its Limiter. The keys
+// of one limit that have no Limiter all point to their profile's plain
+// extra, so that a key's record is its key, one pointer and one level.
 type extra struct {
+	p    *profile
 	more []level
 	h    *held
 }

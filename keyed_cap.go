@@ -243,14 +243,7 @@ func (s *shard[K]) overflow(k *Keyed[K], p *profile, tag uint32, now int64) (*en
 		p.refs++ // the table's entries use p for the life of the Keyed
 		for i := range t.ents {
 			e := &t.ents[i]
-			e.p, e.lvl = p, level{tokens: p.shapes[0].capacity, last: now}
-			if n := len(p.shapes); n > 1 {
-				more := make([]level, n-1)
-				for j := range more {
-					more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
-				}
-				e.x = &extra{more: more}
-			}
+			*e = newEntry(*new(K), p, now)
 		}
 		s.over = append(s.over, t)
 	}

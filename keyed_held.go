@@ -15,7 +15,7 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 	if h := e.held(); h != nil {
 		return h
 	}
-	p := e.p
+	p := e.prof()
 	bs := make([]*Bucket, len(p.limits))
 	for i, l := range p.limits {
 		b, err := New(l.Capacity, l.Rate, WithClock(k.clock), WithName(l.Name), WithObserver(k.obs))
@@ -30,8 +30,8 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 	if err != nil {
 		panic("throttle: joining a key's fresh buckets failed: " + err.Error())
 	}
-	if e.x == nil {
-		e.x = &extra{}
+	if e.plain() {
+		e.x = &extra{p: p}
 	}
 	e.x.more = nil
 	e.x.h = &held{lim: lim}

@@ -142,7 +142,7 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) 
 		s.mu.Unlock()
 		return &l, decision{}, nil
 	}
-	p = e.p
+	p = e.prof()
 	if costs == nil {
 		costs = defaultCosts(len(p.shapes))
 	}
@@ -212,7 +212,7 @@ func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
 			l := limiterOver(h.shared())
 			return &l, nil, nil
 		}
-		view, err = k.view(e.p)
+		view, err = k.view(e.prof())
 		return nil, view, err
 	}
 	defer s.forget(p) // runs before the unlock

@@ -69,17 +69,33 @@ type shard[K comparable] struct {
 // needs nothing else.
 type entry[K comparable] struct {
 	key K
-	p   *profile
-	x   *extra // nil: one limit, no Limiter
+	x   *extra // never nil; the profile's plain extra for one limit and no Limiter
 	lvl level
 }
 
-func (e *entry[K]) held() *held {
-	if e.x == nil {
-		return nil
+// newEntry returns the entry of a fresh key of p: full at now.
+func newEntry[K comparable](key K, p *profile, now int64) entry[K] {
+	e := entry[K]{key: key, x: &p.plain, lvl: level{tokens: p.shapes[0].capacity, last: now}}
+	if p.plain.p == nil {
+		p.plain.p = p
 	}
-	return e.x.h
+	if n := len(p.shapes); n > 1 {
+		more := make([]level, n-1)
+		for j := range more {
+			more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
+		}
+		e.x = &extra{p: p, more: more}
+	}
+	return e
 }
+
+// prof returns the key's profile.
+func (e *entry[K]) prof() *profile { return e.x.p }
+
+// plain reports whether the key has one limit and no Limiter.
+func (e *entry[K]) plain() bool { return e.x == &e.x.p.plain }
+
+func (e *entry[K]) held() *held { return e.x.h }
 
 // level returns the compact level of limit i.
 func (e *entry[K]) level(i int) *level {
@@ -94,8 +110,8 @@ func (e *entry[K]) level(i int) *level {
 // served waiters can be later than now. It advances the levels to now.
 func (e *entry[K]) readyAt(costs []int64, now int64) int64 {
 	t := now
-	for i := range e.p.shapes {
-		s, l := &e.p.shapes[i], e.level(i)
+	for i := range e.prof().shapes {
+		s, l := &e.prof().shapes[i], e.level(i)
 		s.advance(l, now)
 		if c := costs[i]; c != 0 {
 			t = max(t, s.readyAt(l, c))
@@ -123,15 +139,15 @@ func (e *entry[K]) try(costs []int64, now int64) bool {
 // full at each look, is not dropped and made again between uses.
 func (e *entry[K]) idle(now int64, all bool) bool {
 	if h := e.held(); h != nil {
-		return h.idle(all, e.p.horizon)
+		return h.idle(all, e.prof().horizon)
 	}
 	// Every call on the key advances all its levels, so lvl.last is the
 	// instant of the last call.
-	if !all && now-e.lvl.last < e.p.horizon {
+	if !all && now-e.lvl.last < e.prof().horizon {
 		return false
 	}
-	for i := range e.p.shapes {
-		s := &e.p.shapes[i]
+	for i := range e.prof().shapes {
+		s := &e.prof().shapes[i]
 		if s.readyAt(e.level(i), s.capacity) > now {
 			return false
 		}
@@ -146,14 +162,14 @@ func (e *entry[K]) idle(now int64, all bool) bool {
 // looked at again after its horizon, or heldRecheck, whichever is longer.
 func (e *entry[K]) due(now int64) int64 {
 	if h := e.held(); h != nil {
-		if h.idle(false, e.p.horizon) {
+		if h.idle(false, e.prof().horizon) {
 			return now
 		}
-		return addSat(now, uint64(max(e.p.horizon, heldRecheck)))
+		return addSat(now, uint64(max(e.prof().horizon, heldRecheck)))
 	}
-	t := addSat(e.lvl.last, uint64(e.p.horizon))
-	for i := range e.p.shapes {
-		s := &e.p.shapes[i]
+	t := addSat(e.lvl.last, uint64(e.prof().horizon))
+	for i := range e.prof().shapes {
+		s := &e.prof().shapes[i]
 		t = max(t, s.readyAt(e.level(i), s.capacity))
 	}
 	return t
@@ -281,16 +297,9 @@ func signature(buf []byte, limits []Limit) []byte {
 // insert adds a full key and returns its entry.
 func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 	p.refs++
-	s.ents = append(s.ents, entry[K]{key: key, p: p, lvl: level{tokens: p.shapes[0].capacity, last: now}})
+	s.ents = append(s.ents, newEntry(key, p, now))
 	i := len(s.ents) - 1
 	e := &s.ents[i]
-	if n := len(p.shapes); n > 1 {
-		more := make([]level, n-1)
-		for j := range more {
-			more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
-		}
-		e.x = &extra{more: more}
-	}
 	s.place(tag, i)
 	s.peak = max(s.peak, len(s.ents))
 	if c := i / dueChunk; c == len(s.dues) {
@@ -388,8 +397,9 @@ func (s *shard[K]) redue(now int64) {
 func (s *shard[K]) drop(i int) {
 	e := &s.ents[i]
 	s.unplace(s.tag(e.key), i)
-	e.p.refs--
-	s.forget(e.p)
+	p := e.prof()
+	p.refs--
+	s.forget(p)
 	last := len(s.ents) - 1
 	if i != last {
 		s.ents[i] = s.ents[last]
