@@ -160,10 +160,13 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 	var ok bool
 	if c := costs; e.plain() && len(c) == 1 && c[0] > 0 && c[0] <= p.shapes[0].capacity {
 		// One limit, compact, a valid cost: e.try, unrolled.
-		p.shapes[0].advance(&e.lvl, now)
-		if ok = e.lvl.tokens >= c[0] && e.lvl.last <= now; ok {
-			e.lvl.take(c[0])
+		sh := &p.shapes[0]
+		l := sh.unpack(e.lvl)
+		sh.advance(&l, now)
+		if ok = l.tokens >= c[0] && l.last <= now; ok {
+			l.take(c[0])
 		}
+		e.lvl = sh.pack(l)
 	} else {
 		if err := p.check(costs); err != nil {
 			s.mu.Unlock()
@@ -390,6 +393,7 @@ type profile struct {
 	view  *Limiter
 	ietf  *ietfCache // the Keyed's header values of these limits, once asked for
 	plain extra      // the extra of this profile's keys of one limit with no Limiter
+	wide  bool       // the first level does not pack (see packed); set with plain.p
 }
 
 func newProfile(limits []Limit, sig string) (*profile, error) {
@@ -478,9 +482,10 @@ func (p *profile) observe(o Observer, costs []int64, k EventKind) {
 // of one limit that have no Limiter all point to their profile's plain
 // extra, so that a key's record is its key, one pointer and one level.
 type extra struct {
-	p    *profile
-	more []level
-	h    *held
+	p     *profile
+	first level // the first level, for a profile too wide to pack it
+	more  []level
+	h     *held
 }
 
 // held is a key that has a real Limiter. The Limiter's buckets are then the

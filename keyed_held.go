@@ -23,7 +23,7 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 			panic("throttle: a validated limit failed: " + err.Error())
 		}
 		b.g.Load().epoch = k.epoch // nobody else has seen the bucket yet
-		b.lvl = *e.level(i)
+		b.lvl = e.get(i)
 		bs[i] = b
 	}
 	lim, err := NewLimiter(bs...)
@@ -33,7 +33,7 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 	if e.plain() {
 		e.x = &extra{p: p}
 	}
-	e.x.more = nil
+	e.x.more, e.x.first = nil, level{}
 	e.x.h = &held{lim: lim}
 	return e.x.h
 }

@@ -152,9 +152,9 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) 
 	}
 	d := decision{ok: e.try(costs, now), costs: costs}
 	for i := range p.shapes {
-		sh, l := &p.shapes[i], e.level(i)
+		sh, l := &p.shapes[i], e.get(i)
 		reset := time.Duration(-1)
-		if t := sh.readyAt(l, sh.capacity); t != never {
+		if t := sh.readyAt(&l, sh.capacity); t != never {
 			reset = time.Duration(t - now)
 		}
 		status = append(status, LimitStatus{

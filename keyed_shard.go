@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,22 +71,52 @@ type shard[K comparable] struct {
 type entry[K comparable] struct {
 	key K
 	x   *extra // never nil; the profile's plain extra for one limit and no Limiter
-	lvl level
+	lvl packed // the first limit's level, unless the profile is wide
+}
+
+// packed is a compact key's first level in 16 bytes: tokens*den + frac, and
+// the instant. It is exact for a level from 0 to capacity tokens, which a
+// compact key's always is (it takes only what it has, and never owes), in
+// a profile whose (capacity+1)*den fits in 64 bits; the first level of a
+// key of any other (wide) profile is kept in its own extra.
+type packed struct {
+	v    uint64
+	last int64
+}
+
+func (s *shape) pack(l level) packed { return packed{v: uint64(l.tokens)*s.den + l.frac, last: l.last} }
+
+func (s *shape) unpack(pk packed) level {
+	t := s.perDen.div(pk.v)
+	return level{tokens: int64(t), frac: pk.v - t*s.den, last: pk.last}
+}
+
+// packs reports whether a level of s from 0 to capacity fits in packed.
+func (s *shape) packs() bool {
+	if s.capacity < 0 {
+		return false
+	}
+	hi, _ := bits.Mul64(uint64(s.capacity)+1, s.den)
+	return hi == 0
 }
 
 // newEntry returns the entry of a fresh key of p: full at now.
 func newEntry[K comparable](key K, p *profile, now int64) entry[K] {
-	e := entry[K]{key: key, x: &p.plain, lvl: level{tokens: p.shapes[0].capacity, last: now}}
 	if p.plain.p == nil {
-		p.plain.p = p
+		p.plain.p, p.wide = p, !p.shapes[0].packs()
 	}
-	if n := len(p.shapes); n > 1 {
-		more := make([]level, n-1)
-		for j := range more {
-			more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
+	e := entry[K]{key: key, x: &p.plain}
+	full := level{tokens: p.shapes[0].capacity, last: now}
+	if n := len(p.shapes); n > 1 || p.wide {
+		e.x = &extra{p: p}
+		if n > 1 {
+			e.x.more = make([]level, n-1)
+			for j := range e.x.more {
+				e.x.more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
+			}
 		}
-		e.x = &extra{p: p, more: more}
 	}
+	e.set(0, full)
 	return e
 }
 
@@ -97,12 +128,28 @@ func (e *entry[K]) plain() bool { return e.x == &e.x.p.plain }
 
 func (e *entry[K]) held() *held { return e.x.h }
 
-// level returns the compact level of limit i.
-func (e *entry[K]) level(i int) *level {
-	if i == 0 {
-		return &e.lvl
+// get returns the compact level of limit i.
+func (e *entry[K]) get(i int) level {
+	switch p := e.x.p; {
+	case i > 0:
+		return e.x.more[i-1]
+	case p.wide:
+		return e.x.first
+	default:
+		return p.shapes[0].unpack(e.lvl)
 	}
-	return &e.x.more[i-1]
+}
+
+// set stores l as the compact level of limit i.
+func (e *entry[K]) set(i int, l level) {
+	switch p := e.x.p; {
+	case i > 0:
+		e.x.more[i-1] = l
+	case p.wide:
+		e.x.first = l
+	default:
+		e.lvl = p.shapes[0].pack(l)
+	}
 }
 
 // readyAt is readyAt of acquire.go for a compact key: it has never paused
@@ -110,11 +157,13 @@ func (e *entry[K]) level(i int) *level {
 // served waiters can be later than now. It advances the levels to now.
 func (e *entry[K]) readyAt(costs []int64, now int64) int64 {
 	t := now
-	for i := range e.prof().shapes {
-		s, l := &e.prof().shapes[i], e.level(i)
-		s.advance(l, now)
+	shapes := e.prof().shapes
+	for i := range shapes {
+		s, l := &shapes[i], e.get(i)
+		s.advance(&l, now)
+		e.set(i, l)
 		if c := costs[i]; c != 0 {
-			t = max(t, s.readyAt(l, c))
+			t = max(t, s.readyAt(&l, c))
 		}
 	}
 	return t
@@ -127,7 +176,9 @@ func (e *entry[K]) try(costs []int64, now int64) bool {
 	}
 	for i, c := range costs {
 		if c != 0 {
-			e.level(i).take(c)
+			l := e.get(i)
+			l.take(c)
+			e.set(i, l)
 		}
 	}
 	return true
@@ -138,17 +189,18 @@ func (e *entry[K]) try(costs []int64, now int64) bool {
 // key was last used at least p.horizon ago: a key in steady use, though
 // full at each look, is not dropped and made again between uses.
 func (e *entry[K]) idle(now int64, all bool) bool {
+	p := e.prof()
 	if h := e.held(); h != nil {
-		return h.idle(all, e.prof().horizon)
+		return h.idle(all, p.horizon)
 	}
-	// Every call on the key advances all its levels, so lvl.last is the
-	// instant of the last call.
-	if !all && now-e.lvl.last < e.prof().horizon {
+	// Every call on the key advances all its levels, so the first level's
+	// last is the instant of the last call.
+	if !all && now-e.get(0).last < p.horizon {
 		return false
 	}
-	for i := range e.prof().shapes {
-		s := &e.prof().shapes[i]
-		if s.readyAt(e.level(i), s.capacity) > now {
+	for i := range p.shapes {
+		s, l := &p.shapes[i], e.get(i)
+		if s.readyAt(&l, s.capacity) > now {
 			return false
 		}
 	}
@@ -161,16 +213,17 @@ func (e *entry[K]) idle(now int64, all bool) bool {
 // (never, for a spent limit that does not refill). A key with a Limiter is
 // looked at again after its horizon, or heldRecheck, whichever is longer.
 func (e *entry[K]) due(now int64) int64 {
+	p := e.prof()
 	if h := e.held(); h != nil {
-		if h.idle(false, e.prof().horizon) {
+		if h.idle(false, p.horizon) {
 			return now
 		}
-		return addSat(now, uint64(max(e.prof().horizon, heldRecheck)))
+		return addSat(now, uint64(max(p.horizon, heldRecheck)))
 	}
-	t := addSat(e.lvl.last, uint64(e.prof().horizon))
-	for i := range e.prof().shapes {
-		s := &e.prof().shapes[i]
-		t = max(t, s.readyAt(e.level(i), s.capacity))
+	t := addSat(e.get(0).last, uint64(p.horizon))
+	for i := range p.shapes {
+		s, l := &p.shapes[i], e.get(i)
+		t = max(t, s.readyAt(&l, s.capacity))
 	}
 	return t
 }
