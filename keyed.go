@@ -52,15 +52,20 @@ const numShards = 64
 // since they were last used (measured, all shards together: 2,000 idle keys
 // among 10,000 in steady use went in 0.77 calls each; a million idle keys
 // alone in 0.26), so memory comes back in time proportional to what was
-// added. WithMaxKeys caps the keys held, for keys that come from
-// clients. This is why
+// added. The keys held are capped, at DefaultMaxKeys unless WithMaxKeys
+// says otherwise, so that keys made up by clients cannot take memory
+// without bound. This is why
 // config must return the same limits for a key every time it is called: a
 // key may be made many times. Any change made through the key's Limiter
 // (SetRate, SetCapacity) lasts only as long as the key is held; once
 // dropped, the key starts again from config.
 //
 // A key that is merely spending tokens is a compact record of its levels:
-// about 80 bytes for one limit, index included. A key gets a full Limiter
+// for one limit, its key, one pointer and 16 bytes of level (32 bytes with
+// a uint64 key, 40 with a string one, plus the string's bytes), and 4 bytes
+// of index at most three quarters full (measured after 1,000,000 keys
+// through LimitHandler: 46.5 bytes a key with HashedHeaderKey, 59.9 with
+// HeaderKey and keys of up to 4 bytes). A key gets a full Limiter
 // (several hundred bytes) while it needs one: while someone waits in
 // Acquire or holds a Permit from it, and after Limiter was called for it,
 // until it is dropped. LimitHandler over PerKey decides requests on the

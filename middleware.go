@@ -31,6 +31,15 @@ import (
 // limiter's state in headers, the IETF RateLimit-Policy and RateLimit
 // fields by default (see WriteIETF and LimitHeaders), so that
 // well-behaved clients can pace themselves.
+//
+// An admitted request's handler is given a ResponseWriter of LimitHandler's
+// around the server's, through which RequestPermit finds the request's
+// Permit; it flushes, hijacks and unwraps to the server's as
+// http.ResponseController expects. LimitHandler keeps no copy of the
+// request, and under PerKey with the default headers it formats none of
+// them: their values are made once per limit and state and shared between
+// answers, so replace a field (Set, Add, Del) rather than write into the
+// slice the header holds.
 func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
 	h := &limitHandler{next: next, pick: pick, cost: defaultCost, ietf: true, headers: WriteIETF}
 	h.rejected, h.reply = h.tooMany, newTooManyReply()

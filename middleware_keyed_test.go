@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -317,5 +318,158 @@ func TestLimitHandlerNewClientsUnderAttack(t *testing.T) {
 	}
 	if admitted*10 < asked*9 {
 		t.Errorf("new clients under the attack: %d of %d admitted, want at least 90%%", admitted, asked)
+	}
+}
+
+// TestLimitHandlerPerKeyAllocs: an admitted request on a key held, whose
+// handler does not ask for its permit, allocates nothing but what the
+// rare request sent through the context (one in markLearn) costs; at most
+// 2, the bound. So does a refused one. The clock moves a token's
+// refill per request, so that the answers repeat, as in steady use: each
+// header value is made on its first use only.
+func TestLimitHandlerPerKeyAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(key string) []Limit {
+		if key == "spent" {
+			return []Limit{{Name: "requests", Capacity: 100, Rate: Per(100, time.Minute)}}
+		}
+		return []Limit{{Name: "requests", Capacity: 4000, Rate: Per(4000, time.Second)}} // its header values cached
+	}, WithClock(clk))
+	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }), PerKey(k, HeaderKey("X-Api-Key")))
+	w := &headerWriter{h: http.Header{}}
+	r := apiRequest("a")
+	for range 3 {
+		h.ServeHTTP(w, r)
+	}
+	for _, key := range []string{"a", "b"} {
+		r.Header.Set("X-Api-Key", key)
+		if n := testing.AllocsPerRun(2000, func() { clk.Advance(250 * time.Microsecond); clear(w.h); h.ServeHTTP(w, r) }); n > 2 {
+			t.Errorf("key %s: %v allocations a request, want at most 2", key, n)
+		}
+	}
+	if w.code != http.StatusOK {
+		t.Fatalf("the last answer was %d", w.code)
+	}
+	r.Header.Set("X-Api-Key", "spent")
+	for range 101 {
+		h.ServeHTTP(w, r)
+	}
+	if w.code != http.StatusTooManyRequests {
+		t.Fatalf("the spent key got %d", w.code)
+	}
+	if n := testing.AllocsPerRun(2000, func() { clear(w.h); h.ServeHTTP(w, r) }); n > 2 {
+		t.Errorf("refused: %v allocations a request, want at most 2", n)
+	}
+}
+
+// headerWriter keeps its header and status only.
+type headerWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *headerWriter) Header() http.Header         { return w.h }
+func (w *headerWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *headerWriter) WriteHeader(code int)        { w.code = code }
+
+// unwrapper is a middleware's ResponseWriter that wraps another, with or
+// without an Unwrap method.
+type unwrapper struct{ http.ResponseWriter }
+
+type opaque struct{ http.ResponseWriter }
+
+func (u unwrapper) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// TestRequestPermitThroughWrappers: RequestPermit finds the Permit through a
+// ResponseWriter that unwraps to LimitHandler's, not through one that does
+// not; the writer flushes the server's; the Permit outlives the request and
+// is the same on a second call.
+func TestRequestPermitThroughWrappers(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(oneLimit, WithClock(clk))
+	var kept *Permit
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := RequestPermit(w)
+		switch r.URL.Path {
+		case "/unwrap":
+			if p == nil || RequestPermit(w) != p {
+				t.Errorf("through Unwrap: %p, then %p", p, RequestPermit(w))
+			}
+			kept = p
+		case "/opaque":
+			if p != nil {
+				t.Error("a Permit through a writer that does not unwrap")
+			}
+		}
+		_ = http.NewResponseController(w).Flush() // fails through opaque
+	})
+	wrap := func(next http.Handler, opaqueW bool) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if opaqueW {
+				next.ServeHTTP(opaque{w}, r)
+			} else {
+				next.ServeHTTP(unwrapper{w}, r)
+			}
+		})
+	}
+	pk := PerKey(k, func(*http.Request) int { return 1 })
+	h1 := LimitHandler(wrap(inner, false), pk)
+	h2 := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wrap(inner, true).ServeHTTP(w, r)
+	}), pk)
+	for i := range 3 {
+		w := httptest.NewRecorder()
+		h1.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/unwrap", nil))
+		if w.Code != http.StatusOK || !w.Flushed {
+			t.Fatalf("request %d: %d, flushed %v", i, w.Code, w.Flushed)
+		}
+	}
+	w := httptest.NewRecorder()
+	h2.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/opaque", nil))
+	// Directly under LimitHandler, the writer is a Flusher.
+	h3 := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.(http.Flusher).Flush() }),
+		PerKey(NewKeyed(oneLimit, WithClock(clk)), func(*http.Request) int { return 1 }))
+	w3 := httptest.NewRecorder()
+	if h3.ServeHTTP(w3, httptest.NewRequest(http.MethodGet, "/", nil)); !w3.Flushed {
+		t.Error("Flush through LimitHandler's writer did not flush the server's")
+	}
+	// Three taken, one settled to 4 after its request: 10-3-3 = 4 left.
+	if err := kept.Settle(4); err != nil {
+		t.Fatal(err)
+	}
+	if tok := k.Limiter(1).Buckets()[0].Tokens(); tok != 3 {
+		t.Errorf("%v tokens left, want 3: 4 requests and one settled to 4", tok)
+	}
+}
+
+// TestPerKeyGivenAnotherRequest: a pick that gives PerKey a copy of the
+// request rather than the request (r.WithContext) is decided on the key's
+// Limiter, exactly as on its compact record.
+func TestPerKeyGivenAnotherRequest(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(string) []Limit { return oneLimit(0) }, WithClock(clk))
+	pk := PerKey(k, HeaderKey("X-Api-Key"))
+	copying := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+		return pk(r.WithContext(context.Background()))
+	})
+	k2 := NewKeyed(func(string) []Limit { return oneLimit(0) }, WithClock(clk))
+	direct := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), PerKey(k2, HeaderKey("X-Api-Key")))
+	for i := range 30 {
+		clk.Advance(37 * time.Millisecond)
+		var answers [2]string
+		for j, h := range []http.Handler{copying, direct} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, apiRequest("a"))
+			answers[j] = answer(w)
+		}
+		if answers[0] != answers[1] {
+			t.Fatalf("request %d: given a copy %s, given the request %s", i, answers[0], answers[1])
+		}
+	}
+	if heldKeys(k) != 1 || heldKeys(k2) != 0 {
+		t.Errorf("keys with a Limiter: %d given a copy, %d given the request; want 1 and 0", heldKeys(k), heldKeys(k2))
 	}
 }

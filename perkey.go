@@ -16,7 +16,7 @@ import (
 // Under LimitHandler the LimiterFunc hands the request to k instead of
 // returning a Limiter (it returns a nil one): the request is decided on
 // the key's compact state, so a key that clients merely spend on stays
-// about 80 bytes and never gets a Limiter of its own (see Keyed and
+// a compact record (see Keyed) and never gets a Limiter of its own (see Keyed and
 // RequestPermit). A pick function that wraps it for LimitHandler must
 // give it the request it was given and return its result unchanged; one
 // that gives it another (r.WithContext, say) gets the key's Limiter, with
