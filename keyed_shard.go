@@ -350,6 +350,9 @@ func signature(buf []byte, limits []Limit) []byte {
 // insert adds a full key and returns its entry.
 func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 	p.refs++
+	if len(s.ents) == cap(s.ents) {
+		s.grow()
+	}
 	s.ents = append(s.ents, newEntry(key, p, now))
 	i := len(s.ents) - 1
 	e := &s.ents[i]
@@ -361,6 +364,25 @@ func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 	s.noteDue(i, addSat(now, uint64(p.horizon))) // a fresh key is full
 	return e
 }
+
+// grow makes room for one more entry. Past growStep entries the storage
+// grows by a sixteenth rather than append's quarter, so that a shard holds
+// at most 6% more than its keys (3% on average) instead of 25% (12%): each
+// entry is then copied about 16 times over its life, a few nanoseconds
+// against the hundreds a new key costs.
+func (s *shard[K]) grow() {
+	n := len(s.ents)
+	if n < growStep {
+		s.ents = slices.Grow(s.ents, 1)
+		return
+	}
+	ents := make([]entry[K], n, n+n/16)
+	copy(ents, s.ents)
+	s.ents = ents
+}
+
+// growStep is where grow switches from append's growth to its own.
+const growStep = 1024
 
 // noteDue records that the entry at position i may be droppable from t.
 // Every bound it lowers stays a bound: a due too early only makes the sweep
