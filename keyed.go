@@ -351,7 +351,7 @@ func (k *Keyed[K]) Len() int {
 	for i := range k.shards {
 		s := &k.shards[i]
 		s.mu.Lock()
-		n += len(s.ents)
+		n += s.ents.n
 		s.mu.Unlock()
 	}
 	return n
@@ -368,8 +368,8 @@ func (k *Keyed[K]) Sweep() int {
 		s := &k.shards[i]
 		s.mu.Lock()
 		now := k.now()
-		for j := 0; j < len(s.ents); {
-			if s.ents[j].idle(now, true) {
+		for j := 0; j < s.ents.n; {
+			if s.ents.at(j).idle(now, true) {
 				s.drop(j)
 				n++
 			} else {

@@ -81,7 +81,7 @@ func WithMaxKeys(n int) Option {
 // key to drop, the other shards, within roomBudget steps in all. Called
 // with s locked, before any *entry is taken.
 func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
-	if len(s.ents) >= maxShardKeys {
+	if s.ents.n >= maxShardKeys {
 		return false
 	}
 	if k.max == 0 {
@@ -104,7 +104,7 @@ func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
 // hasRoom reports whether a key could be inserted in s now, as reserve
 // would, without counting it.
 func (k *Keyed[K]) hasRoom(s *shard[K], now int64) bool {
-	if len(s.ents) >= maxShardKeys {
+	if s.ents.n >= maxShardKeys {
 		return false
 	}
 	if k.max == 0 || k.count.Load() < k.max {
@@ -122,7 +122,7 @@ func (k *Keyed[K]) hasRoom(s *shard[K], now int64) bool {
 // overflow at the cost of one comparison.
 func (k *Keyed[K]) makeRoom(s *shard[K], now int64) bool {
 	budget := roomBudget
-	if now >= s.next && len(s.ents) > 0 {
+	if now >= s.next && s.ents.n > 0 {
 		budget = s.sweepDue(now, budget)
 		if k.count.Load() < k.max {
 			return true
@@ -148,7 +148,7 @@ func (k *Keyed[K]) makeRoom(s *shard[K], now int64) bool {
 			whole = false
 			continue
 		}
-		if now >= o.next && len(o.ents) > 0 {
+		if now >= o.next && o.ents.n > 0 {
 			budget = o.sweepDue(now, budget)
 		}
 		earliest = min(earliest, o.next)

@@ -301,7 +301,7 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 	wg.Wait()
 	n := 0
 	for i := range k.shards {
-		n += len(k.shards[i].ents)
+		n += k.shards[i].ents.n
 	}
 	if c := k.Len(); n != c || n > maxKeys {
 		t.Fatalf("%d keys in the shards, Len %d, cap %d", n, c, maxKeys)

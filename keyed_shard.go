@@ -48,7 +48,7 @@ const minRebuild = 8
 type shard[K comparable] struct {
 	mu     sync.Mutex
 	table  []uint32 // open addressing: hash bits and entry position
-	ents   []entry[K]
+	ents   entries[K]
 	dues   []int64 // per chunk of dueChunk entries: no entry of it is droppable before
 	cursor int     // next entry the sweep looks at
 	peak   int     // most entries since the storage was last rebuilt
@@ -61,7 +61,8 @@ type shard[K comparable] struct {
 	last                   *profile      // the profile used last, tried before the map
 	count, room            *atomic.Int64 // the Keyed's count and room, with a key cap
 	over                   []*overflowTable[K]
-	_                      [8]byte // pad to 192 bytes: shards side by side do not share cache lines
+	// No padding: 192 bytes, so shards side by side do not share cache
+	// lines (TestKeyedShardIsCacheLines).
 }
 
 // entry is one key. While the key has no Limiter, its state is its levels
@@ -281,14 +282,14 @@ func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int)
 func (s *shard[K]) lookup(k *Keyed[K], key K, tag uint32, keep bool) (e *entry[K], p *profile, now int64, err error) {
 	now = k.now()
 	if i := s.locate(key, tag); i >= 0 {
-		return &s.ents[i], nil, now, nil
+		return s.ents.at(i), nil, now, nil
 	}
 	s.mu.Unlock()
 	limits := k.config(key)
 	s.mu.Lock()
 	now = k.now()
 	if i := s.locate(key, tag); i >= 0 { // made by another call meanwhile
-		return &s.ents[i], nil, now, nil
+		return s.ents.at(i), nil, now, nil
 	}
 	p, err = s.intern(limits, keep)
 	return nil, p, now, err
@@ -350,39 +351,16 @@ func signature(buf []byte, limits []Limit) []byte {
 // insert adds a full key and returns its entry.
 func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 	p.refs++
-	if len(s.ents) == cap(s.ents) {
-		s.grow()
-	}
-	s.ents = append(s.ents, newEntry(key, p, now))
-	i := len(s.ents) - 1
-	e := &s.ents[i]
+	i := s.ents.push(newEntry(key, p, now))
+	e := s.ents.at(i)
 	s.place(tag, i)
-	s.peak = max(s.peak, len(s.ents))
+	s.peak = max(s.peak, s.ents.n)
 	if c := i / dueChunk; c == len(s.dues) {
 		s.dues = append(s.dues, never)
 	}
 	s.noteDue(i, addSat(now, uint64(p.horizon))) // a fresh key is full
 	return e
 }
-
-// grow makes room for one more entry. Past growStep entries the storage
-// grows by a sixteenth rather than append's quarter, so that a shard holds
-// at most 6% more than its keys (3% on average) instead of 25% (12%): each
-// entry is then copied about 16 times over its life, a few nanoseconds
-// against the hundreds a new key costs.
-func (s *shard[K]) grow() {
-	n := len(s.ents)
-	if n < growStep {
-		s.ents = slices.Grow(s.ents, 1)
-		return
-	}
-	ents := make([]entry[K], n, n+n/16)
-	copy(ents, s.ents)
-	s.ents = ents
-}
-
-// growStep is where grow switches from append's growth to its own.
-const growStep = 1024
 
 // noteDue records that the entry at position i may be droppable from t.
 // Every bound it lowers stays a bound: a due too early only makes the sweep
@@ -406,7 +384,7 @@ func (s *shard[K]) noteDue(i int, t int64) {
 // droppable now, dropping what is. It must run after the caller is done with
 // any *entry, since dropping moves entries.
 func (s *shard[K]) sweep(now int64, steps int) {
-	if now >= s.next && len(s.ents) > 0 {
+	if now >= s.next && s.ents.n > 0 {
 		s.sweepDue(now, steps)
 	}
 }
@@ -419,10 +397,10 @@ func (s *shard[K]) sweep(now int64, steps int) {
 func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 	dropped := false
 	for ; steps > 0; steps-- {
-		if s.cursor >= len(s.ents) {
+		if s.cursor >= s.ents.n {
 			s.cursor = 0
 			s.next, s.passMin = s.passMin, never
-			if now < s.next || len(s.ents) == 0 {
+			if now < s.next || s.ents.n == 0 {
 				break
 			}
 		}
@@ -435,14 +413,14 @@ func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 			}
 			s.scanMin = never
 		}
-		if d := s.ents[s.cursor].due(now); d <= now {
+		if d := s.ents.at(s.cursor).due(now); d <= now {
 			s.drop(s.cursor) // the entry moved here is looked at next
 			dropped = true
 		} else {
 			s.scanMin = min(s.scanMin, d)
 			s.cursor++
 		}
-		if s.cursor%dueChunk == 0 || s.cursor >= len(s.ents) {
+		if s.cursor%dueChunk == 0 || s.cursor >= s.ents.n {
 			if c < len(s.dues) {
 				s.dues[c] = s.scanMin
 			}
@@ -459,30 +437,29 @@ func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 func (s *shard[K]) redue(now int64) {
 	s.dues = s.dues[:0]
 	s.next, s.passMin, s.scanMin, s.cursor = never, never, never, 0
-	for j := range s.ents {
+	for j := range s.ents.n {
 		if j%dueChunk == 0 {
 			s.dues = append(s.dues, never)
 		}
-		s.noteDue(j, s.ents[j].due(now))
+		s.noteDue(j, s.ents.at(j).due(now))
 	}
 	s.passMin = never
 }
 
 // drop removes entry i, moving the last entry into its place.
 func (s *shard[K]) drop(i int) {
-	e := &s.ents[i]
+	e := s.ents.at(i)
 	s.unplace(s.tag(e.key), i)
 	p := e.prof()
 	p.refs--
 	s.forget(p)
-	last := len(s.ents) - 1
+	last := s.ents.n - 1
 	if i != last {
-		s.ents[i] = s.ents[last]
-		s.repoint(s.tag(s.ents[i].key), last, i)
+		*e = *s.ents.at(last)
+		s.repoint(s.tag(e.key), last, i)
 		s.noteDue(i, s.dues[last/dueChunk]) // the moved entry's bound
 	}
-	s.ents[last] = entry[K]{} // let go of the key and the profile
-	s.ents = s.ents[:last]
+	s.ents.pop()
 	if n := len(s.dues); (n-1)*dueChunk >= last {
 		s.dues = s.dues[:n-1]
 	}
@@ -503,9 +480,9 @@ func (s *shard[K]) tag(key K) uint32 {
 // that led to it, O(1) amortised per call. An empty shard lets go of
 // everything.
 func (s *shard[K]) shrink() {
-	n := len(s.ents)
+	n := s.ents.n
 	if n == 0 {
-		s.table, s.ents, s.profiles, s.last, s.dues = nil, nil, nil, nil, nil
+		s.table, s.ents, s.profiles, s.last, s.dues = nil, entries[K]{}, nil, nil, nil
 		s.peak, s.cursor = 0, 0
 		s.next, s.passMin, s.scanMin = never, never, never
 		return
@@ -513,9 +490,9 @@ func (s *shard[K]) shrink() {
 	if s.peak < minRebuild || n >= s.peak/4 {
 		return
 	}
-	s.ents = slices.Clone(s.ents)
+	s.ents.compact()
 	s.dues = slices.Clone(s.dues)
-	s.resize(tableSize(n))
+	s.resize(tableSize(n), -1)
 	s.peak = n
 	if s.cursor > n {
 		s.cursor = 0

@@ -9,9 +9,9 @@ package throttle
 // keys only when the stored bits match (a false match costs one key
 // comparison in 256). Growing and deleting, which need the home of slots
 // already placed, hash their keys again: both are rare next to lookups. The
-// table grows by a quarter once three quarters full, so it is kept between
-// 60% and 75% full: a key costs 5.3 to 6.7 bytes of it, less than a Go
-// map's slot, and one hash per call instead of two.
+// table grows by a quarter once four fifths full, so it is kept between
+// 64% and 80% full: a key costs 5 to 6.3 bytes of it, less than a Go map's
+// slot, and one hash per call instead of two.
 
 // slotPos is the mask of a slot's position bits; maxShardKeys the most
 // entries a shard holds, beyond which its new keys overflow.
@@ -41,7 +41,7 @@ func (s *shard[K]) locate(key K, tag uint32) int {
 			return -1
 		}
 		if sl&^slotPos == hi {
-			if i := int(sl&slotPos) - 1; s.ents[i].key == key {
+			if i := int(sl&slotPos) - 1; s.ents.at(i).key == key {
 				return i
 			}
 		}
@@ -51,8 +51,8 @@ func (s *shard[K]) locate(key K, tag uint32) int {
 // place records that the key with tag is at position i, which is new; the
 // entry must already be in s.ents.
 func (s *shard[K]) place(tag uint32, i int) {
-	if 4*len(s.ents) > 3*len(s.table) {
-		s.resize(max(8, len(s.table)+len(s.table)/4))
+	if 5*s.ents.n > 4*len(s.table) {
+		s.resize(max(8, len(s.table)+len(s.table)/4), i)
 	}
 	put(s.table, tag, slot(tag, i))
 }
@@ -78,16 +78,21 @@ func put(t []uint32, tag, sl uint32) {
 
 // slotTag returns the tag of the key whose slot is sl.
 func (s *shard[K]) slotTag(sl uint32) uint32 {
-	return s.tag(s.ents[int(sl&slotPos)-1].key)
+	return s.tag(s.ents.at(int(sl&slotPos) - 1).key)
 }
 
-// resize moves the slots into a new table of n slots.
-func (s *shard[K]) resize(n int) {
+// resize moves the slots into a new table of n slots, but for the entry at
+// position skip (-1: none), which is being placed.
+func (s *shard[K]) resize(n, skip int) {
+	// In the entries' order, which reads them in turn, rather than the
+	// slots', which would jump about them.
 	t := make([]uint32, n)
-	for _, sl := range s.table {
-		if sl != 0 {
-			put(t, s.slotTag(sl), sl)
+	for i := range s.ents.n {
+		if i == skip {
+			continue // its slot is not in the table yet
 		}
+		tag := s.tag(s.ents.at(i).key)
+		put(t, tag, slot(tag, i))
 	}
 	s.table = t
 }

@@ -33,8 +33,8 @@ func heldKeys[K comparable](k *Keyed[K]) int {
 	for i := range k.shards {
 		s := &k.shards[i]
 		s.mu.Lock()
-		for j := range s.ents {
-			if s.ents[j].held() != nil {
+		for j := range s.ents.n {
+			if s.ents.at(j).held() != nil {
 				n++
 			}
 		}
@@ -683,11 +683,11 @@ func TestKeyedTable(t *testing.T) {
 		if op%1000 == 0 {
 			s.shrink()
 		}
-		if len(s.ents) != len(want) {
-			t.Fatalf("op %d: %d entries, want %d", op, len(s.ents), len(want))
+		if s.ents.n != len(want) {
+			t.Fatalf("op %d: %d entries, want %d", op, s.ents.n, len(want))
 		}
-		for i := range s.ents {
-			if s.locate(s.ents[i].key, s.tag(s.ents[i].key)) != i {
+		for i := range s.ents.n {
+			if s.locate(s.ents.at(i).key, s.tag(s.ents.at(i).key)) != i {
 				t.Fatalf("op %d: entry %d not found at its place", op, i)
 			}
 		}
@@ -816,7 +816,7 @@ func TestKeyedPackedMatchesBucket(t *testing.T) {
 				}
 			}
 			s, tag := k.shard(0)
-			e := &s.ents[s.locate(0, tag)]
+			e := s.ents.at(s.locate(0, tag))
 			if e.held() != nil {
 				t.Fatal("the key is not compact: nothing was tested")
 			}
