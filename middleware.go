@@ -117,9 +117,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
 		st.r = r
 	}
-	l, err := h.pick(r)
-	h.marks.unmark(st, slot)
-	st.picking = false
+	l, err := h.picked(r, st, slot)
 	switch {
 	case err != nil:
 		h.pickFailed(w, err)
@@ -132,6 +130,17 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st.reset()
 	h.states.Put(st)
+}
+
+// picked runs pick for r, with st marked at slot, and unmarks it however
+// pick returns: a mark left behind by a panic would be found by a later
+// request at the same address.
+func (h *limitHandler) picked(r *http.Request, st *reqState, slot int) (*Limiter, error) {
+	defer func() {
+		h.marks.unmark(st, slot)
+		st.picking = false
+	}()
+	return h.pick(r)
 }
 
 // writeStatus writes the rate-limit headers of status, which is storage

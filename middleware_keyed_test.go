@@ -473,3 +473,42 @@ func TestPerKeyGivenAnotherRequest(t *testing.T) {
 		t.Errorf("keys with a Limiter: %d given a copy, %d given the request; want 1 and 0", heldKeys(k), heldKeys(k2))
 	}
 }
+
+// TestLimitHandlerPickPanics: a pick that panics leaves no mark behind, so
+// the next requests are still decided on their keys.
+func TestLimitHandlerPickPanics(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(string) []Limit { return []Limit{{Name: "r", Capacity: 1, Rate: Per(1, time.Hour)}} }, WithClock(clk))
+	pk := PerKey(k, HeaderKey("X-Api-Key"))
+	h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+		if r.Header.Get("X-Panic") != "" {
+			panic("pick")
+		}
+		return pk(r)
+	})
+	serve := func(r *http.Request) (code int, panicked bool) {
+		defer func() { panicked = recover() != nil }()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, false
+	}
+	for i := range 200 {
+		r := apiRequest("a")
+		if i%2 == 1 {
+			r.Header.Set("X-Panic", "1")
+		}
+		code, panicked := serve(r)
+		switch {
+		case i%2 == 1 && !panicked:
+			t.Fatalf("request %d: pick did not panic", i)
+		case i == 0 && code != http.StatusOK, i > 0 && i%2 == 0 && code != http.StatusTooManyRequests:
+			t.Fatalf("request %d: %d", i, code)
+		}
+	}
+	h2 := h.(*limitHandler)
+	for i := range h2.marks.slots {
+		if h2.marks.slots[i].Load() != nil {
+			t.Fatalf("slot %d still marked", i)
+		}
+	}
+}
