@@ -13,11 +13,13 @@ import (
 // small table of its own (its marks), at a slot chosen by the request's
 // address; a PerKey that the handler's requests have reached before knows
 // the handler, and looks r up there: a few atomic loads per request,
-// nothing allocated. The first request, and one in markLearn after, go
-// instead with the state in the request's context, as every request once
-// did: through them a PerKey meets the handlers that run it (up to
-// maxMarkHandlers), so a PerKey that only some requests reach (a pick that
-// chooses among several) is found too. A request that the PerKey does not
+// nothing allocated. The requests until a PerKey has found the handler (at
+// most markFirst of them), and one in markLearn after, go instead with the
+// state in the request's context, as every request once did: through them
+// a PerKey meets the handlers that run it (up to maxMarkHandlers), so a
+// PerKey that only some requests reach (a pick that chooses among several)
+// is found too, and a handler whose pick reaches none (Shared) stops paying
+// for the copy. A request that the PerKey does not
 // find, which it then serves from the key's Limiter, is decided exactly as
 // on the compact record: only memory and speed differ.
 const (
@@ -25,11 +27,13 @@ const (
 	markProbe       = 4    // slots a mark may take, from its home
 	markLearn       = 1024 // one request in this many goes through the context
 	maxMarkHandlers = 8    // handlers a PerKey looks in
+	markFirst       = 64   // requests that go through the context while no PerKey has found the handler
 )
 
 // pickMarks are a handler's requests that pick is running for.
 type pickMarks struct {
-	known atomic.Bool // a PerKey has found this handler
+	known atomic.Bool  // a PerKey has found this handler
+	tried atomic.Int32 // requests sent through the context before known, up to markFirst
 	slots [markSlots]atomic.Pointer[reqState]
 }
 
@@ -41,7 +45,11 @@ func markHome(r *http.Request) uint32 {
 // mark puts st in a free slot near its request's home and returns the slot,
 // or -1 if st is to go through the request's context instead.
 func (m *pickMarks) mark(st *reqState) int {
-	if !m.known.Load() || rand.Uint32()%markLearn == 0 {
+	if !m.known.Load() && m.tried.Load() < markFirst {
+		m.tried.Add(1)
+		return -1
+	}
+	if rand.Uint32()%markLearn == 0 {
 		return -1
 	}
 	st.marked.Store(st.r)
