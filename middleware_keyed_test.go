@@ -512,3 +512,40 @@ func TestLimitHandlerPickPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestPerKeyReachedLate: a handler whose pick reaches PerKey only after
+// many requests went elsewhere (past markFirst, so the PerKey is learned
+// only through the requests sampled into the context) answers exactly as
+// one over PerKey from the start, whichever way each request was found.
+func TestPerKeyReachedLate(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	config := func(string) []Limit { return []Limit{{Name: "r", Capacity: 3, Rate: Per(2, time.Second)}} }
+	shared, _ := New(1<<40, Per(1<<40, time.Second), WithClock(clk))
+	sl, _ := NewLimiter(shared)
+	late := PerKey(NewKeyed(config, WithClock(clk)), HeaderKey("X-Api-Key"))
+	n := 0
+	got := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+		if n++; n <= 3*markFirst {
+			return sl, nil
+		}
+		return late(r)
+	})
+	want := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), PerKey(NewKeyed(config, WithClock(clk)), HeaderKey("X-Api-Key")))
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 3 * markFirst {
+		got.ServeHTTP(httptest.NewRecorder(), apiRequest("warm-"+strconv.Itoa(i)))
+	}
+	for op := range 4000 {
+		clk.Advance(time.Duration(rng.Int64N(int64(200 * time.Millisecond))))
+		key := "k" + strconv.Itoa(rng.IntN(20))
+		var answers [2]string
+		for i, h := range []http.Handler{got, want} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, apiRequest(key))
+			answers[i] = answer(w)
+		}
+		if answers[0] != answers[1] {
+			t.Fatalf("op %d, key %s: reached late %s, from the start %s", op, key, answers[0], answers[1])
+		}
+	}
+}
