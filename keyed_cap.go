@@ -250,9 +250,16 @@ func (s *shard[K]) overflow(k *Keyed[K], p *profile, tag uint32, now int64) (*en
 		}
 		s.over = append(s.over, t)
 	}
-	// The tag's low bits place the key in the shard's table; its high bits
-	// are the ones least related to them.
-	return &t.ents[(tag>>16)%uint32(len(t.ents))], nil
+	e := &t.ents[(tag>>16)%uint32(len(t.ents))]
+	if h := e.held(); h != nil && h.idle(true, 0) {
+		// A bucket given a Limiter (Acquire, Limiter, RequestPermit on a
+		// key that overflowed) that is now exactly a fresh one goes back
+		// to its compact form, as a key would be dropped: otherwise an
+		// attack on a handler that settles permits would leave every
+		// bucket with a Limiter for good.
+		*e = newEntry(*new(K), e.prof(), now)
+	}
+	return e, nil
 }
 
 // view returns the stand-in Limiter of p's limits: buckets with the limits'

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -305,5 +306,46 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 	}
 	if c := k.Len(); n != c || n > maxKeys {
 		t.Fatalf("%d keys in the shards, Len %d, cap %d", n, c, maxKeys)
+	}
+}
+
+// TestKeyedOverflowBucketCompactsAgain: an overflow bucket that got a
+// Limiter (an Acquire on a key that overflowed) goes back to its compact
+// form once its Permit is gone and it is full again, and decides as before.
+func TestKeyedOverflowBucketCompactsAgain(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(oneLimit, WithClock(clk), WithMaxKeys(1))
+	if ok, _ := k.TryAcquire(0, 10); !ok {
+		t.Fatal("refused")
+	}
+	same, _ := sameBucket(k, 1, 2)
+	p, err := k.Acquire(t.Context(), same[0], 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, b := overflowBucket(k, same[0])
+	e := &s.over[0].ents[b]
+	if e.held() == nil {
+		t.Fatal("the bucket has no Limiter after an Acquire")
+	}
+	if ok, _ := k.TryAcquire(same[1], 7); ok {
+		t.Fatal("the bucket's other key was granted 7 of the 6 left")
+	}
+	p.Settle(4)
+	p = nil
+	runtime.GC()
+	// Full again, and key 0 kept in use, so that it holds the cap.
+	for range 2 {
+		clk.Advance(500 * time.Millisecond)
+		k.TryAcquire(0, 1)
+	}
+	if ok, _ := k.TryAcquire(same[1], 10); !ok {
+		t.Fatal("the full bucket refused 10")
+	}
+	if e.held() != nil {
+		t.Fatal("the bucket kept its Limiter once idle and full")
+	}
+	if ok, _ := k.TryAcquire(same[0], 1); ok {
+		t.Fatal("the bucket, compact again, granted an 11th token")
 	}
 }
