@@ -10,44 +10,71 @@ import (
 )
 
 // ErrTooManyKeys is returned by the calls on a key that finds a Keyed at its
-// WithMaxKeys cap when the keys that overflow already use maxOverflowSets
-// distinct sets of limits, each with its overflow Limiter.
+// key cap when the keys that overflow already use maxOverflowSets distinct
+// sets of limits, each with its overflow buckets.
 var ErrTooManyKeys = errors.New("throttle: keyed limiter full")
 
-// maxOverflowSets bounds the overflow Limiters of a Keyed: one per distinct
+// maxOverflowSets bounds the overflow tables of a Keyed: one per distinct
 // set of limits that config returns for keys that overflow. A config gives
 // most keys one of a few sets (tiers, say), so the bound is only met by a
 // config that makes limits up per key.
 const maxOverflowSets = 64
 
-// WithMaxKeys caps a Keyed at n keys held at once (n > 0; 0 or less, the
-// default, is no cap), so that its memory is bounded whatever keys its
-// callers send: keys made up by clients, say, through PerKey.
+// DefaultMaxKeys is the key cap of a Keyed made without WithMaxKeys, so
+// that its memory is bounded whatever keys its callers send: under 64 MB
+// for keys of one limit (measured at the cap after 10,000,000 made-up keys
+// through LimitHandler: 37 MB with keys of 13 bytes, 24 MB with
+// HashedHeaderKey, the overflow buckets included).
+const DefaultMaxKeys = 1 << 19
+
+// WithMaxKeys caps a Keyed at n keys held at once, so that its memory is
+// bounded whatever keys its callers send: keys made up by clients, say,
+// through PerKey. Without it a Keyed is capped at DefaultMaxKeys; n <= 0
+// lifts the cap, for keys that never come from outside.
 //
 // A key is held from its first use until the lazy sweep drops it, once it
 // has been full and unused for its refill time, exactly as without a cap:
 // the cap never drops a key early, so the decisions of every key held are
 // its own, whatever the traffic on other keys. A key that is not held when
 // the Keyed is at its cap (and the sweep of its shard finds nothing to drop
-// at once) overflows: its calls go, while the Keyed stays full, to one
-// overflow Limiter shared by every key that overflows with the same limits,
-// made from those limits and starting full. So an attack of new keys
-// throttles new keys only: together they get the limits of one key, while
-// the keys held go on as before. An overflowing key gets a Limiter of its
-// own, starting full, on its first call that finds room. Keyed.Limiter of
-// an overflowing key returns the shared overflow Limiter, and a pause or
-// SetRate on it applies to every overflowing key of those limits.
+// at once) overflows: while the Keyed stays full, its calls are decided on
+// one of a fixed table of overflow buckets of its limits, 65,536 for the
+// first set of limits to overflow (half as many for each later set, down to
+// 1,024), the bucket picked by the key's hash with the Keyed's random seed.
+// Each bucket is a key's worth of those limits, starting full and never
+// dropped. So an attack of new keys throttles new keys only, and those
+// only as much as it loads their buckets: the keys held go on as before,
+// and a new client shares its bucket with the attack keys that hash to it,
+// which the attacker cannot choose. Precisely: if attack keys arrive at A
+// new keys a second, spread over the B buckets by the hash, a bucket is
+// charged about A/B requests a second by the attack; a client whose own
+// rate plus A/B stays within the limit's rate, and whose burst plus what
+// the attack charged within one refill time stays within its capacity, is
+// admitted as if alone. (With 100 a minute, 100k new keys a second over
+// 65,536 buckets charge each about 1.5 a second, 92 a minute: a new client
+// gets the 8 a minute to spare at length, and up to a full bucket at once.)
+// A key that overflows gets its own record, starting full, on its first
+// call that finds room. Keyed.Limiter of an overflowing key returns its
+// bucket's Limiter, which it shares with the keys of that bucket: a pause
+// or SetRate on it applies to all of them.
 //
 // Sweep, which drops every key that is full whatever its last use, makes
 // room early, at the cost of that guarantee for the keys it drops: one
-// that comes back while the Keyed is full overflows. Len never exceeds n. The overflow Limiters, at most 64 (one per distinct
-// set of limits that config returns for overflowing keys), are kept for the
-// life of the Keyed; a key whose limits would need a 65th fails with
-// ErrTooManyKeys.
+// that comes back while the Keyed is full overflows. Len never exceeds n.
+// The overflow tables, one per distinct set of limits that config returns
+// for overflowing keys (at most 64), are kept for the life of the Keyed:
+// for one limit, 2 MB for the first set with uint64 keys (2.6 MB with
+// string keys), 7.5 MB for all 64; a key whose limits would need a 65th
+// fails with ErrTooManyKeys.
 //
 // WithMaxKeys applies to NewKeyed only; other constructors ignore it.
 func WithMaxKeys(n int) Option {
-	return func(o *options) { o.maxKeys = max(n, 0) }
+	return func(o *options) {
+		if n <= 0 {
+			n = -1 // set, to no cap
+		}
+		o.maxKeys = n
+	}
 }
 
 // reserve counts a key about to be inserted in s, if the cap allows. At the
@@ -55,6 +82,9 @@ func WithMaxKeys(n int) Option {
 // key to drop, the other shards, within roomBudget steps in all. Called
 // with s locked, before any *entry is taken.
 func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
+	if s.ents.n >= maxShardKeys {
+		return false
+	}
 	if k.max == 0 {
 		return true
 	}
@@ -75,6 +105,9 @@ func (k *Keyed[K]) reserve(s *shard[K], now int64) bool {
 // hasRoom reports whether a key could be inserted in s now, as reserve
 // would, without counting it.
 func (k *Keyed[K]) hasRoom(s *shard[K], now int64) bool {
+	if s.ents.n >= maxShardKeys {
+		return false
+	}
 	if k.max == 0 || k.count.Load() < k.max {
 		return true
 	}
@@ -90,7 +123,7 @@ func (k *Keyed[K]) hasRoom(s *shard[K], now int64) bool {
 // overflow at the cost of one comparison.
 func (k *Keyed[K]) makeRoom(s *shard[K], now int64) bool {
 	budget := roomBudget
-	if now >= s.next && len(s.ents) > 0 {
+	if now >= s.next && s.ents.n > 0 {
 		budget = s.sweepDue(now, budget)
 		if k.count.Load() < k.max {
 			return true
@@ -116,7 +149,7 @@ func (k *Keyed[K]) makeRoom(s *shard[K], now int64) bool {
 			whole = false
 			continue
 		}
-		if now >= o.next && len(o.ents) > 0 {
+		if now >= o.next && o.ents.n > 0 {
 			budget = o.sweepDue(now, budget)
 		}
 		earliest = min(earliest, o.next)
@@ -147,11 +180,13 @@ func lower(a *atomic.Int64, t int64) {
 // profile caches its set's Limiters, so the lock is taken once per profile.
 type extras struct {
 	mu   sync.Mutex
-	sets map[string]*extraSet // by profile signature
+	sets map[string]*extraSet  // by profile signature
+	ietf map[string]*ietfCache // by profile signature, at most maxOverflowSets
 }
 
 type extraSet struct {
-	over, view *Limiter
+	index int      // how many sets came before
+	view  *Limiter // the cost function's stand-in
 }
 
 // set returns the extras of p's limits, made if there is room for them.
@@ -168,28 +203,63 @@ func (x *extras) set(p *profile) (*extraSet, error) {
 	if x.sets == nil {
 		x.sets = make(map[string]*extraSet)
 	}
-	es := &extraSet{}
+	es := &extraSet{index: len(x.sets)}
 	x.sets[p.sig] = es
 	return es, nil
 }
 
-// overflow returns the overflow Limiter of p's limits. Called with p's
-// shard locked.
-func (k *Keyed[K]) overflow(p *profile) (*Limiter, error) {
-	if p.over != nil {
-		return p.over, nil
+// overflowSlots is the number of overflow buckets of the first set of
+// limits to overflow, over all shards; each later set gets half as many as
+// the one before, down to minOverflowSlots, so that 64 sets hold at most
+// about three times the first's.
+const (
+	overflowSlots    = 1 << 16
+	minOverflowSlots = 1 << 10
+)
+
+// overflowTable is a shard's overflow buckets of one set of limits: keys
+// that find the Keyed at its cap are decided on the bucket their hash
+// picks, a compact entry like a key's, which starts full and is never
+// dropped.
+type overflowTable[K comparable] struct {
+	sig  string
+	ents []entry[K]
+}
+
+// overflow returns the overflow bucket of the key with tag, of limits p,
+// made with the shard's table of them if need be. Called with s locked.
+func (s *shard[K]) overflow(k *Keyed[K], p *profile, tag uint32, now int64) (*entry[K], error) {
+	var t *overflowTable[K]
+	for _, o := range s.over {
+		if o.sig == p.sig {
+			t = o
+			break
+		}
 	}
-	es, err := k.extras.set(p)
-	if err != nil {
-		return nil, err
+	if t == nil {
+		es, err := k.extras.set(p)
+		if err != nil {
+			return nil, err
+		}
+		n := max(overflowSlots>>min(es.index, 16), minOverflowSlots) / numShards
+		t = &overflowTable[K]{sig: p.sig, ents: make([]entry[K], n)}
+		p.refs++ // the table's entries use p for the life of the Keyed
+		for i := range t.ents {
+			e := &t.ents[i]
+			*e = newEntry(*new(K), p, now)
+		}
+		s.over = append(s.over, t)
 	}
-	k.extras.mu.Lock()
-	if es.over == nil {
-		es.over = newKeyLimiter(p.limits, k.clock, k.obs)
+	e := &t.ents[(tag>>16)%uint32(len(t.ents))]
+	if h := e.held(); h != nil && h.idle(true, 0) {
+		// A bucket given a Limiter (Acquire, Limiter, RequestPermit on a
+		// key that overflowed) that is now exactly a fresh one goes back
+		// to its compact form, as a key would be dropped: otherwise an
+		// attack on a handler that settles permits would leave every
+		// bucket with a Limiter for good.
+		*e = newEntry(*new(K), e.prof(), now)
 	}
-	p.over = es.over
-	k.extras.mu.Unlock()
-	return p.over, nil
+	return e, nil
 }
 
 // view returns the stand-in Limiter of p's limits: buckets with the limits'
@@ -227,4 +297,29 @@ func newKeyLimiter(limits []Limit, clock clockwork.Clock, obs Observer) *Limiter
 		panic("throttle: joining fresh buckets failed: " + err.Error())
 	}
 	return lim
+}
+
+// ietfCache returns the header values of p's limits, or nil if the Keyed
+// already keeps those of maxOverflowSets sets of limits. Called with p's
+// shard locked.
+func (k *Keyed[K]) ietfCache(p *profile) *ietfCache {
+	if p.ietf != nil {
+		return p.ietf
+	}
+	x := &k.extras
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c, ok := x.ietf[p.sig]
+	if !ok {
+		if len(x.ietf) >= maxOverflowSets {
+			return nil
+		}
+		if x.ietf == nil {
+			x.ietf = make(map[string]*ietfCache)
+		}
+		c = newIETFCache(p)
+		x.ietf[p.sig] = c
+	}
+	p.ietf = c
+	return c
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,10 +15,33 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
+// overflowBucket returns which overflow bucket key of k falls in, among
+// those of the first set of limits to overflow.
+func overflowBucket[K comparable](k *Keyed[K], key K) (*shard[K], uint32) {
+	s, tag := k.shard(key)
+	return s, (tag >> 16) % (overflowSlots / numShards)
+}
+
+// sameBucket returns n keys from from on that fall in one overflow bucket,
+// and one key that falls in another.
+func sameBucket(k *Keyed[int], from, n int) (same []int, other int) {
+	s0, b0 := overflowBucket(k, from)
+	same, other = []int{from}, -1
+	for key := from + 1; len(same) < n || other < 0; key++ {
+		if s, b := overflowBucket(k, key); s == s0 && b == b0 {
+			same = append(same, key)
+		} else if other < 0 {
+			other = key
+		}
+	}
+	return same[:n], other
+}
+
 // TestKeyedMaxKeysOverflow checks the policy of WithMaxKeys: at the cap,
-// keys not held share one overflow Limiter, the keys held keep their own
-// levels, Len never exceeds the cap, and room made by the sweep goes to the
-// next new key, which starts full.
+// keys not held are decided on the overflow bucket their hash picks, which
+// they share with the other keys that pick it and with no others; the keys
+// held keep their own levels, Len never exceeds the cap, and room made by
+// the sweep goes to the next new key, which starts full.
 func TestKeyedMaxKeysOverflow(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
 	k := NewKeyed(oneLimit, WithClock(clk), WithMaxKeys(100)) // 10 tokens, 10/s: refills from empty in 1s
@@ -29,9 +53,11 @@ func TestKeyedMaxKeysOverflow(t *testing.T) {
 	if n := k.Len(); n != 100 {
 		t.Fatalf("Len = %d, want 100", n)
 	}
-	// New keys overflow: together they get one key's 10 tokens.
+	// New keys of one bucket overflow into it: together they get one
+	// key's 10 tokens; a key of another bucket still has its own 10.
+	same, other := sameBucket(k, 1000, 20)
 	granted := 0
-	for key := 1000; key < 1020; key++ {
+	for _, key := range same {
 		if ok, err := k.TryAcquire(key, 1); err != nil {
 			t.Fatal(err)
 		} else if ok {
@@ -39,13 +65,19 @@ func TestKeyedMaxKeysOverflow(t *testing.T) {
 		}
 	}
 	if granted != 10 || k.Len() != 100 {
-		t.Fatalf("20 new keys at the cap: %d granted, Len %d; want 10 granted, Len 100", granted, k.Len())
+		t.Fatalf("20 new keys of one overflow bucket at the cap: %d granted, Len %d; want 10 granted, Len 100", granted, k.Len())
 	}
-	if a, b := k.Limiter(1000), k.Limiter(2000); a == nil || a != b {
-		t.Fatalf("overflowing keys have Limiters %p and %p, want one shared", a, b)
+	if ok, err := k.TryAcquire(other, 10); !ok || err != nil {
+		t.Fatalf("a new key of another overflow bucket refused its 10 tokens: %v, %v", ok, err)
 	}
-	if d, err := k.WaitTime(3000, 1); err != nil || d != 100*time.Millisecond {
-		t.Fatalf("WaitTime of an overflowing key = %v, %v; want the overflow's 100ms", d, err)
+	if a, b := k.Limiter(same[0]), k.Limiter(same[1]); a == nil || a.Buckets()[0] != b.Buckets()[0] {
+		t.Fatalf("keys of one overflow bucket have Limiters over %p and %p, want one", a.Buckets()[0], b.Buckets()[0])
+	}
+	if a, b := k.Limiter(same[0]), k.Limiter(other); a.Buckets()[0] == b.Buckets()[0] {
+		t.Fatal("keys of two overflow buckets share a Limiter")
+	}
+	if d, err := k.WaitTime(same[2], 1); err != nil || d != 100*time.Millisecond {
+		t.Fatalf("WaitTime of an overflowing key = %v, %v; want its bucket's 100ms", d, err)
 	}
 	// The keys held keep their own levels: 7 tokens each.
 	for key := range 100 {
@@ -82,19 +114,24 @@ func TestKeyedMaxKeysOverflow(t *testing.T) {
 }
 
 // TestKeyedMaxKeysAcquireOverflows checks Acquire on an overflowing key: it
-// waits on the overflow Limiter, in FIFO with the other overflowing keys.
+// waits on its overflow bucket's Limiter, in FIFO with the other keys of the
+// bucket, and leaves other buckets alone.
 func TestKeyedMaxKeysAcquireOverflows(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
 	k := NewKeyed(oneLimit, WithClock(clk), WithMaxKeys(1))
 	if ok, _ := k.TryAcquire(0, 10); !ok {
 		t.Fatal("refused")
 	}
-	p, err := k.Acquire(t.Context(), 1, 10)
+	same, other := sameBucket(k, 1, 2)
+	p, err := k.Acquire(t.Context(), same[0], 10)
 	if err != nil || p == nil {
 		t.Fatalf("Acquire on an overflowing key: %v", err)
 	}
-	if ok, _ := k.TryAcquire(2, 1); ok {
-		t.Fatal("another overflowing key was granted from the emptied overflow")
+	if ok, _ := k.TryAcquire(same[1], 1); ok {
+		t.Fatal("another key of the bucket was granted from the emptied bucket")
+	}
+	if ok, _ := k.TryAcquire(other, 10); !ok {
+		t.Fatal("a key of another bucket was refused")
 	}
 	if n := k.Len(); n != 1 {
 		t.Fatalf("Len = %d, want 1", n)
@@ -216,7 +253,7 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 		return []Limit{{Name: "req", Capacity: 2, Rate: Per(2, time.Millisecond)}}
 	}, WithMaxKeys(maxKeys))
 	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := RequestPermit(r); p != nil && r.Header.Get("X-Settle") != "" {
+		if p := RequestPermit(w); p != nil && r.Header.Get("X-Settle") != "" {
 			p.Settle(2)
 		}
 	}), PerKey(k, func(r *http.Request) int { n, _ := strconv.Atoi(r.Header.Get("X-Api-Key")); return n }))
@@ -265,9 +302,50 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 	wg.Wait()
 	n := 0
 	for i := range k.shards {
-		n += len(k.shards[i].ents)
+		n += k.shards[i].ents.n
 	}
 	if c := k.Len(); n != c || n > maxKeys {
 		t.Fatalf("%d keys in the shards, Len %d, cap %d", n, c, maxKeys)
+	}
+}
+
+// TestKeyedOverflowBucketCompactsAgain: an overflow bucket that got a
+// Limiter (an Acquire on a key that overflowed) goes back to its compact
+// form once its Permit is gone and it is full again, and decides as before.
+func TestKeyedOverflowBucketCompactsAgain(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(oneLimit, WithClock(clk), WithMaxKeys(1))
+	if ok, _ := k.TryAcquire(0, 10); !ok {
+		t.Fatal("refused")
+	}
+	same, _ := sameBucket(k, 1, 2)
+	p, err := k.Acquire(t.Context(), same[0], 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, b := overflowBucket(k, same[0])
+	e := &s.over[0].ents[b]
+	if e.held() == nil {
+		t.Fatal("the bucket has no Limiter after an Acquire")
+	}
+	if ok, _ := k.TryAcquire(same[1], 7); ok {
+		t.Fatal("the bucket's other key was granted 7 of the 6 left")
+	}
+	p.Settle(4)
+	p = nil
+	runtime.GC()
+	// Full again, and key 0 kept in use, so that it holds the cap.
+	for range 2 {
+		clk.Advance(500 * time.Millisecond)
+		k.TryAcquire(0, 1)
+	}
+	if ok, _ := k.TryAcquire(same[1], 10); !ok {
+		t.Fatal("the full bucket refused 10")
+	}
+	if e.held() != nil {
+		t.Fatal("the bucket kept its Limiter once idle and full")
+	}
+	if ok, _ := k.TryAcquire(same[0], 1); ok {
+		t.Fatal("the bucket, compact again, granted an 11th token")
 	}
 }

@@ -15,7 +15,7 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 	if h := e.held(); h != nil {
 		return h
 	}
-	p := e.p
+	p := e.prof()
 	bs := make([]*Bucket, len(p.limits))
 	for i, l := range p.limits {
 		b, err := New(l.Capacity, l.Rate, WithClock(k.clock), WithName(l.Name), WithObserver(k.obs))
@@ -23,17 +23,17 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 			panic("throttle: a validated limit failed: " + err.Error())
 		}
 		b.g.Load().epoch = k.epoch // nobody else has seen the bucket yet
-		b.lvl = *e.level(i)
+		b.lvl = e.get(i)
 		bs[i] = b
 	}
 	lim, err := NewLimiter(bs...)
 	if err != nil {
 		panic("throttle: joining a key's fresh buckets failed: " + err.Error())
 	}
-	if e.x == nil {
-		e.x = &extra{}
+	if e.plain() {
+		e.x = &extra{p: p}
 	}
-	e.x.more = nil
+	e.x.more, e.x.first = nil, level{}
 	e.x.h = &held{lim: lim}
 	return e.x.h
 }

@@ -11,8 +11,9 @@ import (
 // key's compact state, under one shard lock, so that a client key that is
 // merely spending stays a compact record and never gets a Limiter.
 type keyedPick[K comparable] struct {
-	k   *Keyed[K]
-	key func(*http.Request) K
+	k    *Keyed[K]
+	key  func(*http.Request) K
+	seen markSeen // the LimitHandlers that run it
 }
 
 func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Request, st *reqState) {
@@ -37,7 +38,7 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 			return
 		}
 	}
-	lim, d, err := kp.k.admit(key, costs, st.status[:0])
+	lim, d, err := kp.k.admit(key, costs, st.status[:0], h.ietf)
 	switch {
 	case err != nil && (errors.Is(err, ErrInvalidLimit) || errors.Is(err, ErrTooManyKeys)):
 		h.pickFailed(w, kp.pickErr(key, err))
@@ -49,14 +50,25 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 		h.serveLimiter(w, r, st, lim)
 		return
 	}
-	h.headers(w.Header(), d.status)
+	hd := w.Header()
+	if d.policy != nil && d.state != nil {
+		hd["Ratelimit-Policy"], hd["Ratelimit"] = d.policy, d.state
+	} else {
+		h.writeStatus(hd, d.status)
+	}
 	if !d.ok {
-		h.refuse(w, r, d.wait)
+		if d.retry == nil {
+			h.refuse(w, r, d.wait)
+			return
+		}
+		hd["Retry-After"] = d.retry
+		h.rejected(w, r, d.wait)
 		return
 	}
 	st.keep(d.costs)
 	st.lazy = true
-	h.next.ServeHTTP(w, r)
+	st.w.ResponseWriter = w
+	h.next.ServeHTTP(&st.w, r)
 }
 
 // pickErr is the error PerKey's LimiterFunc gives for err.
@@ -67,12 +79,13 @@ func (kp *keyedPick[K]) pickErr(key K, err error) error {
 	return err
 }
 
-// permit gives a request admitted on a compact key its Permit, over the
-// key's Limiter.
-func (kp *keyedPick[K]) permit(st *reqState) {
+// buckets returns the buckets of the Permit of a request admitted on a
+// compact key: those of the key's Limiter.
+func (kp *keyedPick[K]) buckets(st *reqState) []*Bucket {
 	if l := kp.k.Limiter(kp.key(st.r)); l != nil {
-		st.p.bs = l.bs
+		return l.bs
 	}
+	return nil
 }
 
 // decision is what admit decided for a key held compactly.
@@ -81,14 +94,18 @@ type decision struct {
 	costs  []int64       // the costs decided
 	status []LimitStatus // every limit after the decision
 	wait   time.Duration // refused: until the costs are covered, -1 if never
+	// WriteIETF's values of status and wait, from the limits' ietfCache,
+	// when asked for and kept there; else nil.
+	policy, state, retry []string
 }
 
 // admit is LimitHandler's TryAcquire of costs (nil: one on every limit) on
 // key, with the status and, for a refusal, the wait, all read at one instant
-// under the shard lock. For a key that has a Limiter, or that overflows, it
-// returns that Limiter instead, for LimitHandler to decide on. status is
-// storage for the decision's status.
-func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus) (*Limiter, decision, error) {
+// under the shard lock. For a key that has a Limiter, or whose overflow
+// bucket has one, it returns that Limiter instead, for LimitHandler to decide on. status is
+// storage for the decision's status; with ietf set, the decision carries
+// its header values too when the cache of the key's limits has them.
+func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) (*Limiter, decision, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
 	e, p, now, err := s.lookup(k, key, tag, true)
@@ -97,40 +114,47 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus) (*Limiter, 
 		return nil, decision{}, err
 	}
 	steps := s.due()
-	if e != nil {
-		if h := e.held(); h != nil {
-			l := limiterOver(h.shared())
-			s.sweep(now, steps)
-			s.mu.Unlock()
-			return &l, decision{}, nil
+	if e == nil {
+		// A call that can only fail must not make the key.
+		if costs == nil {
+			costs = defaultCosts(len(p.shapes))
 		}
-		p = e.p
+		if err := p.check(costs); err != nil {
+			s.forget(p)
+			s.mu.Unlock()
+			return nil, decision{}, err
+		}
+		if k.reserve(s, now) {
+			e, steps = s.insert(key, tag, p, now), stepsInsert
+		} else {
+			e, err = s.overflow(k, p, tag, now)
+			s.forget(p)
+			if err != nil {
+				s.sweep(now, steps)
+				s.mu.Unlock()
+				return nil, decision{}, err
+			}
+		}
 	}
+	if h := e.held(); h != nil {
+		l := limiterOver(h.shared())
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		return &l, decision{}, nil
+	}
+	p = e.prof()
 	if costs == nil {
 		costs = defaultCosts(len(p.shapes))
 	}
 	if err := p.check(costs); err != nil {
-		if e == nil {
-			s.forget(p)
-		}
 		s.mu.Unlock()
 		return nil, decision{}, err
 	}
-	if e == nil {
-		if !k.reserve(s, now) {
-			over, err := k.overflow(p)
-			s.forget(p)
-			s.sweep(now, steps)
-			s.mu.Unlock()
-			return over, decision{}, err
-		}
-		e, steps = s.insert(key, tag, p, now), stepsInsert
-	}
 	d := decision{ok: e.try(costs, now), costs: costs}
 	for i := range p.shapes {
-		sh, l := &p.shapes[i], e.level(i)
+		sh, l := &p.shapes[i], e.get(i)
 		reset := time.Duration(-1)
-		if t := sh.readyAt(l, sh.capacity); t != never {
+		if t := sh.readyAt(&l, sh.capacity); t != never {
 			reset = time.Duration(t - now)
 		}
 		status = append(status, LimitStatus{
@@ -148,6 +172,17 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus) (*Limiter, 
 			d.wait = time.Duration(t - now)
 		}
 	}
+	if ietf {
+		if c := k.ietfCache(p); c != nil {
+			d.policy = c.policy
+			if len(status) == 1 {
+				d.state = c.stateOf(status[0].Remaining, status[0].Reset)
+			}
+			if !d.ok {
+				d.retry = c.retryOf(d.wait)
+			}
+		}
+	}
 	s.sweep(now, steps)
 	s.mu.Unlock()
 	if k.obs != nil {
@@ -161,8 +196,9 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus) (*Limiter, 
 }
 
 // costView returns what LimitHandler's cost function is shown for key: the
-// key's Limiter if it has one, or the overflow Limiter if the key would
-// overflow (lim), or else the stand-in of its limits (view).
+// key's Limiter if it has one, or that of the key's overflow bucket if the
+// key would overflow and the bucket has one (lim), or else the stand-in of
+// its limits (view).
 func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
@@ -176,13 +212,19 @@ func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
 			l := limiterOver(h.shared())
 			return &l, nil, nil
 		}
-		view, err = k.view(e.p)
+		view, err = k.view(e.prof())
 		return nil, view, err
 	}
 	defer s.forget(p) // runs before the unlock
 	if !k.hasRoom(s, now) {
-		lim, err = k.overflow(p)
-		return lim, nil, err
+		o, err := s.overflow(k, p, tag, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if h := o.held(); h != nil {
+			l := limiterOver(h.shared())
+			return &l, nil, nil
+		}
 	}
 	view, err = k.view(p)
 	return nil, view, err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -46,8 +47,8 @@ const minRebuild = 8
 // hole. The table finds a key's entry (see keyed_table.go).
 type shard[K comparable] struct {
 	mu     sync.Mutex
-	table  []uint64 // open addressing: hash bits and entry position
-	ents   []entry[K]
+	table  []uint32 // open addressing: hash bits and entry position
+	ents   entries[K]
 	dues   []int64 // per chunk of dueChunk entries: no entry of it is droppable before
 	cursor int     // next entry the sweep looks at
 	peak   int     // most entries since the storage was last rebuilt
@@ -58,8 +59,10 @@ type shard[K comparable] struct {
 	seed                   maphash.Seed // the Keyed's
 	profiles               map[string]*profile
 	last                   *profile      // the profile used last, tried before the map
-	count, room            *atomic.Int64 // the Keyed's count and room, with WithMaxKeys
-	_                      [32]byte      // pad to 192 bytes: shards side by side do not share cache lines
+	count, room            *atomic.Int64 // the Keyed's count and room, with a key cap
+	over                   []*overflowTable[K]
+	// No padding: 192 bytes, so shards side by side do not share cache
+	// lines (TestKeyedShardIsCacheLines).
 }
 
 // entry is one key. While the key has no Limiter, its state is its levels
@@ -68,24 +71,86 @@ type shard[K comparable] struct {
 // needs nothing else.
 type entry[K comparable] struct {
 	key K
-	p   *profile
-	x   *extra // nil: one limit, no Limiter
-	lvl level
+	x   *extra // never nil; the profile's plain extra for one limit and no Limiter
+	lvl packed // the first limit's level, unless the profile is wide
 }
 
-func (e *entry[K]) held() *held {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.h
+// packed is a compact key's first level in 16 bytes: tokens*den + frac, and
+// the instant. It is exact for a level from 0 to capacity tokens, which a
+// compact key's always is (it takes only what it has, and never owes), in
+// a profile whose (capacity+1)*den fits in 64 bits; the first level of a
+// key of any other (wide) profile is kept in its own extra.
+type packed struct {
+	v    uint64
+	last int64
 }
 
-// level returns the compact level of limit i.
-func (e *entry[K]) level(i int) *level {
-	if i == 0 {
-		return &e.lvl
+func (s *shape) pack(l level) packed { return packed{v: uint64(l.tokens)*s.den + l.frac, last: l.last} }
+
+func (s *shape) unpack(pk packed) level {
+	t := s.perDen.div(pk.v)
+	return level{tokens: int64(t), frac: pk.v - t*s.den, last: pk.last}
+}
+
+// packs reports whether a level of s from 0 to capacity fits in packed.
+func (s *shape) packs() bool {
+	if s.capacity < 0 {
+		return false
 	}
-	return &e.x.more[i-1]
+	hi, _ := bits.Mul64(uint64(s.capacity)+1, s.den)
+	return hi == 0
+}
+
+// newEntry returns the entry of a fresh key of p: full at now.
+func newEntry[K comparable](key K, p *profile, now int64) entry[K] {
+	if p.plain.p == nil {
+		p.plain.p, p.wide = p, !p.shapes[0].packs()
+	}
+	e := entry[K]{key: key, x: &p.plain}
+	full := level{tokens: p.shapes[0].capacity, last: now}
+	if n := len(p.shapes); n > 1 || p.wide {
+		e.x = &extra{p: p}
+		if n > 1 {
+			e.x.more = make([]level, n-1)
+			for j := range e.x.more {
+				e.x.more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
+			}
+		}
+	}
+	e.set(0, full)
+	return e
+}
+
+// prof returns the key's profile.
+func (e *entry[K]) prof() *profile { return e.x.p }
+
+// plain reports whether the key has one limit and no Limiter.
+func (e *entry[K]) plain() bool { return e.x == &e.x.p.plain }
+
+func (e *entry[K]) held() *held { return e.x.h }
+
+// get returns the compact level of limit i.
+func (e *entry[K]) get(i int) level {
+	switch p := e.x.p; {
+	case i > 0:
+		return e.x.more[i-1]
+	case p.wide:
+		return e.x.first
+	default:
+		return p.shapes[0].unpack(e.lvl)
+	}
+}
+
+// set stores l as the compact level of limit i.
+func (e *entry[K]) set(i int, l level) {
+	switch p := e.x.p; {
+	case i > 0:
+		e.x.more[i-1] = l
+	case p.wide:
+		e.x.first = l
+	default:
+		e.lvl = p.shapes[0].pack(l)
+	}
 }
 
 // readyAt is readyAt of acquire.go for a compact key: it has never paused
@@ -93,11 +158,13 @@ func (e *entry[K]) level(i int) *level {
 // served waiters can be later than now. It advances the levels to now.
 func (e *entry[K]) readyAt(costs []int64, now int64) int64 {
 	t := now
-	for i := range e.p.shapes {
-		s, l := &e.p.shapes[i], e.level(i)
-		s.advance(l, now)
+	shapes := e.prof().shapes
+	for i := range shapes {
+		s, l := &shapes[i], e.get(i)
+		s.advance(&l, now)
+		e.set(i, l)
 		if c := costs[i]; c != 0 {
-			t = max(t, s.readyAt(l, c))
+			t = max(t, s.readyAt(&l, c))
 		}
 	}
 	return t
@@ -110,7 +177,9 @@ func (e *entry[K]) try(costs []int64, now int64) bool {
 	}
 	for i, c := range costs {
 		if c != 0 {
-			e.level(i).take(c)
+			l := e.get(i)
+			l.take(c)
+			e.set(i, l)
 		}
 	}
 	return true
@@ -121,17 +190,18 @@ func (e *entry[K]) try(costs []int64, now int64) bool {
 // key was last used at least p.horizon ago: a key in steady use, though
 // full at each look, is not dropped and made again between uses.
 func (e *entry[K]) idle(now int64, all bool) bool {
+	p := e.prof()
 	if h := e.held(); h != nil {
-		return h.idle(all, e.p.horizon)
+		return h.idle(all, p.horizon)
 	}
-	// Every call on the key advances all its levels, so lvl.last is the
-	// instant of the last call.
-	if !all && now-e.lvl.last < e.p.horizon {
+	// Every call on the key advances all its levels, so the first level's
+	// last is the instant of the last call.
+	if !all && now-e.get(0).last < p.horizon {
 		return false
 	}
-	for i := range e.p.shapes {
-		s := &e.p.shapes[i]
-		if s.readyAt(e.level(i), s.capacity) > now {
+	for i := range p.shapes {
+		s, l := &p.shapes[i], e.get(i)
+		if s.readyAt(&l, s.capacity) > now {
 			return false
 		}
 	}
@@ -144,16 +214,17 @@ func (e *entry[K]) idle(now int64, all bool) bool {
 // (never, for a spent limit that does not refill). A key with a Limiter is
 // looked at again after its horizon, or heldRecheck, whichever is longer.
 func (e *entry[K]) due(now int64) int64 {
+	p := e.prof()
 	if h := e.held(); h != nil {
-		if h.idle(false, e.p.horizon) {
+		if h.idle(false, p.horizon) {
 			return now
 		}
-		return addSat(now, uint64(max(e.p.horizon, heldRecheck)))
+		return addSat(now, uint64(max(p.horizon, heldRecheck)))
 	}
-	t := addSat(e.lvl.last, uint64(e.p.horizon))
-	for i := range e.p.shapes {
-		s := &e.p.shapes[i]
-		t = max(t, s.readyAt(e.level(i), s.capacity))
+	t := addSat(e.get(0).last, uint64(p.horizon))
+	for i := range p.shapes {
+		s, l := &p.shapes[i], e.get(i)
+		t = max(t, s.readyAt(&l, s.capacity))
 	}
 	return t
 }
@@ -168,41 +239,40 @@ const (
 // find returns key's entry and the time, read under the lock s.mu, which is
 // held on entry and on return but released while config runs. tag is the
 // key's hash bits for the table. For a key not held it does as mode says;
-// when the Keyed is at its WithMaxKeys cap and no room can be made, it
-// returns instead the overflow Limiter of the key's limits (or, for
-// findPeek, of a key that would overflow). A nil entry and Limiter with a
-// nil error means findPeek found the costs valid for a fresh key. steps is
-// the sweep's due.
-func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int) (e *entry[K], over *Limiter, now int64, steps int, err error) {
+// when the Keyed is at its key cap and no room can be made, it returns
+// instead the key's overflow bucket (for findPeek, that of a key that would
+// overflow). A nil entry with a nil error means findPeek found the costs
+// valid for a fresh key. steps is the sweep's due.
+func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int) (e *entry[K], now int64, steps int, err error) {
 	e, p, now, err := s.lookup(k, key, tag, mode != findPeek)
 	switch {
 	case err != nil:
-		return nil, nil, now, 0, err
+		return nil, now, 0, err
 	case e != nil:
-		return e, nil, now, s.due(), nil
+		return e, now, s.due(), nil
 	}
 	switch mode {
 	case findMake:
 		// A closed limit is no mistake: the key is made, and refuses.
 		if err := p.check(costs); err != nil && !errors.Is(err, ErrClosed) {
 			s.forget(p)
-			return nil, nil, now, 0, err
+			return nil, now, 0, err
 		}
 	case findPeek:
 		if err := p.checkWait(costs); err != nil {
-			return nil, nil, now, 0, err
+			return nil, now, 0, err
 		}
 		if !k.hasRoom(s, now) {
-			over, err = k.overflow(p)
+			e, err = s.overflow(k, p, tag, now)
 		}
-		return nil, over, now, s.due(), err
+		return e, now, s.due(), err
 	}
 	if !k.reserve(s, now) {
-		over, err = k.overflow(p)
+		e, err = s.overflow(k, p, tag, now)
 		s.forget(p)
-		return nil, over, now, s.due(), err
+		return e, now, s.due(), err
 	}
-	return s.insert(key, tag, p, now), nil, now, stepsInsert, nil
+	return s.insert(key, tag, p, now), now, stepsInsert, nil
 }
 
 // lookup returns key's entry, or, for a key not held, a nil entry and the
@@ -212,14 +282,14 @@ func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int)
 func (s *shard[K]) lookup(k *Keyed[K], key K, tag uint32, keep bool) (e *entry[K], p *profile, now int64, err error) {
 	now = k.now()
 	if i := s.locate(key, tag); i >= 0 {
-		return &s.ents[i], nil, now, nil
+		return s.ents.at(i), nil, now, nil
 	}
 	s.mu.Unlock()
 	limits := k.config(key)
 	s.mu.Lock()
 	now = k.now()
 	if i := s.locate(key, tag); i >= 0 { // made by another call meanwhile
-		return &s.ents[i], nil, now, nil
+		return s.ents.at(i), nil, now, nil
 	}
 	p, err = s.intern(limits, keep)
 	return nil, p, now, err
@@ -281,18 +351,10 @@ func signature(buf []byte, limits []Limit) []byte {
 // insert adds a full key and returns its entry.
 func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 	p.refs++
-	s.ents = append(s.ents, entry[K]{key: key, p: p, lvl: level{tokens: p.shapes[0].capacity, last: now}})
-	i := len(s.ents) - 1
-	e := &s.ents[i]
-	if n := len(p.shapes); n > 1 {
-		more := make([]level, n-1)
-		for j := range more {
-			more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
-		}
-		e.x = &extra{more: more}
-	}
+	i := s.ents.push(newEntry(key, p, now))
+	e := s.ents.at(i)
 	s.place(tag, i)
-	s.peak = max(s.peak, len(s.ents))
+	s.peak = max(s.peak, s.ents.n)
 	if c := i / dueChunk; c == len(s.dues) {
 		s.dues = append(s.dues, never)
 	}
@@ -322,7 +384,7 @@ func (s *shard[K]) noteDue(i int, t int64) {
 // droppable now, dropping what is. It must run after the caller is done with
 // any *entry, since dropping moves entries.
 func (s *shard[K]) sweep(now int64, steps int) {
-	if now >= s.next && len(s.ents) > 0 {
+	if now >= s.next && s.ents.n > 0 {
 		s.sweepDue(now, steps)
 	}
 }
@@ -335,10 +397,10 @@ func (s *shard[K]) sweep(now int64, steps int) {
 func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 	dropped := false
 	for ; steps > 0; steps-- {
-		if s.cursor >= len(s.ents) {
+		if s.cursor >= s.ents.n {
 			s.cursor = 0
 			s.next, s.passMin = s.passMin, never
-			if now < s.next || len(s.ents) == 0 {
+			if now < s.next || s.ents.n == 0 {
 				break
 			}
 		}
@@ -351,14 +413,14 @@ func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 			}
 			s.scanMin = never
 		}
-		if d := s.ents[s.cursor].due(now); d <= now {
+		if d := s.ents.at(s.cursor).due(now); d <= now {
 			s.drop(s.cursor) // the entry moved here is looked at next
 			dropped = true
 		} else {
 			s.scanMin = min(s.scanMin, d)
 			s.cursor++
 		}
-		if s.cursor%dueChunk == 0 || s.cursor >= len(s.ents) {
+		if s.cursor%dueChunk == 0 || s.cursor >= s.ents.n {
 			if c < len(s.dues) {
 				s.dues[c] = s.scanMin
 			}
@@ -375,29 +437,29 @@ func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 func (s *shard[K]) redue(now int64) {
 	s.dues = s.dues[:0]
 	s.next, s.passMin, s.scanMin, s.cursor = never, never, never, 0
-	for j := range s.ents {
+	for j := range s.ents.n {
 		if j%dueChunk == 0 {
 			s.dues = append(s.dues, never)
 		}
-		s.noteDue(j, s.ents[j].due(now))
+		s.noteDue(j, s.ents.at(j).due(now))
 	}
 	s.passMin = never
 }
 
 // drop removes entry i, moving the last entry into its place.
 func (s *shard[K]) drop(i int) {
-	e := &s.ents[i]
+	e := s.ents.at(i)
 	s.unplace(s.tag(e.key), i)
-	e.p.refs--
-	s.forget(e.p)
-	last := len(s.ents) - 1
+	p := e.prof()
+	p.refs--
+	s.forget(p)
+	last := s.ents.n - 1
 	if i != last {
-		s.ents[i] = s.ents[last]
-		s.repoint(s.tag(s.ents[i].key), last, i)
+		*e = *s.ents.at(last)
+		s.repoint(s.tag(e.key), last, i)
 		s.noteDue(i, s.dues[last/dueChunk]) // the moved entry's bound
 	}
-	s.ents[last] = entry[K]{} // let go of the key and the profile
-	s.ents = s.ents[:last]
+	s.ents.pop()
 	if n := len(s.dues); (n-1)*dueChunk >= last {
 		s.dues = s.dues[:n-1]
 	}
@@ -418,9 +480,9 @@ func (s *shard[K]) tag(key K) uint32 {
 // that led to it, O(1) amortised per call. An empty shard lets go of
 // everything.
 func (s *shard[K]) shrink() {
-	n := len(s.ents)
+	n := s.ents.n
 	if n == 0 {
-		s.table, s.ents, s.profiles, s.last, s.dues = nil, nil, nil, nil, nil
+		s.table, s.ents, s.profiles, s.last, s.dues = nil, entries[K]{}, nil, nil, nil
 		s.peak, s.cursor = 0, 0
 		s.next, s.passMin, s.scanMin = never, never, never
 		return
@@ -428,9 +490,9 @@ func (s *shard[K]) shrink() {
 	if s.peak < minRebuild || n >= s.peak/4 {
 		return
 	}
-	s.ents = slices.Clone(s.ents)
+	s.ents.compact()
 	s.dues = slices.Clone(s.dues)
-	s.resize(tableSize(n))
+	s.resize(tableSize(n), -1)
 	s.peak = n
 	if s.cursor > n {
 		s.cursor = 0

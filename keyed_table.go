@@ -1,23 +1,32 @@
 package throttle
 
 // A shard's table maps keys to positions in its entries, by open addressing
-// with linear probing. A slot packs 32 bits of the key's hash (the tag,
-// from the high half of the hash that chose the shard) with the position
-// plus one; 0 is an empty slot. A probe compares keys only when the tags
-// match, the table grows without hashing a key again, and a slot costs 8
-// bytes, kept between three eighths and three quarters full: less than a Go
-// map's slot for most key types, and one hash per call instead of two.
+// with linear probing. A slot is 4 bytes: the low 8 bits of the key's tag
+// (32 bits of its hash, from the high half of the hash that chose the
+// shard) in the top 8 and the position plus one in the low 24; 0 is an
+// empty slot. A key's probe starts at its home, the tag scaled to the
+// table's size (its high bits, so unrelated to the 8 kept), and compares
+// keys only when the stored bits match (a false match costs one key
+// comparison in 256). Growing and deleting, which need the home of slots
+// already placed, hash their keys again: both are rare next to lookups. The
+// table grows by a quarter once four fifths full, so it is kept between
+// 64% and 80% full: a key costs 5 to 6.3 bytes of it, less than a Go map's
+// slot, and one hash per call instead of two.
 
-func slot(tag uint32, i int) uint64 { return uint64(tag)<<32 | uint64(uint32(i+1)) }
+// slotPos is the mask of a slot's position bits; maxShardKeys the most
+// entries a shard holds, beyond which its new keys overflow.
+const (
+	slotPos      = 1<<24 - 1
+	maxShardKeys = slotPos - 1
+)
 
-// tableSize is the smallest table that holds n keys at most half full.
-func tableSize(n int) int {
-	size := 8
-	for size < 2*n {
-		size *= 2
-	}
-	return size
-}
+func slot(tag uint32, i int) uint32 { return tag<<24 | uint32(i+1) }
+
+// tableSize is the table that holds n keys at most two thirds full.
+func tableSize(n int) int { return max(8, 3*n/2+1) }
+
+// home is where the probe of tag starts in a table of n slots.
+func home(tag uint32, n int) uint32 { return uint32(uint64(tag) * uint64(n) >> 32) }
 
 // locate returns the position of key's entry, or -1.
 func (s *shard[K]) locate(key K, tag uint32) int {
@@ -25,14 +34,14 @@ func (s *shard[K]) locate(key K, tag uint32) int {
 	if len(t) == 0 {
 		return -1
 	}
-	mask := uint32(len(t) - 1)
-	for p := tag & mask; ; p = (p + 1) & mask {
+	n, hi := uint32(len(t)), tag<<24
+	for p := home(tag, len(t)); ; p = next(p, n) {
 		sl := t[p]
 		if sl == 0 {
 			return -1
 		}
-		if uint32(sl>>32) == tag {
-			if i := int(uint32(sl)) - 1; s.ents[i].key == key {
+		if sl&^slotPos == hi {
+			if i := int(sl&slotPos) - 1; s.ents.at(i).key == key {
 				return i
 			}
 		}
@@ -42,15 +51,24 @@ func (s *shard[K]) locate(key K, tag uint32) int {
 // place records that the key with tag is at position i, which is new; the
 // entry must already be in s.ents.
 func (s *shard[K]) place(tag uint32, i int) {
-	if 4*len(s.ents) > 3*len(s.table) {
-		s.resize(max(8, 2*len(s.table)))
+	if 5*s.ents.n > 4*len(s.table) {
+		s.resize(max(8, len(s.table)+len(s.table)/4), i)
 	}
-	put(s.table, slot(tag, i))
+	put(s.table, tag, slot(tag, i))
 }
 
-func put(t []uint64, sl uint64) {
-	mask := uint32(len(t) - 1)
-	for p := uint32(sl>>32) & mask; ; p = (p + 1) & mask {
+// next is the slot after p in a table of n.
+func next(p, n uint32) uint32 {
+	if p++; p == n {
+		return 0
+	}
+	return p
+}
+
+// put stores sl in t, from the home of tag on.
+func put(t []uint32, tag, sl uint32) {
+	n := uint32(len(t))
+	for p := home(tag, len(t)); ; p = next(p, n) {
 		if t[p] == 0 {
 			t[p] = sl
 			return
@@ -58,21 +76,31 @@ func put(t []uint64, sl uint64) {
 	}
 }
 
-// resize moves the slots into a new table of n slots, a power of two.
-func (s *shard[K]) resize(n int) {
-	t := make([]uint64, n)
-	for _, sl := range s.table {
-		if sl != 0 {
-			put(t, sl)
+// slotTag returns the tag of the key whose slot is sl.
+func (s *shard[K]) slotTag(sl uint32) uint32 {
+	return s.tag(s.ents.at(int(sl&slotPos) - 1).key)
+}
+
+// resize moves the slots into a new table of n slots, but for the entry at
+// position skip (-1: none), which is being placed.
+func (s *shard[K]) resize(n, skip int) {
+	// In the entries' order, which reads them in turn, rather than the
+	// slots', which would jump about them.
+	t := make([]uint32, n)
+	for i := range s.ents.n {
+		if i == skip {
+			continue // its slot is not in the table yet
 		}
+		tag := s.tag(s.ents.at(i).key)
+		put(t, tag, slot(tag, i))
 	}
 	s.table = t
 }
 
 // slotOf returns where the slot of position i, whose key has tag, is.
 func (s *shard[K]) slotOf(tag uint32, i int) uint32 {
-	want, mask := slot(tag, i), uint32(len(s.table)-1)
-	for p := tag & mask; ; p = (p + 1) & mask {
+	want, n := slot(tag, i), uint32(len(s.table))
+	for p := home(tag, len(s.table)); ; p = next(p, n) {
 		if s.table[p] == want {
 			return p
 		}
@@ -89,11 +117,11 @@ func (s *shard[K]) repoint(tag uint32, from, to int) {
 // at or after their home, so no tombstones are needed.
 func (s *shard[K]) unplace(tag uint32, i int) {
 	t := s.table
-	mask := uint32(len(t) - 1)
+	n := uint32(len(t))
+	dist := func(from, to uint32) uint32 { return (to + n - from) % n } // along the probe
 	p := s.slotOf(tag, i)
-	for j := (p + 1) & mask; t[j] != 0; j = (j + 1) & mask {
-		home := uint32(t[j]>>32) & mask
-		if (j-home)&mask >= (j-p)&mask {
+	for j := next(p, n); t[j] != 0; j = next(j, n) {
+		if h := home(s.slotTag(t[j]), len(t)); dist(h, j) >= dist(p, j) {
 			t[p] = t[j]
 			p = j
 		}

@@ -31,6 +31,15 @@ import (
 // limiter's state in headers, the IETF RateLimit-Policy and RateLimit
 // fields by default (see WriteIETF and LimitHeaders), so that
 // well-behaved clients can pace themselves.
+//
+// An admitted request's handler is given a ResponseWriter of LimitHandler's
+// around the server's, through which RequestPermit finds the request's
+// Permit; it flushes, hijacks and unwraps to the server's as
+// http.ResponseController expects. LimitHandler keeps no copy of the
+// request, and under PerKey with the default headers it formats none of
+// them: their values are made once per limit and state and shared between
+// answers, so replace a field (Set, Add, Del) rather than write into the
+// slice the header holds.
 func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
 	if next == nil {
 		// As http.ServeMux.Handle does: a nil handler is a bug to report
@@ -40,7 +49,8 @@ func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http
 	if pick == nil {
 		pick = unlimited
 	}
-	h := &limitHandler{next: next, pick: pick, cost: defaultCost, headers: WriteIETF, rejected: rejectTooMany}
+	h := &limitHandler{next: next, pick: pick, cost: defaultCost, ietf: true, headers: WriteIETF}
+	h.rejected, h.reply = h.tooMany, newTooManyReply()
 	for _, opt := range opts {
 		opt(h)
 	}
@@ -66,7 +76,7 @@ func LimitCost(f CostFunc) LimitOption {
 // to speak another dialect; write is called with the header of every
 // response the middleware answers or admits, before next runs.
 func LimitHeaders(write func(h http.Header, status []LimitStatus)) LimitOption {
-	return func(h *limitHandler) { h.headers = write }
+	return func(h *limitHandler) { h.headers, h.ietf = write, false }
 }
 
 // LimitRejected replaces the writer of refused requests. When it is called,
@@ -88,101 +98,67 @@ type LimitStatus struct {
 	Reset     time.Duration // until it is full again, or -1 if never
 }
 
-// RequestPermit returns the Permit LimitHandler took for r, so that
-// the handler can settle it against the request's actual cost (the tokens
-// an LLM call really used, say), or nil outside the middleware or for a
-// request that took nothing.
-//
-// Under PerKey, a request admitted on a key held in compact form gets its
-// Permit here, on the first call: the key then gets a full Limiter (several
-// hundred bytes) until it is dropped, so call RequestPermit only to
-// settle, and early in the handler: a key left unused for its refill time
-// meanwhile may have been dropped, and the Permit is then the key's anew
-// (or, if the Keyed is at its WithMaxKeys cap, the overflow Limiter's).
-func RequestPermit(r *http.Request) Permit {
-	st, _ := r.Context().Value(permitKey{}).(*reqState)
-	if st == nil {
-		return nil
-	}
-	return st.get()
-}
-
-type permitKey struct{}
-
-// reqState is LimitHandler's record of one request, in the request's
-// context from before pick runs: PerKey finds it there and takes the
-// request (keyed), and RequestPermit finds its Permit there.
-type reqState struct {
-	picking bool          // pick is running: a PerKey may take the request
-	keyed   keyedRequest  // the PerKey that took it
-	r       *http.Request // the request LimitHandler passes on
-	lazy    bool          // admitted on a compact key: the Permit is made on demand
-	once    sync.Once
-	p       permit // the request's Permit once bs is set
-	status  [2]LimitStatus
-}
-
-// keyedRequest is a PerKey's side of LimitHandler (keyed_http.go).
-type keyedRequest interface {
-	serve(h *limitHandler, w http.ResponseWriter, r *http.Request, st *reqState)
-	permit(st *reqState)
-}
-
-// admit records costs, taken from bs, as the request's Permit.
-func (st *reqState) admit(bs []*Bucket, costs []int64) {
-	st.p.bs = bs
-	st.keep(costs)
-}
-
-// keep records a copy of costs for the Permit.
-func (st *reqState) keep(costs []int64) {
-	if len(costs) <= len(st.p.small) {
-		st.p.costs = st.p.small[:len(costs)]
-	} else {
-		st.p.costs = make([]int64, len(costs))
-	}
-	copy(st.p.costs, costs)
-}
-
-func (st *reqState) get() Permit {
-	if st.lazy {
-		st.once.Do(func() { st.keyed.permit(st) })
-	}
-	if st.p.bs == nil {
-		return nil
-	}
-	return &st.p
-}
-
 type limitHandler struct {
 	next       http.Handler
 	pick       LimiterFunc
 	cost       CostFunc
 	customCost bool // cost is not defaultCost
+	ietf       bool // headers is WriteIETF: PerKey may hand over cached values
 	headers    func(http.Header, []LimitStatus)
 	rejected   func(http.ResponseWriter, *http.Request, time.Duration)
+	states     sync.Pool // of *reqState
+	marks      pickMarks // requests pick is running for (middleware_mark.go)
+	reply      tooManyReply
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := &reqState{picking: true}
-	r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
-	st.r = r
-	l, err := h.pick(r)
-	st.picking = false
-	if err != nil {
+	st, _ := h.states.Get().(*reqState)
+	if st == nil {
+		st = &reqState{h: h}
+		st.w.st = st
+	}
+	st.r, st.picking = r, true
+	slot := h.marks.mark(st)
+	if slot < 0 {
+		// No PerKey can find r in the marks: give it the request's
+		// context instead, at the cost of a copy of the request.
+		r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
+		st.r = r
+	}
+	l, err := h.picked(r, st, slot)
+	switch {
+	case err != nil:
 		h.pickFailed(w, err)
-		return
-	}
-	if l == nil && st.keyed != nil {
+	case l == nil && st.keyed != nil:
 		st.keyed.serve(h, w, r, st)
-		return
-	}
-	st.keyed = nil
-	if l == nil {
+	case l == nil:
 		h.next.ServeHTTP(w, r)
-		return
+	default:
+		h.serveLimiter(w, r, st, l)
 	}
-	h.serveLimiter(w, r, st, l)
+	st.reset()
+	h.states.Put(st)
+}
+
+// picked runs pick for r, with st marked at slot, and unmarks it however
+// pick returns: a mark left behind by a panic would be found by a later
+// request at the same address.
+func (h *limitHandler) picked(r *http.Request, st *reqState, slot int) (*Limiter, error) {
+	defer func() {
+		h.marks.unmark(st, slot)
+		st.picking = false
+	}()
+	return h.pick(r)
+}
+
+// writeStatus writes the rate-limit headers of status, which is storage
+// of a reqState: a writer given with LimitHeaders gets a copy of its own,
+// which it may keep.
+func (h *limitHandler) writeStatus(hd http.Header, status []LimitStatus) {
+	if !h.ietf {
+		status = slices.Clone(status)
+	}
+	h.headers(hd, status)
 }
 
 func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
@@ -210,7 +186,7 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 		h.costFailed(w, err)
 		return
 	}
-	h.headers(w.Header(), limitStatus(l, st.status[:0]))
+	h.writeStatus(w.Header(), limitStatus(l, st.status[:0]))
 	if !ok {
 		wait, err := l.WaitTime(costs...)
 		if err != nil {
@@ -220,7 +196,8 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 		return
 	}
 	st.admit(l.bs, costs)
-	h.next.ServeHTTP(w, r)
+	st.w.ResponseWriter = w
+	h.next.ServeHTTP(&st.w, r)
 }
 
 // costFailed answers a request whose costs the limiter turned away.
@@ -243,8 +220,30 @@ func (h *limitHandler) refuse(w http.ResponseWriter, r *http.Request, wait time.
 	h.rejected(w, r, wait)
 }
 
-func rejectTooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
-	http.Error(w, "429 too many requests", http.StatusTooManyRequests)
+// tooMany is the default writer of refused requests: what
+// http.Error(w, "429 too many requests", 429) writes, from values made once.
+func (h *limitHandler) tooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
+	hd := w.Header()
+	delete(hd, "Content-Length")
+	hd["Content-Type"], hd["X-Content-Type-Options"] = h.reply.contentType, h.reply.nosniff
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write(h.reply.body)
+}
+
+// tooManyReply is tooMany's header values and body, which it puts into
+// every refusal as they are: one-element slices of capacity one, so that
+// an Add to the field makes a new slice.
+type tooManyReply struct {
+	contentType, nosniff []string
+	body                 []byte
+}
+
+func newTooManyReply() tooManyReply {
+	return tooManyReply{
+		contentType: []string{"text/plain; charset=utf-8"},
+		nosniff:     []string{"nosniff"},
+		body:        []byte("429 too many requests\n"),
+	}
 }
 
 // limitStatus reads the state of every bucket of l into buf's storage.

@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -52,7 +53,7 @@ func TestLimitHandlerUnderAttack(t *testing.T) {
 		clk := clockwork.NewFakeClockAt(t0)
 		k := NewKeyed(func(uint64) []Limit { return limits }, WithClock(clk), WithMaxKeys(maxKeys))
 		h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if RequestPermit(r) == nil {
+			if RequestPermit(w) == nil {
 				t.Error("an admitted request has no Permit")
 			}
 		}), PerKey(k, HashedHeaderKey("X-Api-Key")))
@@ -150,7 +151,7 @@ func TestLimitHandlerCompactMatchesLimiter(t *testing.T) {
 			var settle []int64
 			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if settle != nil {
-					if err := RequestPermit(r).Settle(settle...); err != nil {
+					if err := RequestPermit(w).Settle(settle...); err != nil {
 						t.Errorf("Settle: %v", err)
 					}
 				}
@@ -246,5 +247,305 @@ func TestHashedHeaderKey(t *testing.T) {
 	none := httptest.NewRequest(http.MethodGet, "/", nil)
 	if hk(none) != hk(apiRequest("")) {
 		t.Error("a request without the header is not keyed as the empty value")
+	}
+}
+
+// TestLimitHandlerNewClientsUnderAttack is the guarantee of the overflow
+// buckets (see WithMaxKeys): with the Keyed at its cap and an attack of
+// 100,000 new keys a second (the attack fills the cap and holds it, its
+// keys held for their refill time of a minute), legitimate clients first
+// seen during the attack, each within its quota (100 a minute; one request
+// a second), are admitted at least 90% of the time, and the answers to the
+// clients held before the attack, status and every header, are exactly
+// those without it.
+func TestLimitHandlerNewClientsUnderAttack(t *testing.T) {
+	seconds, maxKeys, newClients := 20, 10_000, 200
+	if testing.Short() || raceEnabled {
+		seconds, maxKeys, newClients = 4, 2_000, 50
+	}
+	const (
+		attackPerSecond = 100_000
+		dt              = time.Second / attackPerSecond
+		established     = 20
+	)
+	limits := []Limit{{Name: "requests", Capacity: 100, Rate: Per(100, time.Minute)}}
+	run := func(withAttack bool) (old []string, admitted, asked int) {
+		clk := clockwork.NewFakeClockAt(t0)
+		k := NewKeyed(func(uint64) []Limit { return limits }, WithClock(clk), WithMaxKeys(maxKeys))
+		h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), PerKey(k, HashedHeaderKey("X-Api-Key")))
+		serve := func(key string) *httptest.ResponseRecorder {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, apiRequest(key))
+			return w
+		}
+		for c := range established {
+			serve("old-" + strconv.Itoa(c))
+		}
+		for i := range seconds * attackPerSecond {
+			clk.Advance(dt)
+			switch {
+			case i%5000 == 0:
+				// An established client, one of them every 50 ms: each
+				// twice a second, over its quota of 100 a minute.
+				old = append(old, answer(serve("old-"+strconv.Itoa(i/5000%established))))
+			case i%(attackPerSecond/newClients) == 1 && i > attackPerSecond/2:
+				// A new client in turn, each once a second, first seen half
+				// a second into the attack.
+				w := serve("new-" + strconv.Itoa(i/(attackPerSecond/newClients)%newClients))
+				asked++
+				if w.Code == http.StatusOK {
+					admitted++
+				}
+			case withAttack:
+				serve("attack-" + strconv.Itoa(i))
+			}
+		}
+		if withAttack && k.Len() != maxKeys {
+			t.Errorf("the attack left %d keys held, not the cap %d: nothing was tested", k.Len(), maxKeys)
+		}
+		return old, admitted, asked
+	}
+	quiet, alone, asked := run(false)
+	loud, admitted, _ := run(true)
+	for i := range quiet {
+		if quiet[i] != loud[i] {
+			t.Fatalf("established client, request %d: without the attack %s, with it %s", i, quiet[i], loud[i])
+		}
+	}
+	t.Logf("new clients: %d of %d admitted under the attack, %d alone; established: %d answers unchanged", admitted, asked, alone, len(quiet))
+	if alone != asked {
+		t.Errorf("new clients alone: %d of %d admitted, want all: the test's clients are over their quota", alone, asked)
+	}
+	if admitted*10 < asked*9 {
+		t.Errorf("new clients under the attack: %d of %d admitted, want at least 90%%", admitted, asked)
+	}
+}
+
+// TestLimitHandlerPerKeyAllocs: an admitted request on a key held, whose
+// handler does not ask for its permit, allocates nothing but what the
+// rare request sent through the context (one in markLearn) costs; at most
+// 2, the bound. So does a refused one. The clock moves a token's
+// refill per request, so that the answers repeat, as in steady use: each
+// header value is made on its first use only.
+func TestLimitHandlerPerKeyAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(key string) []Limit {
+		if key == "spent" {
+			return []Limit{{Name: "requests", Capacity: 100, Rate: Per(100, time.Minute)}}
+		}
+		return []Limit{{Name: "requests", Capacity: 4000, Rate: Per(4000, time.Second)}} // its header values cached
+	}, WithClock(clk))
+	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }), PerKey(k, HeaderKey("X-Api-Key")))
+	w := &headerWriter{h: http.Header{}}
+	r := apiRequest("a")
+	for range 3 {
+		h.ServeHTTP(w, r)
+	}
+	for _, key := range []string{"a", "b"} {
+		r.Header.Set("X-Api-Key", key)
+		if n := testing.AllocsPerRun(2000, func() { clk.Advance(250 * time.Microsecond); clear(w.h); h.ServeHTTP(w, r) }); n > 2 {
+			t.Errorf("key %s: %v allocations a request, want at most 2", key, n)
+		}
+	}
+	if w.code != http.StatusOK {
+		t.Fatalf("the last answer was %d", w.code)
+	}
+	r.Header.Set("X-Api-Key", "spent")
+	for range 101 {
+		h.ServeHTTP(w, r)
+	}
+	if w.code != http.StatusTooManyRequests {
+		t.Fatalf("the spent key got %d", w.code)
+	}
+	if n := testing.AllocsPerRun(2000, func() { clear(w.h); h.ServeHTTP(w, r) }); n > 2 {
+		t.Errorf("refused: %v allocations a request, want at most 2", n)
+	}
+}
+
+// headerWriter keeps its header and status only.
+type headerWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *headerWriter) Header() http.Header         { return w.h }
+func (w *headerWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *headerWriter) WriteHeader(code int)        { w.code = code }
+
+// unwrapper is a middleware's ResponseWriter that wraps another, with or
+// without an Unwrap method.
+type unwrapper struct{ http.ResponseWriter }
+
+type opaque struct{ http.ResponseWriter }
+
+func (u unwrapper) Unwrap() http.ResponseWriter { return u.ResponseWriter }
+
+// TestRequestPermitThroughWrappers: RequestPermit finds the Permit through a
+// ResponseWriter that unwraps to LimitHandler's, not through one that does
+// not; the writer flushes the server's; the Permit outlives the request and
+// is the same on a second call.
+func TestRequestPermitThroughWrappers(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(oneLimit, WithClock(clk))
+	var kept Permit
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := RequestPermit(w)
+		switch r.URL.Path {
+		case "/unwrap":
+			if p == nil || RequestPermit(w) != p {
+				t.Errorf("through Unwrap: %p, then %p", p, RequestPermit(w))
+			}
+			kept = p
+		case "/opaque":
+			if p != nil {
+				t.Error("a Permit through a writer that does not unwrap")
+			}
+		}
+		_ = http.NewResponseController(w).Flush() // fails through opaque
+	})
+	wrap := func(next http.Handler, opaqueW bool) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if opaqueW {
+				next.ServeHTTP(opaque{w}, r)
+			} else {
+				next.ServeHTTP(unwrapper{w}, r)
+			}
+		})
+	}
+	pk := PerKey(k, func(*http.Request) int { return 1 })
+	h1 := LimitHandler(wrap(inner, false), pk)
+	h2 := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wrap(inner, true).ServeHTTP(w, r)
+	}), pk)
+	for i := range 3 {
+		w := httptest.NewRecorder()
+		h1.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/unwrap", nil))
+		if w.Code != http.StatusOK || !w.Flushed {
+			t.Fatalf("request %d: %d, flushed %v", i, w.Code, w.Flushed)
+		}
+	}
+	w := httptest.NewRecorder()
+	h2.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/opaque", nil))
+	// Directly under LimitHandler, the writer is a Flusher.
+	h3 := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.(http.Flusher).Flush() }),
+		PerKey(NewKeyed(oneLimit, WithClock(clk)), func(*http.Request) int { return 1 }))
+	w3 := httptest.NewRecorder()
+	if h3.ServeHTTP(w3, httptest.NewRequest(http.MethodGet, "/", nil)); !w3.Flushed {
+		t.Error("Flush through LimitHandler's writer did not flush the server's")
+	}
+	// Three taken, one settled to 4 after its request: 10-3-3 = 4 left.
+	if err := kept.Settle(4); err != nil {
+		t.Fatal(err)
+	}
+	if tok := k.Limiter(1).Buckets()[0].Tokens(); tok != 3 {
+		t.Errorf("%v tokens left, want 3: 4 requests and one settled to 4", tok)
+	}
+}
+
+// TestPerKeyGivenAnotherRequest: a pick that gives PerKey a copy of the
+// request rather than the request (r.WithContext) is decided on the key's
+// Limiter, exactly as on its compact record.
+func TestPerKeyGivenAnotherRequest(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(string) []Limit { return oneLimit(0) }, WithClock(clk))
+	pk := PerKey(k, HeaderKey("X-Api-Key"))
+	copying := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+		return pk(r.WithContext(context.Background()))
+	})
+	k2 := NewKeyed(func(string) []Limit { return oneLimit(0) }, WithClock(clk))
+	direct := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), PerKey(k2, HeaderKey("X-Api-Key")))
+	for i := range 30 {
+		clk.Advance(37 * time.Millisecond)
+		var answers [2]string
+		for j, h := range []http.Handler{copying, direct} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, apiRequest("a"))
+			answers[j] = answer(w)
+		}
+		if answers[0] != answers[1] {
+			t.Fatalf("request %d: given a copy %s, given the request %s", i, answers[0], answers[1])
+		}
+	}
+	if heldKeys(k) != 1 || heldKeys(k2) != 0 {
+		t.Errorf("keys with a Limiter: %d given a copy, %d given the request; want 1 and 0", heldKeys(k), heldKeys(k2))
+	}
+}
+
+// TestLimitHandlerPickPanics: a pick that panics leaves no mark behind, so
+// the next requests are still decided on their keys.
+func TestLimitHandlerPickPanics(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(string) []Limit { return []Limit{{Name: "r", Capacity: 1, Rate: Per(1, time.Hour)}} }, WithClock(clk))
+	pk := PerKey(k, HeaderKey("X-Api-Key"))
+	h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+		if r.Header.Get("X-Panic") != "" {
+			panic("pick")
+		}
+		return pk(r)
+	})
+	serve := func(r *http.Request) (code int, panicked bool) {
+		defer func() { panicked = recover() != nil }()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, false
+	}
+	for i := range 200 {
+		r := apiRequest("a")
+		if i%2 == 1 {
+			r.Header.Set("X-Panic", "1")
+		}
+		code, panicked := serve(r)
+		switch {
+		case i%2 == 1 && !panicked:
+			t.Fatalf("request %d: pick did not panic", i)
+		case i == 0 && code != http.StatusOK, i > 0 && i%2 == 0 && code != http.StatusTooManyRequests:
+			t.Fatalf("request %d: %d", i, code)
+		}
+	}
+	h2 := h.(*limitHandler)
+	for i := range h2.marks.slots {
+		if h2.marks.slots[i].Load() != nil {
+			t.Fatalf("slot %d still marked", i)
+		}
+	}
+}
+
+// TestPerKeyReachedLate: a handler whose pick reaches PerKey only after
+// many requests went elsewhere (past markFirst, so the PerKey is learned
+// only through the requests sampled into the context) answers exactly as
+// one over PerKey from the start, whichever way each request was found.
+func TestPerKeyReachedLate(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	config := func(string) []Limit { return []Limit{{Name: "r", Capacity: 3, Rate: Per(2, time.Second)}} }
+	shared, _ := New(1<<40, Per(1<<40, time.Second), WithClock(clk))
+	sl, _ := NewLimiter(shared)
+	late := PerKey(NewKeyed(config, WithClock(clk)), HeaderKey("X-Api-Key"))
+	n := 0
+	got := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+		if n++; n <= 3*markFirst {
+			return sl, nil
+		}
+		return late(r)
+	})
+	want := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), PerKey(NewKeyed(config, WithClock(clk)), HeaderKey("X-Api-Key")))
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 3 * markFirst {
+		got.ServeHTTP(httptest.NewRecorder(), apiRequest("warm-"+strconv.Itoa(i)))
+	}
+	for op := range 4000 {
+		clk.Advance(time.Duration(rng.Int64N(int64(200 * time.Millisecond))))
+		key := "k" + strconv.Itoa(rng.IntN(20))
+		var answers [2]string
+		for i, h := range []http.Handler{got, want} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, apiRequest(key))
+			answers[i] = answer(w)
+		}
+		if answers[0] != answers[1] {
+			t.Fatalf("op %d, key %s: reached late %s, from the start %s", op, key, answers[0], answers[1])
+		}
 	}
 }

@@ -16,13 +16,15 @@ import (
 // Under LimitHandler the LimiterFunc hands the request to k instead of
 // returning a Limiter (it returns a nil one): the request is decided on
 // the key's compact state, so a key that clients merely spend on stays
-// about 80 bytes and never gets a Limiter of its own (see Keyed and
+// a compact record (see Keyed) and never gets a Limiter of its own (see Keyed and
 // RequestPermit). A pick function that wraps it for LimitHandler must
-// return its result unchanged.
+// give it the request it was given and return its result unchanged; one
+// that gives it another (r.WithContext, say) gets the key's Limiter, with
+// the same decisions at a Limiter's cost in memory.
 func PerKey[K comparable](k *Keyed[K], key func(*http.Request) K) LimiterFunc {
 	kp := &keyedPick[K]{k: k, key: key}
 	return func(r *http.Request) (*Limiter, error) {
-		if st, ok := r.Context().Value(permitKey{}).(*reqState); ok && st.picking {
+		if st := kp.seen.taking(r); st != nil {
 			st.keyed = kp
 			return nil, nil
 		}

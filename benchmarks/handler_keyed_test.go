@@ -251,3 +251,117 @@ func BenchmarkLimitHandlerHashed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLimitHandlerDefaultBound is the attack of issue 28 on a Keyed
+// made with no options but the fake clock, so with its default key cap
+// (throttle.DefaultMaxKeys): 10,000,000 requests, each with a new made-up
+// key (13 characters), at 100,000 a second on the fake clock (100 s), the
+// limit 100 a minute per key (compareLimits; a key is held for a minute
+// after its use, so the attack fills the cap in about 5 s and keeps it
+// full). Among them, every 1,000th request is from one of 20 established
+// clients (held before the attack, each twice a second, over its quota),
+// and every 1,000th, offset by 500, from a new client, one of 1,000 in
+// turn each first seen after the cap was reached, each once a second within
+// its quota. The established clients' requests are then sent at the same
+// instants without the attack. One op is both runs; run it with -benchtime
+// 1x. It reports:
+//
+//   - heap-MB: the live heap after the attack, the handler still live,
+//     above the empty handler's; peak-heap-MB the most, sampled every
+//     1,000,000 requests; target at most 64;
+//   - held: Keyed.Len() afterwards (the cap);
+//   - new-admitted-%: the new clients' requests admitted, in percent;
+//     target at least 90;
+//   - old-diff: answers to established clients (status and every header)
+//     that differ with and without the attack; target 0 (the benchmark
+//     fails otherwise).
+func BenchmarkLimitHandlerDefaultBound(b *testing.B) {
+	b.Run("key=header", func(b *testing.B) {
+		boundBench(b, func(k *throttle.Keyed[string]) http.Handler {
+			return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HeaderKey("X-Api-Key")))
+		})
+	})
+	b.Run("key=hashed", func(b *testing.B) {
+		boundBench(b, func(k *throttle.Keyed[uint64]) http.Handler {
+			return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HashedHeaderKey("X-Api-Key")))
+		})
+	})
+}
+
+func boundBench[K comparable](b *testing.B, handler func(*throttle.Keyed[K]) http.Handler) {
+	const (
+		requests    = 10_000_000
+		established = 20
+		newClients  = 1_000
+		newFrom     = 1_000_000 // 10 s in, well after the cap is reached
+	)
+	var heap, peak, held, admittedPct, diff float64
+	for b.Loop() {
+		var quiet []string
+		for _, attack := range []bool{false, true} {
+			clk := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			empty := liveHeap()
+			k := throttle.NewKeyed(func(K) []throttle.Limit { return compareLimits }, throttle.WithClock(clk))
+			h := handler(k)
+			r := httptest.NewRequest(http.MethodGet, "/api/", nil)
+			r.Header.Set("X-Api-Key", "")
+			w := &nopWriter{h: http.Header{}}
+			serve := func(key string) {
+				r.Header["X-Api-Key"][0] = key
+				clear(w.h)
+				w.code = 0
+				h.ServeHTTP(w, r)
+			}
+			for c := range established {
+				serve("established-" + strconv.Itoa(c))
+			}
+			var answers []string
+			var buf []byte
+			admitted, asked := 0, 0
+			peak = 0
+			for i := range requests {
+				clk.Advance(10 * time.Microsecond)
+				switch {
+				case i%1000 == 0:
+					serve("established-" + strconv.Itoa(i/1000%established))
+					answers = append(answers, fmt.Sprint(w.code, w.h))
+				case i%1000 == 500 && i >= newFrom:
+					// Client j sends once every 1,000 of these: once a second.
+					serve("new-" + strconv.Itoa(i/1000%newClients))
+					asked++
+					if w.code == http.StatusOK {
+						admitted++
+					}
+				case attack:
+					buf = strconv.AppendUint(buf[:0], uint64(i)*0x9e3779b97f4a7c15, 36)
+					serve(string(buf))
+				}
+				if attack && i%1_000_000 == 999_999 {
+					peak = max(peak, (float64(liveHeap())-float64(empty))/(1<<20))
+				}
+			}
+			if !attack {
+				quiet = answers
+				continue
+			}
+			heap = (float64(liveHeap()) - float64(empty)) / (1 << 20)
+			held = float64(k.Len())
+			admittedPct = 100 * float64(admitted) / float64(asked)
+			diff = 0
+			for i := range answers {
+				if answers[i] != quiet[i] {
+					if diff == 0 {
+						b.Errorf("established request %d: %s with the attack, %s without", i, answers[i], quiet[i])
+					}
+					diff++
+				}
+			}
+			runtime.KeepAlive(h)
+		}
+	}
+	b.ReportMetric(heap, "heap-MB")
+	b.ReportMetric(peak, "peak-heap-MB")
+	b.ReportMetric(held, "held")
+	b.ReportMetric(admittedPct, "new-admitted-%")
+	b.ReportMetric(diff, "old-diff")
+}

@@ -103,7 +103,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		req.Stream = strings.HasSuffix(path, ":streamGenerateContent")
 	}
 	out := min(s.replyTokens(), maxOut)
-	s.settle(r, in+out)
+	s.settle(w, in+out)
 	if req.Stream {
 		s.stream(w, r, sh, &req, in, out)
 		return
@@ -154,9 +154,9 @@ func (s *Server) replyTokens() int64 {
 
 // settle corrects the token cost of the call to what it used. The token
 // quota, when there is one, is the last of the key's limits.
-func (s *Server) settle(r *http.Request, used int64) {
+func (s *Server) settle(w http.ResponseWriter, used int64) {
 	s.tokens.Add(used)
-	p := throttle.RequestPermit(r)
+	p := throttle.RequestPermit(w)
 	if p == nil || s.cfg.Tokens == (throttle.Rate{}) {
 		return
 	}

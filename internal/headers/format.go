@@ -15,8 +15,11 @@ const maxSFInteger = 999_999_999_999_999
 // client never retries early: any d > 0 writes at least 1, and d <= 0 writes
 // 0.
 func SetRetryAfter(h http.Header, d time.Duration) {
-	h.Set("Retry-After", strconv.FormatInt(ceilDiv(d, time.Second), 10))
+	h.Set("Retry-After", RetryAfter(d))
 }
+
+// RetryAfter is the Retry-After value [SetRetryAfter] writes.
+func RetryAfter(d time.Duration) string { return strconv.FormatInt(ceilDiv(d, time.Second), 10) }
 
 // SetRetryAfterMs sets Retry-After-Ms to d in whole milliseconds, rounded up
 // (any d > 0 writes at least 1; d <= 0 writes 0).
@@ -61,8 +64,15 @@ func AddIETF(h http.Header, policy string, quota int64, window time.Duration, re
 // written as '?'.
 func AddIETFUnit(h http.Header, policy, unit string, quota int64, window time.Duration, remaining int64, reset time.Duration) {
 	name := quoteSF(policy)
+	h.Add("Ratelimit-Policy", IETFPolicy(name, unit, quota, window))
+	h.Add("Ratelimit", IETFState(name, remaining, reset))
+}
+
+// IETFPolicy is the RateLimit-Policy value [AddIETFUnit] writes, for a
+// policy name already serialized as a String (see QuoteSF).
+func IETFPolicy(name, unit string, quota int64, window time.Duration) string {
 	var b strings.Builder
-	b.Grow(len(name) + len(unit) + 40)
+	b.Grow(len(name) + len(unit) + 32)
 	b.WriteString(name)
 	b.WriteString(";q=")
 	b.WriteString(strconv.FormatInt(clampSF(quota), 10))
@@ -74,15 +84,25 @@ func AddIETFUnit(h http.Header, policy, unit string, quota int64, window time.Du
 		b.WriteString(";w=")
 		b.WriteString(strconv.FormatInt(clampSF(ceilDiv(window, time.Second)), 10))
 	}
-	h.Add("Ratelimit-Policy", b.String())
-	b.Reset()
+	return b.String()
+}
+
+// IETFState is the RateLimit value [AddIETFUnit] writes, for a policy name
+// already serialized as a String (see QuoteSF).
+func IETFState(name string, remaining int64, reset time.Duration) string {
+	var b strings.Builder
+	b.Grow(len(name) + 24)
 	b.WriteString(name)
 	b.WriteString(";r=")
 	b.WriteString(strconv.FormatInt(clampSF(remaining), 10))
 	b.WriteString(";t=")
 	b.WriteString(strconv.FormatInt(clampSF(ceilDiv(reset, time.Second)), 10))
-	h.Add("Ratelimit", b.String())
+	return b.String()
 }
+
+// QuoteSF serializes s as a Structured Field String, as the IETF fields
+// write a policy's name.
+func QuoteSF(s string) string { return quoteSF(s) }
 
 // SetXRateLimit sets X-RateLimit-Limit, X-RateLimit-Remaining and
 // X-RateLimit-Reset. The reset is written in whole seconds rounded up: as a
