@@ -252,7 +252,7 @@ var transient = []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "RE
 
 // unavailable reports whether err means Redis cannot decide now (timeout,
 // connection error, transient error reply) rather than a caller's cancelled
-// context or a real error (a key of the wrong type, a script bug).
+// context or a real error (an ACL refusal, a script bug).
 func unavailable(ctx context.Context, err error) bool {
 	select {
 	case <-ctx.Done():
