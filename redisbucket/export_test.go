@@ -94,3 +94,21 @@ func BatchWaiting(b *Bucket) int64 {
 	defer b.e.batch.mu.Unlock()
 	return int64(len(b.e.batch.next))
 }
+
+// SetBatchGap makes b's batcher let a call leave while others are in
+// flight only d after the last one left, whatever the round trip: an hour
+// pins the one-call-in-flight coalescing, 0 sends every arrival at once
+// while fewer than the bound are in flight.
+func SetBatchGap(b *Bucket, d time.Duration) {
+	b.e.batch.mu.Lock()
+	defer b.e.batch.mu.Unlock()
+	b.e.batch.minGap, b.e.batch.fixed = d, true
+}
+
+// BatchInFlight returns b's calls in flight through the batcher and their
+// bound.
+func BatchInFlight(b *Bucket) (inflight, bound int) {
+	b.e.batch.mu.Lock()
+	defer b.e.batch.mu.Unlock()
+	return b.e.batch.inflight, b.e.batch.max
+}
