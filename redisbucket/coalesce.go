@@ -16,51 +16,54 @@ import (
 // while calls for the same limiter are in flight, and keeps several such
 // calls in flight when decisions come faster than one round trip.
 //
-// A caller that finds no call in flight calls Redis itself, as without a
-// batcher. One that finds calls in flight joins the next batch, which
-// leaves
-//   - when a call in flight returns (so the calls in flight never drop
-//     while decisions wait), or
-//   - once gap has passed since the last call left, if fewer than max
-//     calls are in flight: on the next arrival, or on a timer armed by the
-//     batch's first member. A caller that arrives then with no batch
-//     gathering calls alone.
-//
-// gap is the round trip over max, at least minBatchGap: on a short round
-// trip (loopback, where the server's and the client's work per call, not
-// the wire, take the time) a batch leaves when a call returns, one call in
-// flight deciding every decision that queued behind it, which cuts the
-// work per decision; on a long one (a network of 0.2-2 ms) up to max
-// batches are in flight, spaced by gap, so that a decision waits about a
-// round trip and gap/2 instead of two round trips.
+// A caller that finds fewer calls in flight than the bound leaves at once:
+// alone, as without a batcher, or with the acquisitions gathered behind
+// the calls in flight. One that finds the bound reached joins the next
+// batch, which leaves when a call in flight returns, in its place. The
+// bound is the shortest recent round trip over callSpacing, at least 1,
+// at most half the client's pool: on a short round trip (loopback, where
+// the server's and the client's work per call, not the wire, take the
+// time) one call is in flight and decides every acquisition that queued
+// behind it, which cuts the work per decision; on a long one (a network of
+// 0.2-2 ms) several are, so that a decision waits about one round trip
+// instead of two (the one in flight, then its own). The shortest round
+// trip, not the average, sets the bound: calls that queue in a busy
+// server lengthen the average, and more calls in flight would lengthen it
+// more.
 //
 // Each batch is one script call that decides its members in arrival
 // order, each exactly as a call of its own at that server instant (the
-// script's batch mode), with one write. Batches in flight at once travel
-// on different connections and may reach the server in either order: the
+// script's batch mode), with one write. Calls in flight at once travel on
+// different connections and may reach the server in either order: the
 // server decides them in the order it receives them, each atomically on
 // its own clock, so every decision is exact, but a decision of a later
-// batch may be taken before one of an earlier batch (FIFO holds within a
+// call may be taken before one of an earlier call (FIFO holds within a
 // batch, and among Acquire callers through the local queue).
+//
+// (No timer sends a batch: the runtime's timers fire about a millisecond
+// late on an idle process here, longer than the round trips at stake.)
 type batcher struct {
 	mu       sync.Mutex
-	inflight int           // calls in flight: lone fast-path calls and batches
-	max      int           // the most calls in flight: half the client's pool
-	next     []*member     // waiting for the next batch, in arrival order
-	last     time.Time     // when the last call left (real time)
-	rtt      time.Duration // a moving average of the calls' round trips
-	gen      uint64        // the timer armed for next; a stale one does nothing
-	armed    bool
+	inflight int       // calls in flight: lone fast-path calls and batches
+	max      int       // the most calls in flight: half the client's pool
+	next     []*member // waiting for the next batch, in arrival order
 
-	minGap time.Duration // minBatchGap; tests change it
-	fixed  bool          // tests: gap is minGap, whatever the round trip
+	// The shortest round trip of the last 64 to 128 calls: the lower of
+	// this window's (cur, n calls so far) and the last one's (prev).
+	cur, prev time.Duration
+	n         int
+
+	spacing time.Duration // callSpacing; tests change it
+	fixed   bool          // tests: the bound is max when spacing is 0, else 1
 }
 
-// minBatchGap is the shortest time between two calls that leave while
-// others are in flight. A loopback round trip to a busy server is about
-// 50-150 µs, most of it the server's and the client's work per call: below
-// this a second call in flight would halve the batches, not the latency.
-const minBatchGap = 100 * time.Microsecond
+// callSpacing is the round trip per call in flight: a limiter keeps
+// about one call in flight per callSpacing of its shortest recent round
+// trip. The shortest loopback round trip to a busy server is 20-60 µs
+// here (the median 30-150), most of it the server's and the client's work
+// per call: there the bound stays 1, since a second call in flight would
+// halve the batches, not the wait. At 0.5 ms and more it is half the pool.
+const callSpacing = 50 * time.Microsecond
 
 // maxInFlight returns the bound on a limiter's calls in flight on client:
 // half its pool, so that the limiter leaves connections for the client's
@@ -90,25 +93,19 @@ type member struct {
 	gone atomic.Bool // the caller left (its context ended) before the reply
 }
 
-// gap returns how long after the last call left another may leave while
-// calls are in flight. b.mu is held.
-func (b *batcher) gap() time.Duration {
+// boundLocked returns how many calls may be in flight now.
+func (b *batcher) boundLocked() int {
 	if b.fixed {
-		return b.minGap
+		if b.spacing == 0 {
+			return b.max
+		}
+		return 1
 	}
-	return max(b.rtt/time.Duration(b.max), b.minGap)
-}
-
-// takeLocked returns the gathered members for a call leaving at t.
-func (b *batcher) takeLocked(t time.Time) []*member {
-	ms := b.next
-	b.next = nil
-	b.last = t
-	if b.armed {
-		b.armed = false
-		b.gen++
+	rtt := b.cur
+	if b.prev > 0 && (rtt == 0 || b.prev < rtt) {
+		rtt = b.prev
 	}
-	return ms
+	return min(b.max, max(1, int(rtt/b.spacing)))
 }
 
 // decideFast is callFast through the batcher. A caller that joins a batch
@@ -117,12 +114,11 @@ func (b *batcher) takeLocked(t time.Time) []*member {
 // cost, the safe side, as an abandoned call does).
 func (e *engine) decideFast(ctx context.Context, local time.Time, now string, hint []byte, sent uint64, cost int64) (result, error) {
 	b := &e.batch
-	t := time.Now()
 	b.mu.Lock()
-	if b.inflight == 0 || (len(b.next) == 0 && b.inflight < b.max && t.Sub(b.last) >= b.gap()) {
+	if b.inflight == 0 || (len(b.next) == 0 && b.inflight < b.boundLocked()) {
 		b.inflight++
-		b.last = t
 		b.mu.Unlock()
+		t := time.Now()
 		res, err := e.callFast(ctx, local, now, hint, sent, cost)
 		if ms := e.returned(time.Since(t)); ms != nil {
 			go e.sendBatches(ms)
@@ -131,20 +127,13 @@ func (e *engine) decideFast(ctx context.Context, local time.Time, now string, hi
 	}
 	m := &member{cost: cost, done: make(chan struct{})}
 	b.next = append(b.next, m)
-	if b.inflight < b.max {
-		if g := b.gap(); t.Sub(b.last) >= g {
-			b.inflight++
-			ms := b.takeLocked(t)
-			b.mu.Unlock()
-			go e.sendBatches(ms)
-		} else {
-			if !b.armed {
-				b.armed = true
-				gen := b.gen
-				time.AfterFunc(b.last.Add(g).Sub(t), func() { e.gapEnded(gen) })
-			}
-			b.mu.Unlock()
-		}
+	if b.inflight < b.boundLocked() {
+		// Those gathered behind the calls in flight leave now, with m.
+		b.inflight++
+		ms := b.next
+		b.next = nil
+		b.mu.Unlock()
+		go e.sendBatches(ms)
 	} else {
 		b.mu.Unlock()
 	}
@@ -159,46 +148,26 @@ func (e *engine) decideFast(ctx context.Context, local time.Time, now string, hi
 	}
 }
 
-// gapEnded sends the gathered batch when the gap since the last call has
-// passed and fewer than max calls are in flight; gen names the batch the
-// timer was armed for (a call that left since took it).
-func (e *engine) gapEnded(gen uint64) {
-	b := &e.batch
-	b.mu.Lock()
-	if !b.armed || b.gen != gen {
-		b.mu.Unlock()
-		return
-	}
-	b.armed = false
-	if len(b.next) == 0 || b.inflight >= b.max {
-		// The batch leaves when a call returns.
-		b.mu.Unlock()
-		return
-	}
-	b.inflight++
-	ms := b.takeLocked(time.Now())
-	b.mu.Unlock()
-	e.sendBatches(ms)
-}
-
 // returned ends a call that took rtt: the acquisitions gathered meanwhile
 // leave in its place, and their members are returned for the caller to
 // send; nil when none waits.
 func (e *engine) returned(rtt time.Duration) []*member {
 	b := &e.batch
-	t := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.rtt == 0 {
-		b.rtt = rtt
-	} else {
-		b.rtt += (rtt - b.rtt) / 8
+	if b.cur == 0 || rtt < b.cur {
+		b.cur = rtt
+	}
+	if b.n++; b.n == 64 {
+		b.prev, b.cur, b.n = b.cur, 0, 0
 	}
 	if len(b.next) == 0 {
 		b.inflight--
 		return nil
 	}
-	return b.takeLocked(t)
+	ms := b.next
+	b.next = nil
+	return ms
 }
 
 // sendBatches sends ms, then the batches that gather meanwhile and leave

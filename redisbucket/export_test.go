@@ -95,14 +95,13 @@ func BatchWaiting(b *Bucket) int64 {
 	return int64(len(b.e.batch.next))
 }
 
-// SetBatchGap makes b's batcher let a call leave while others are in
-// flight only d after the last one left, whatever the round trip: an hour
-// pins the one-call-in-flight coalescing, 0 sends every arrival at once
-// while fewer than the bound are in flight.
+// SetBatchGap fixes b's bound on calls in flight: one (the coalescing
+// with one call in flight) for d > 0, half the client's pool for d == 0,
+// whatever the round trip.
 func SetBatchGap(b *Bucket, d time.Duration) {
 	b.e.batch.mu.Lock()
 	defer b.e.batch.mu.Unlock()
-	b.e.batch.minGap, b.e.batch.fixed = d, true
+	b.e.batch.spacing, b.e.batch.fixed = d, true
 }
 
 // BatchInFlight returns b's calls in flight through the batcher and their
