@@ -289,7 +289,8 @@ type decision struct {
 	cause   error // in failure mode, the error that opened the breaker
 	amount  int64 // lease size
 	levels  []int64
-	reset   bool // the script found garbage state and restarted the limits empty
+	reset   bool  // the script found garbage state and restarted the limits empty
+	at      int64 // the server time of the decision, µs; 0 when the failure policy took it
 }
 
 // decide takes one decision: by the script when the breaker lets it call,
@@ -350,7 +351,7 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 }
 
 func (e *engine) fromResult(res result, costs []int64) decision {
-	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount, reset: res.flags&1 != 0}
+	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount, reset: res.flags&1 != 0, at: res.now}
 	switch res.status {
 	case 1, 2:
 		d.granted = true

@@ -111,3 +111,23 @@ func BatchInFlight(b *Bucket) (inflight, bound int) {
 	defer b.e.batch.mu.Unlock()
 	return b.e.batch.inflight, b.e.batch.max
 }
+
+// TryAcquireAt is TryAcquire (without lease mode) that also returns the
+// server time, in µs, at which the script decided; 0 when the failure
+// policy decided.
+func TryAcquireAt(b *Bucket, cost int64) (bool, int64, error) {
+	costs := []int64{cost}
+	if err := b.e.check(costs); err != nil {
+		return false, 0, err
+	}
+	d, err := b.e.decide(context.Background(), costs, "")
+	if err != nil {
+		return false, 0, err
+	}
+	kind := throttle.EventRejected
+	if d.granted {
+		kind = throttle.EventGranted
+	}
+	b.e.count(d, costs, kind, d.wait)
+	return d.granted, d.at, nil
+}
