@@ -37,8 +37,9 @@ import (
 // different connections and may reach the server in either order: the
 // server decides them in the order it receives them, each atomically on
 // its own clock, so every decision is exact, but a decision of a later
-// call may be taken before one of an earlier call (FIFO holds within a
-// batch, and among Acquire callers through the local queue).
+// call may be taken before one of an earlier call: arrival order holds
+// within a batch, and among Acquire callers that had to wait through the
+// local queue (fifo.go), whose head alone calls.
 //
 // (No timer sends a batch: the runtime's timers fire about a millisecond
 // late on an idle process here, longer than the round trips at stake.)

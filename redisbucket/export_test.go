@@ -131,3 +131,10 @@ func TryAcquireAt(b *Bucket, cost int64) (bool, int64, error) {
 	b.e.count(d, costs, kind, d.wait)
 	return d.granted, d.at, nil
 }
+
+// BatchBound returns how many calls b's batcher lets be in flight now.
+func BatchBound(b *Bucket) int {
+	b.e.batch.mu.Lock()
+	defer b.e.batch.mu.Unlock()
+	return b.e.batch.boundLocked()
+}

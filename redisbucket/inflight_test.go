@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,4 +183,93 @@ func TestSeveralBatchesInFlight(t *testing.T) {
 		n, _ := redisbucket.BatchInFlight(b)
 		return int64(-n)
 	}, 0)
+}
+
+// slowCalls is a go-redis hook that holds every script call for d before
+// sending it, as a longer round trip would, and records the most calls
+// held at once.
+type slowCalls struct {
+	d         time.Duration
+	mu        sync.Mutex
+	now, peak int
+}
+
+func (h *slowCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *slowCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *slowCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !strings.HasPrefix(cmd.Name(), "eval") {
+			return next(ctx, cmd)
+		}
+		h.mu.Lock()
+		h.now++
+		h.peak = max(h.peak, h.now)
+		h.mu.Unlock()
+		time.Sleep(h.d)
+		err := next(ctx, cmd)
+		h.mu.Lock()
+		h.now--
+		h.mu.Unlock()
+		return err
+	}
+}
+
+// With round trips of a millisecond and more, the bound on calls in
+// flight rises from 1 to half the pool once the first calls have
+// returned, and concurrent acquisitions go in calls of their own at once
+// rather than queueing behind the call in flight; the decisions stay
+// exact (capacity 20, no refill to speak of: 20 granted of 64).
+func TestInFlightFollowsTheRoundTrip(t *testing.T) {
+	r := newRig(t)
+	h := &slowCalls{d: time.Millisecond}
+	c := redis.NewClient(&redis.Options{Addr: r.be.Addr, PoolSize: 16, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	if err := c.ScriptLoad(context.Background(), redisbucket.ScriptSource).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.AddHook(h)
+	b, err := redisbucket.New(c, "rtt", 20, throttle.Per(1, time.Hour), r.opts(redisbucket.WithFailurePolicy(redisbucket.FailClosed))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := redisbucket.BatchBound(b); n != 1 {
+		t.Fatalf("bound %d before any call, want 1", n)
+	}
+	if ok, err := b.TryAcquire(1); !ok || err != nil {
+		t.Fatalf("TryAcquire = %v, %v", ok, err)
+	}
+	if n := redisbucket.BatchBound(b); n != 8 {
+		t.Fatalf("bound %d after a call of a millisecond or more, want 8 (half the pool)", n)
+	}
+	var granted atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 8 {
+				ok, err := b.TryAcquire(1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					granted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if g := granted.Load(); g != 19 {
+		t.Errorf("%d granted of 64 after the first, want 19 (capacity 20)", g)
+	}
+	h.mu.Lock()
+	peak := h.peak
+	h.mu.Unlock()
+	if peak < 2 {
+		t.Errorf("at most %d call in flight, want several", peak)
+	}
+	t.Logf("at most %d calls in flight; %+v", peak, b.Stats())
 }
