@@ -23,7 +23,7 @@ import (
 // per cell, THROTTLE_BENCH_RT_MS (default 1000) the length of a timed run,
 // THROTTLE_BENCH_RT_EXACT_MS (default 2000) that of an exactness run,
 // THROTTLE_BENCH_RT_DELAYS (µs, comma-separated) and THROTTLE_BENCH_RT_G
-// the cells.
+// the cells, THROTTLE_BENCH_RT_POOL the clients' pool size.
 var (
 	rtDelays     = []time.Duration{0, 250 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond}
 	rtGoroutines = []int{1, 8, 64}
@@ -181,10 +181,12 @@ func pingP50(tb testing.TB, addr string) time.Duration {
 }
 
 // rtClient is the client both libraries use in BenchmarkRedisRoundTrips:
-// redisClient's options with go-redis's default pool (10 per GOMAXPROCS).
+// redisClient's options with go-redis's default pool (10 per GOMAXPROCS),
+// or THROTTLE_BENCH_RT_POOL connections.
 func rtClient(tb testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, ContextTimeoutEnabled: true,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		PoolSize: envInt("THROTTLE_BENCH_RT_POOL", 0)})
 	tb.Cleanup(func() { c.Close() })
 	return c
 }
