@@ -118,7 +118,7 @@ func BenchmarkRedisRoundTrips(b *testing.B) {
 						order = []string{impls[1], impls[0]}
 					}
 					for _, impl := range order {
-						e := rtExact(b, addr, impl, g, exactFor)
+						e := rtExact(b, direct, addr, impl, g, exactFor)
 						exact[impl] = append(exact[impl], e)
 						if float64(e.admitted) > e.bound {
 							b.Errorf("D=%v g=%d %s: %d admitted over %.0f ms, bound %.1f: over-admission", d, g, impl, e.admitted, e.exactRunMs, e.bound)
@@ -182,21 +182,21 @@ func pingP50(tb testing.TB, addr string) time.Duration {
 
 // rtClient is the client both libraries use in BenchmarkRedisRoundTrips:
 // redisClient's options with go-redis's default pool (10 per GOMAXPROCS),
-// or THROTTLE_BENCH_RT_POOL connections.
-func rtClient(tb testing.TB, addr string) *redis.Client {
+// or THROTTLE_BENCH_RT_POOL connections. The run that makes it closes it,
+// so that no run's idle connections weigh on the next.
+func rtClient(addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, ContextTimeoutEnabled: true,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 		PoolSize: envInt("THROTTLE_BENCH_RT_POOL", 0)})
-	tb.Cleanup(func() { c.Close() })
 	return c
 }
 
 // rtDecider returns impl's decision on a fresh key, and for ours a count
 // of the decisions the failure policy took (a call that timed out), which
-// must stay 0.
-func rtDecider(b *testing.B, c *redis.Client, impl string, capacity, perSecond int64) (decide func() (bool, error), failures func() int64) {
+// must stay 0. direct deletes the keys when the benchmark ends.
+func rtDecider(b *testing.B, direct, c *redis.Client, impl string, capacity, perSecond int64) (decide func() (bool, error), failures func() int64) {
 	prefix := benchPrefix(b)
-	cleanup(b, c, prefix)
+	cleanup(b, direct, prefix)
 	ctx := context.Background()
 	failures = func() int64 { return 0 }
 	switch impl {
@@ -227,8 +227,9 @@ func rtDecider(b *testing.B, c *redis.Client, impl string, capacity, perSecond i
 // about d after a warm-up of d/5, and measures the decisions that start
 // after the warm-up.
 func rtTimed(b *testing.B, direct *redis.Client, addr, impl string, g int, d time.Duration) rtRun {
-	c := rtClient(b, addr)
-	decide, failures := rtDecider(b, c, impl, decisionRate, decisionRate)
+	c := rtClient(addr)
+	defer c.Close()
+	decide, failures := rtDecider(b, direct, c, impl, decisionRate, decisionRate)
 	if _, err := decide(); err != nil {
 		b.Fatal(err)
 	}
@@ -285,12 +286,13 @@ func rtTimed(b *testing.B, direct *redis.Client, addr, impl string, g int, d tim
 // rtExact runs g goroutines on a limit of 1,000/s, burst 100, for about d
 // and counts the grants: an exact limiter grants at most rate·T + burst,
 // T from the first call's start to the last call's end.
-func rtExact(b *testing.B, addr, impl string, g int, d time.Duration) rtRun {
+func rtExact(b *testing.B, direct *redis.Client, addr, impl string, g int, d time.Duration) rtRun {
 	const capacity, perSecond = 100, 1000
-	c := rtClient(b, addr)
-	decide, failures := rtDecider(b, c, impl, capacity, perSecond)
+	c := rtClient(addr)
+	defer c.Close()
+	decide, failures := rtDecider(b, direct, c, impl, capacity, perSecond)
 	// Load the script on a key of its own: the measured key starts full.
-	if load, _ := rtDecider(b, c, impl, capacity, perSecond); true {
+	if load, _ := rtDecider(b, direct, c, impl, capacity, perSecond); true {
 		if _, err := load(); err != nil {
 			b.Fatal(err)
 		}
