@@ -10,5 +10,8 @@ import (
 // TestMain fails the run if a benchmark or test leaves a goroutine behind:
 // the real-clock benchmarks start hundreds of waiters and must stop them all.
 func TestMain(m *testing.M) {
+	if v := os.Getenv(envProxyChild); v != "" {
+		runProxyChild(v)
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { stopRedis(); os.Exit(code) }))
 }

@@ -3,23 +3,86 @@ package redisbucket
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // batcher coalesces the fast path's acquisitions (one limit in µs, no
 // permit, charge or registration) that goroutines of this process make
-// while a call for the same limiter is in flight: they wait, and when the
-// call ends one script call decides them all, in arrival order, at one
-// server instant (the script's batch mode). A lone caller calls Redis
-// itself, as without a batcher; under concurrency the calls per decision
-// fall towards 1/k for k waiting goroutines, and so do the round trips and
-// the server's work per decision.
+// while calls for the same limiter are in flight, and keeps several such
+// calls in flight when decisions come faster than one round trip.
+//
+// A caller that finds fewer calls in flight than the bound leaves at once:
+// alone, as without a batcher, or with the acquisitions gathered behind
+// the calls in flight. One that finds the bound reached joins the next
+// batch, which leaves when a call in flight returns, in its place. The
+// bound is the shortest recent round trip over callSpacing, at least 1,
+// at most half the client's pool: on a short round trip (loopback, where
+// the server's and the client's work per call, not the wire, take the
+// time) one call is in flight and decides every acquisition that queued
+// behind it, which cuts the work per decision; on a long one (a network of
+// 0.2-2 ms) several are, so that a decision waits about one round trip
+// instead of two (the one in flight, then its own). The shortest round
+// trip, not the average, sets the bound: calls that queue in a busy
+// server lengthen the average, and more calls in flight would lengthen it
+// more.
+//
+// Each batch is one script call that decides its members in arrival
+// order, each exactly as a call of its own at that server instant (the
+// script's batch mode), with one write. Calls in flight at once travel on
+// different connections and may reach the server in either order: the
+// server decides them in the order it receives them, each atomically on
+// its own clock, so every decision is exact, but a decision of a later
+// call may be taken before one of an earlier call: arrival order holds
+// within a batch, and among Acquire callers that had to wait through the
+// local queue (fifo.go), whose head alone calls.
+//
+// (No timer sends a batch: the runtime's timers fire about a millisecond
+// late on an idle process here, longer than the round trips at stake.)
 type batcher struct {
-	mu   sync.Mutex
-	busy bool      // a fast-path call or a batch is in flight
-	next []*member // waiting for the next batch, in arrival order
+	mu       sync.Mutex
+	inflight int       // calls in flight: lone fast-path calls and batches
+	max      int       // the most calls in flight: half the client's pool
+	next     []*member // waiting for the next batch, in arrival order
+
+	// The shortest round trip of the last 64 to 128 calls: the lower of
+	// this window's (cur, n calls so far) and the last one's (prev).
+	cur, prev time.Duration
+	n         int
+
+	spacing time.Duration // callSpacing; tests change it
+	fixed   bool          // tests: the bound is max when spacing is 0, else 1
+}
+
+// callSpacing is the round trip per call in flight: a limiter keeps
+// about one call in flight per callSpacing of its shortest recent round
+// trip. The shortest loopback round trip to a busy server is 20-60 µs
+// here (the median 30-150), most of it the server's and the client's work
+// per call: there the bound stays 1, since a second call in flight would
+// halve the batches, not the wait. At 0.5 ms and more it is half the pool.
+const callSpacing = 50 * time.Microsecond
+
+// maxInFlight returns the bound on a limiter's calls in flight on client:
+// half its pool, so that the limiter leaves connections for the client's
+// other uses (go-redis's default pool is 10 per GOMAXPROCS).
+func maxInFlight(client redis.UniversalClient) int {
+	size := 0
+	switch c := client.(type) {
+	case *redis.Client:
+		size = c.Options().PoolSize
+	case *redis.ClusterClient:
+		size = c.Options().PoolSize
+	case *redis.Ring:
+		size = c.Options().PoolSize
+	}
+	if size <= 0 {
+		size = 10 * runtime.GOMAXPROCS(0)
+	}
+	return max(1, size/2)
 }
 
 // member is one acquisition in a batch.
@@ -31,24 +94,50 @@ type member struct {
 	gone atomic.Bool // the caller left (its context ended) before the reply
 }
 
-// decideFast is callFast through the batcher. A caller that finds a call
-// in flight joins the next batch and waits for its reply, or for the end
-// of its context or call timeout (the same bound as a call of its own:
-// a batch it left may still spend its cost, the safe side, as an
-// abandoned call does).
-func (e *engine) decideFast(ctx context.Context, local time.Time, now string, hint []byte, cost int64) (result, error) {
+// boundLocked returns how many calls may be in flight now.
+func (b *batcher) boundLocked() int {
+	if b.fixed {
+		if b.spacing == 0 {
+			return b.max
+		}
+		return 1
+	}
+	rtt := b.cur
+	if b.prev > 0 && (rtt == 0 || b.prev < rtt) {
+		rtt = b.prev
+	}
+	return min(b.max, max(1, int(rtt/b.spacing)))
+}
+
+// decideFast is callFast through the batcher. A caller that joins a batch
+// waits for its reply, or for the end of its context or call timeout (the
+// same bound as a call of its own: a batch it left may still spend its
+// cost, the safe side, as an abandoned call does).
+func (e *engine) decideFast(ctx context.Context, local time.Time, now string, hint []byte, sent uint64, cost int64) (result, error) {
 	b := &e.batch
 	b.mu.Lock()
-	if !b.busy {
-		b.busy = true
+	if b.inflight == 0 || (len(b.next) == 0 && b.inflight < b.boundLocked()) {
+		b.inflight++
 		b.mu.Unlock()
-		res, err := e.callFast(ctx, local, now, hint, cost)
-		e.handOn()
+		t := time.Now()
+		res, err := e.callFast(ctx, local, now, hint, sent, cost)
+		if ms := e.returned(time.Since(t)); ms != nil {
+			go e.sendBatches(ms)
+		}
 		return res, err
 	}
 	m := &member{cost: cost, done: make(chan struct{})}
 	b.next = append(b.next, m)
-	b.mu.Unlock()
+	if b.inflight < b.boundLocked() {
+		// Those gathered behind the calls in flight leave now, with m.
+		b.inflight++
+		ms := b.next
+		b.next = nil
+		b.mu.Unlock()
+		go e.sendBatches(ms)
+	} else {
+		b.mu.Unlock()
+	}
 	cctx, cancel := e.callCtx(ctx)
 	defer cancel()
 	select {
@@ -60,37 +149,36 @@ func (e *engine) decideFast(ctx context.Context, local time.Time, now string, hi
 	}
 }
 
-// handOn ends a call: the acquisitions that arrived meanwhile go in a
-// batch, sent from a goroutine of its own so that no caller returns later
-// for having made it; that goroutine sends batches until none waits.
-func (e *engine) handOn() {
+// returned ends a call that took rtt: the acquisitions gathered meanwhile
+// leave in its place, and their members are returned for the caller to
+// send; nil when none waits.
+func (e *engine) returned(rtt time.Duration) []*member {
 	b := &e.batch
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur == 0 || rtt < b.cur {
+		b.cur = rtt
+	}
+	if b.n++; b.n == 64 {
+		b.prev, b.cur, b.n = b.cur, 0, 0
+	}
+	if len(b.next) == 0 {
+		b.inflight--
+		return nil
+	}
 	ms := b.next
 	b.next = nil
-	if len(ms) == 0 {
-		b.busy = false
-		b.mu.Unlock()
-		return
-	}
-	b.mu.Unlock()
-	go e.sendBatches(ms)
+	return ms
 }
 
-// sendBatches sends ms, then the batches that gather meanwhile, until
-// none waits. (A function of its own: ms captured by a closure would be
-// moved to the heap on every handOn, the lone caller's included.)
+// sendBatches sends ms, then the batches that gather meanwhile and leave
+// when it returns, until none waits: from a goroutine of its own, so that
+// no caller returns later for having sent others' batch.
 func (e *engine) sendBatches(ms []*member) {
-	b := &e.batch
 	for len(ms) > 0 {
+		t := time.Now()
 		e.sendBatch(ms)
-		b.mu.Lock()
-		ms = b.next
-		b.next = nil
-		if len(ms) == 0 {
-			b.busy = false
-		}
-		b.mu.Unlock()
+		ms = e.returned(time.Since(t))
 	}
 }
 
@@ -109,10 +197,10 @@ func (e *engine) sendBatch(ms []*member) {
 	now := e.timeArg()
 	// Only the view: a charge or a registration due goes with the next
 	// call that is not a fast one.
-	hint, _, _ := e.seen.get(local)
+	hint, _, _, sent := e.seen.get(local)
 	if len(live) == 1 {
 		m := live[0]
-		m.res, m.err = e.callFast(ctx, local, now, hint, m.cost)
+		m.res, m.err = e.callFast(ctx, local, now, hint, sent, m.cost)
 		close(m.done)
 		return
 	}
@@ -132,8 +220,8 @@ func (e *engine) sendBatch(ms []*member) {
 		for _, m := range live {
 			// Each with the view the one before it left.
 			local := e.o.clock.Now()
-			hint, _, _ := e.seen.get(local)
-			m.res, m.err = e.callFast(ctx, local, now, hint, m.cost)
+			hint, _, _, sent := e.seen.get(local)
+			m.res, m.err = e.callFast(ctx, local, now, hint, sent, m.cost)
 			close(m.done)
 		}
 		return
@@ -156,7 +244,7 @@ func (e *engine) sendBatch(ms []*member) {
 		levels[2*i] = r[2]
 		m.res = result{status: r[0], wait: time.Duration(r[1]) * time.Microsecond, now: at, levels: levels[2*i : 2*i+2 : 2*i+2]}
 	}
-	e.seen.set(e.limits, local, at, levels[2*len(live)-2:], nil)
+	e.seen.set(e.limits, local, at, levels[2*len(live)-2:], nil, sent)
 	for _, m := range live {
 		close(m.done)
 	}

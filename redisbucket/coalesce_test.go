@@ -172,6 +172,7 @@ func TestCoalescedTryAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	redisbucket.SetBatchGap(b, time.Hour) // one call in flight: TestSeveralBatchesInFlight has more
 	type out struct {
 		i  int
 		ok bool
@@ -257,6 +258,7 @@ func TestCoalescedWaiterTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	redisbucket.SetBatchGap(b, time.Hour) // the waiter waits behind the hung call
 	first := make(chan struct{})
 	go func() {
 		defer close(first)
@@ -301,6 +303,7 @@ func TestCoalescedFallsBackAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	redisbucket.SetBatchGap(b, time.Hour)
 	sa, err := redisbucket.ShapeArgs(6, rate)
 	if err != nil {
 		t.Fatal(err)

@@ -13,12 +13,28 @@
 // checks, spends and sets
 // the key's expiry to the moment the bucket is full again, since a missing
 // key is a full bucket. The state is one string key: a GET and a SET with
-// PXAT per decision. Concurrent acquisitions of one process on one limit
-// counted in microseconds (TryAcquire, Acquire, without a permit) that
-// arrive while its call is in flight are coalesced: the next call decides
-// them all, in arrival order, each exactly as a call of its own at that
-// server instant would, with one write; each waits no longer than its own
-// context and call timeout. Keys are
+// PXAT per decision; a key of another type (a hash of an earlier state
+// format, another program's key) is garbage state like any other.
+//
+// Concurrent acquisitions of one process on one limit counted in
+// microseconds (TryAcquire, Acquire, without a permit) are coalesced and
+// pipelined. A call leaves at once while fewer calls are in flight than a
+// bound: the shortest recent round trip over 50 µs, at least 1, at most
+// half the client's pool (PoolSize). Acquisitions that arrive with the
+// bound reached wait and go together in the call that leaves when one in
+// flight returns, which decides them all, in arrival order, each exactly
+// as a call of its own at that server instant would, with one write; each
+// waits no longer than its own context and call timeout. So on loopback
+// (a round trip of tens of µs, mostly the server's and the client's work)
+// one call is in flight and decides everything that queued behind it,
+// and over a network (0.2-2 ms) several are and a decision takes about one
+// round trip. Calls in flight at once use different connections and may
+// reach the server in either order: each decision is exact, taken
+// atomically at its own server instant, and arrival order holds within
+// one call, not between calls in flight together: two acquisitions that
+// arrive within a round trip of each other may be decided in either order
+// (Acquire callers that had to wait are served in FIFO order by the local
+// queue, one call at a time). Keys are
 // <prefix>{<id>}: the hash tag is the limiter's own id, so a cluster
 // spreads limiters over its shards.
 //

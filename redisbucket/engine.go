@@ -88,6 +88,7 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 		br: newBreaker(o.probeMin, o.probeMax),
 	}
 	e.keys = []string{e.key}
+	e.batch.max, e.batch.spacing = maxInFlight(client), callSpacing
 	// Boxed once: a string put in an interface is an allocation per call.
 	e.fastArgs = [3]any{limits[0].args[0], limits[0].args[1], limits[0].args[2]}
 	if cc, ok := client.(*redis.ClusterClient); ok {
@@ -168,14 +169,14 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		permitTTL = strconv.FormatInt(ttl.Milliseconds(), 10)
 	}
 	now := e.timeArg()
-	hint, charge, owed := e.seen.get(local)
+	hint, charge, owed, sent := e.seen.get(local)
 	member, fleetTTL := "", ""
 	if e.fl != nil && e.fl.due(local) {
 		member, fleetTTL = e.fl.member, e.fl.ttlArg
 		keys = append(keys[:len(keys):len(keys)], e.fl.key)
 	}
 	if mode == "a" && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
-		return e.decideFast(ctx, local, now, hint, a[0])
+		return e.decideFast(ctx, local, now, hint, sent, a[0])
 	}
 	args := e.argv(keys, 9+6*len(e.limits))
 	args = append(args, mode, now, len(e.limits), permitTTL, share, hint, charge, member, fleetTTL)
@@ -201,7 +202,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		return result{}, err
 	}
 	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], now: v[3], flags: v[4], live: v[5], levels: v[replyHead:]}
-	e.seen.set(e.limits, local, res.now, res.levels, owed)
+	e.seen.set(e.limits, local, res.now, res.levels, owed, sent)
 	if res.flags&1 != 0 {
 		e.st.stateResets.Add(1)
 	}
@@ -216,7 +217,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 // acquisition without permit, charge or registration, with five arguments
 // and a four-value reply (five when the script fell through to its general
 // path, the fifth its flags).
-func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint []byte, cost int64) (result, error) {
+func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint []byte, sent uint64, cost int64) (result, error) {
 	cctx, cancel := e.callCtx(ctx)
 	defer cancel()
 	e.st.calls.Add(1)
@@ -239,7 +240,7 @@ func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint
 	if len(v) == 5 {
 		res.flags = v[4]
 	}
-	e.seen.set(e.limits, local, res.now, res.levels, nil)
+	e.seen.set(e.limits, local, res.now, res.levels, nil, sent)
 	if res.flags&1 != 0 {
 		e.st.stateResets.Add(1)
 	}
@@ -252,7 +253,7 @@ var transient = []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "RE
 
 // unavailable reports whether err means Redis cannot decide now (timeout,
 // connection error, transient error reply) rather than a caller's cancelled
-// context or a real error (a key of the wrong type, a script bug).
+// context or a real error (an ACL refusal, a script bug).
 func unavailable(ctx context.Context, err error) bool {
 	select {
 	case <-ctx.Done():
@@ -288,7 +289,8 @@ type decision struct {
 	cause   error // in failure mode, the error that opened the breaker
 	amount  int64 // lease size
 	levels  []int64
-	reset   bool // the script found garbage state and restarted the limits empty
+	reset   bool  // the script found garbage state and restarted the limits empty
+	at      int64 // the server time of the decision, µs; 0 when the failure policy took it
 }
 
 // decide takes one decision: by the script when the breaker lets it call,
@@ -349,7 +351,7 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 }
 
 func (e *engine) fromResult(res result, costs []int64) decision {
-	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount, reset: res.flags&1 != 0}
+	d := decision{mode: ModeRedis, levels: res.levels, amount: res.amount, reset: res.flags&1 != 0, at: res.now}
 	switch res.status {
 	case 1, 2:
 		d.granted = true

@@ -94,3 +94,47 @@ func BatchWaiting(b *Bucket) int64 {
 	defer b.e.batch.mu.Unlock()
 	return int64(len(b.e.batch.next))
 }
+
+// SetBatchGap fixes b's bound on calls in flight: one (the coalescing
+// with one call in flight) for d > 0, half the client's pool for d == 0,
+// whatever the round trip.
+func SetBatchGap(b *Bucket, d time.Duration) {
+	b.e.batch.mu.Lock()
+	defer b.e.batch.mu.Unlock()
+	b.e.batch.spacing, b.e.batch.fixed = d, true
+}
+
+// BatchInFlight returns b's calls in flight through the batcher and their
+// bound.
+func BatchInFlight(b *Bucket) (inflight, bound int) {
+	b.e.batch.mu.Lock()
+	defer b.e.batch.mu.Unlock()
+	return b.e.batch.inflight, b.e.batch.max
+}
+
+// TryAcquireAt is TryAcquire (without lease mode) that also returns the
+// server time, in µs, at which the script decided; 0 when the failure
+// policy decided.
+func TryAcquireAt(b *Bucket, cost int64) (bool, int64, error) {
+	costs := []int64{cost}
+	if err := b.e.check(costs); err != nil {
+		return false, 0, err
+	}
+	d, err := b.e.decide(context.Background(), costs, "")
+	if err != nil {
+		return false, 0, err
+	}
+	kind := throttle.EventRejected
+	if d.granted {
+		kind = throttle.EventGranted
+	}
+	b.e.count(d, costs, kind, d.wait)
+	return d.granted, d.at, nil
+}
+
+// BatchBound returns how many calls b's batcher lets be in flight now.
+func BatchBound(b *Bucket) int {
+	b.e.batch.mu.Lock()
+	defer b.e.batch.mu.Unlock()
+	return b.e.batch.boundLocked()
+}

@@ -3,6 +3,7 @@ package redisbucket_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,17 +121,17 @@ func TestFailClosedAndOpen(t *testing.T) {
 	}
 }
 
-// A real error (here a key of the wrong type) is returned, not hidden by
-// the failure policy.
+// A real error (here an error reply that is not a transient one, as an
+// ACL refusal gives) is returned, not hidden by the failure policy. (A key
+// of the wrong type is garbage state: TestWrongTypeKeyResetsEmpty.)
 func TestHardErrorsAreReturned(t *testing.T) {
 	r, m := miniRig(t)
 	c := miniClient(t, m)
 	b, _ := redisbucket.New(c, "wrong", 5, throttle.Per(1, time.Second), append(r.opts(), redisbucket.WithFailurePolicy(redisbucket.FailOpen))...)
-	if err := c.HSet(context.Background(), b.Key(), "v", "1").Err(); err != nil { // the state is a string
-		t.Fatal(err)
-	}
-	if ok, err := b.TryAcquire(1); ok || err == nil {
-		t.Fatalf("WRONGTYPE hidden: %v %v", ok, err)
+	m.SetError("NOPERM this user has no permissions to run the 'evalsha' command")
+	defer m.SetError("")
+	if ok, err := b.TryAcquire(1); ok || err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("NOPERM hidden: %v %v", ok, err)
 	}
 	if s := b.Stats(); s.FailureDecisions != 0 || s.BreakerOpens != 0 {
 		t.Fatalf("stats %+v", s)

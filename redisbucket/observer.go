@@ -9,7 +9,7 @@ import (
 // ErrStateReset is reported to the observer (Event.Err) with a decision
 // for which the script found the stored state garbage (not integers, out
 // of the exact range, a time more than a minute ahead of the server's
-// clock) and restarted the limits at the empty level, rather than read it
+// clock, a key of another type such as a hash) and restarted the limits at the empty level, rather than read it
 // as a full bucket or a wait of centuries. Stats counts these resets.
 var ErrStateReset = errors.New("redisbucket: stored state out of range; limits reset to empty")
 

@@ -22,15 +22,22 @@ type seen struct {
 	fullAt time.Time
 	owed   []int64 // granted without Redis since the last call that reached it
 	owing  bool
+	// ticks counts gets and sets; held is the count when the view was set.
+	// A call sent (got) before the view arrived was in flight with the one
+	// that brought it: if its server time is older, so are its levels.
+	ticks, held uint64
 }
 
 // get returns the view to send (none once it has refilled to full on this
 // client's clock, with a margin: it would say what a missing key says
 // anyway, and leaving it out keeps the fast path's arguments short), the
-// charge to send, and the owed amounts the charge stands for.
-func (s *seen) get(local time.Time) (hint []byte, charge string, owed []int64) {
+// charge to send, the owed amounts the charge stands for, and the tick to
+// give set with the call's reply.
+func (s *seen) get(local time.Time) (hint []byte, charge string, owed []int64, sent uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ticks++
+	sent = s.ticks
 	if s.ok && !(s.full && !local.Before(s.fullAt)) {
 		// Bytes, not a string: go-redis writes either, and the conversion
 		// would be a second allocation per call.
@@ -42,7 +49,7 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, owed []int64) {
 		}
 	}
 	if !s.owing {
-		return hint, "", nil
+		return hint, "", nil, sent
 	}
 	owed = append([]int64(nil), s.owed...)
 	buf := make([]byte, 0, 8*len(owed))
@@ -52,12 +59,17 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, owed []int64) {
 		}
 		buf = strconv.AppendInt(buf, c, 10)
 	}
-	return hint, string(buf), owed
+	return hint, string(buf), owed, sent
 }
 
 // set records a reply's levels (tok, rem per limit) at server time now,
-// seen at local, and that the charge sent with it (paid) was applied.
-func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, paid []int64) {
+// seen at local, and that the charge sent with it (paid) was applied; sent
+// is the tick get gave the call. Calls in flight at once may be decided
+// and answered in either order: a reply older on the server's clock than
+// the view, from a call sent before that view arrived, leaves the view
+// as it is (a server clock that went back still moves it, on the next
+// call sent after).
+func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, paid []int64, sent uint64) {
 	// How long until every limit is full again, in µs; a limit that never
 	// refills keeps the view forever.
 	var until int64
@@ -77,6 +89,18 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, p
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if paid != nil {
+		s.owing = false
+		for i, c := range paid {
+			s.owed[i] -= c
+			s.owing = s.owing || s.owed[i] > 0
+		}
+	}
+	if s.ok && now < s.now && sent < s.held {
+		return
+	}
+	s.ticks++
+	s.held = s.ticks
 	s.ok, s.now, s.full = true, now, full
 	if full {
 		// A margin for a client clock that runs fast: a tenth, and 1 ms.
@@ -89,13 +113,6 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, p
 	s.toks = s.toks[:len(limits)]
 	for i := range limits {
 		s.toks[i] = levels[2*i]
-	}
-	if paid != nil {
-		s.owing = false
-		for i, c := range paid {
-			s.owed[i] -= c
-			s.owing = s.owing || s.owed[i] > 0
-		}
 	}
 }
 

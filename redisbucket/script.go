@@ -18,9 +18,11 @@ import "github.com/redis/go-redis/v9"
 // (during a rolling deploy) share the whole tokens, each capping them at
 // its own capacity; a fraction written with another den is dropped; limits
 // the value lacks are full. A value of another length, one that is not
-// such integers, a level out of the exact range, or a time more than a minute ahead of the clock is
-// garbage: the limits restart empty (flag 1 in the reply), since a bucket
-// that forgets its state must not hand out a full one.
+// such integers, a level out of the exact range, a time more than a minute
+// ahead of the clock, or a key of another type (a hash, a list: GET's
+// WRONGTYPE, read with pcall) is garbage: the limits restart empty (flag 1
+// in the reply), since a bucket that forgets its state must not hand out a
+// full one.
 //
 // Keys and arguments:
 //   - KEYS[2]: the permit key when ARGV[4] is not "" (mode a with a permit,
@@ -106,7 +108,9 @@ if mode == 'F' or mode == 'B' then
   end
   repeat
     local cap, num, den = tonumber(A[1]), tonumber(A[2]), tonumber(A[3])
-    local raw = redis.call('GET', KEYS[1])
+    -- pcall: a key of another type (a hash, another program's key) is an
+    -- error reply, a table whose length is 0, which the general path resets.
+    local raw = redis.pcall('GET', KEYS[1])
     local tok, rem = cap, 0
     if raw then
       if #raw ~= 32 then break end
@@ -273,12 +277,17 @@ local function refill(l, last)
   end
 end
 
-local raw = redis.call('GET', KEYS[1])
+-- A key of another type (WRONGTYPE: a hash of an earlier state format,
+-- another program's key) is garbage like any other: the SET in save()
+-- replaces it whatever its type.
+local raw = redis.pcall('GET', KEYS[1])
 local last
 if raw then
   local f = {}
   local ok
-  if S then
+  if type(raw) ~= 'string' then
+    ok = false
+  elseif S then
     ok = #raw >= 32 and #raw % 24 == 8
     if ok then
       f = {S.unpack('<' .. string.rep('d', #raw / 8), raw)}
@@ -351,6 +360,11 @@ if A[8] ~= '' then
   -- cluster proxies accept only keys they can see taken from KEYS.
   local ms = math.floor(now / 1000)
   local ttl = tonumber(A[9])
+  -- A fleet key of another type would fail every registration
+  -- (WRONGTYPE): it is replaced, and the registrations rebuild it within
+  -- one lifetime. (The limits are untouched: no flag.)
+  local ft = redis.call('TYPE', KEYS[#KEYS])
+  if ft.ok ~= 'zset' and ft.ok ~= 'none' then redis.call('DEL', KEYS[#KEYS]) end
   redis.call('ZADD', KEYS[#KEYS], ms + ttl, A[8])
   redis.call('ZREMRANGEBYSCORE', KEYS[#KEYS], '-inf', ms)
   redis.call('PEXPIRE', KEYS[#KEYS], ttl)

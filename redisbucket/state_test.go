@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/redisbucket"
 )
@@ -174,4 +175,113 @@ func textState(v ...float64) string {
 		f[i] = strconv.FormatFloat(x, 'g', -1, 64)
 	}
 	return strings.Join(f, " ")
+}
+
+// A key of another type at a bucket's key (a hash in the state format of
+// an earlier version, another program's list or set) is garbage like any
+// other, not an error on every call for good (WRONGTYPE): the first
+// decision restarts the limits empty and reports it, WaitTime answers
+// from empty, the refill goes on, and the key is a string again. On the
+// fast path, in a batch, on a Limiter's general path, and for WaitTime
+// first.
+func TestWrongTypeKeyResetsEmpty(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	c := r.be.Client()
+	kinds := map[string]func(key string) error{
+		"hash v1": func(k string) error {
+			return c.HSet(ctx, k, "t", r.fc.Now().UnixMicro(), "v:", 3, "r:", 0, "d:", 1).Err()
+		},
+		"list": func(k string) error { return c.RPush(ctx, k, "a", "b").Err() },
+		"set":  func(k string) error { return c.SAdd(ctx, k, "a").Err() },
+		"zset": func(k string) error { return c.ZAdd(ctx, k, redis.Z{Score: 1, Member: "a"}).Err() },
+	}
+	for name, plant := range kinds {
+		for _, first := range []string{"TryAcquire", "WaitTime", "Limiter"} {
+			t.Run(name+"/"+first, func(t *testing.T) {
+				var rec recorder
+				id := strings.ReplaceAll(name, " ", "") + first
+				rate := throttle.Per(10, time.Second)
+				var try func() (bool, error)
+				var wait func() (time.Duration, error)
+				var key string
+				var stats func() redisbucket.Stats
+				if first == "Limiter" {
+					l, err := redisbucket.NewLimiter(c, id, []redisbucket.Limit{{Name: "a", Capacity: 10, Rate: rate}, {Name: "b", Capacity: 5, Rate: rate}},
+						r.opts(redisbucket.WithObserver(&rec))...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					try = func() (bool, error) { return l.TryAcquire(1, 1) }
+					wait = func() (time.Duration, error) { return l.WaitTime(1, 1) }
+					key, stats = l.Key(), l.Stats
+				} else {
+					// FailClosed: no fleet registration, so the first call
+					// takes the fast path.
+					b := r.bucket(id, 10, rate, redisbucket.WithObserver(&rec), redisbucket.WithFailurePolicy(redisbucket.FailClosed))
+					try = func() (bool, error) { return b.TryAcquire(1) }
+					wait = func() (time.Duration, error) { return b.WaitTime(1) }
+					key, stats = b.Key(), b.Stats
+				}
+				if err := plant(key); err != nil {
+					t.Fatal(err)
+				}
+				if r.be.Real() && first == "TryAcquire" {
+					// A batch gives the key back to the client, whose calls
+					// then go alone.
+					sa, _ := redisbucket.ShapeArgs(10, rate)
+					v, err := redis.NewScript(redisbucket.ScriptSource).Run(ctx, c, []string{key}, sa[0], sa[1], sa[2], 1, "", "", 1).Int64Slice()
+					if err != nil || len(v) != 1 || v[0] != -2 {
+						t.Fatalf("batch on a %s: %v %v, want [-2]", name, v, err)
+					}
+				}
+				if first == "WaitTime" {
+					if w, err := wait(); err != nil || w != 100*time.Millisecond {
+						t.Fatalf("WaitTime on a %s = %v, %v; want 100ms from empty", name, w, err)
+					}
+				} else if ok, err := try(); ok || err != nil {
+					t.Fatalf("TryAcquire on a %s = %v, %v; want a refusal from an empty bucket", name, ok, err)
+				}
+				if s := stats(); s.StateResets != 1 {
+					t.Fatalf("stats %+v, want one reset", s)
+				}
+				if first != "WaitTime" {
+					if n := rec.count(func(e redisbucket.Event) bool { return errors.Is(e.Err, redisbucket.ErrStateReset) }); n < 1 {
+						t.Fatalf("no event with ErrStateReset: %v", rec.kinds())
+					}
+				}
+				if typ, err := c.Type(ctx, key).Result(); err != nil || typ != "string" {
+					t.Fatalf("key is a %q after the reset (%v), want a string", typ, err)
+				}
+				r.advance(100 * time.Millisecond)
+				if ok, err := try(); !ok || err != nil {
+					t.Fatalf("no refill after the reset: %v %v", ok, err)
+				}
+				if s := stats(); s.StateResets != 1 || s.CallErrors != 0 {
+					t.Fatalf("stats %+v, want one reset and no call error", s)
+				}
+			})
+		}
+	}
+}
+
+// A fleet key of another type (the registry FailLocal counts the fleet
+// in) is replaced by the next registration instead of failing it for good.
+func TestWrongTypeFleetKeyReplaced(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	c := r.be.Client()
+	b := r.bucket("wrongfleet", 10, throttle.Per(10, time.Second))
+	if err := c.Set(ctx, b.Key()+":fleet", "not a sorted set", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TryAcquire(1); !ok || err != nil {
+		t.Fatalf("TryAcquire = %v, %v", ok, err)
+	}
+	if n := redisbucket.FleetCount(b); n != 1 {
+		t.Fatalf("fleet count %d, want 1", n)
+	}
+	if s := b.Stats(); s.CallErrors != 0 || s.StateResets != 0 {
+		t.Fatalf("stats %+v", s)
+	}
 }
