@@ -1,8 +1,12 @@
 package throttle
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"hash/maphash"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -153,6 +157,9 @@ type autoConfig struct {
 	obs     Observer
 	idle    time.Duration
 	rand    func() float64 // in [0, 1)
+	fleet   *autoFleet
+	// maxQuotas is the most quotas remembered.
+	maxQuotas int
 }
 
 // AutoKey sets what a quota is: requests with the same key(r) share one.
@@ -224,16 +231,34 @@ func AutoIdle(d time.Duration) AutoOption {
 	}
 }
 
+// DefaultAutoMaxQuotas is how many quotas an AutoLimiter remembers at
+// most, unless AutoMaxQuotas says otherwise.
+const DefaultAutoMaxQuotas = 4096
+
+// AutoMaxQuotas sets the most quotas remembered (hosts, credentials,
+// GitHub resources): a new quota beyond n makes the AutoLimiter forget the
+// one used least recently. The default is DefaultAutoMaxQuotas; n < 1
+// keeps it.
+func AutoMaxQuotas(n int) AutoOption {
+	return func(c *autoConfig) {
+		if n >= 1 {
+			c.maxQuotas = n
+		}
+	}
+}
+
 // NewAuto returns an AutoLimiter; see Auto.
 func NewAuto(opts ...AutoOption) *AutoLimiter {
-	cfg := autoConfig{initial: 2, floor: 0.1, idle: 10 * time.Minute, rand: rand.Float64}
+	cfg := autoConfig{initial: 2, floor: 0.1, idle: 10 * time.Minute, rand: rand.Float64, maxQuotas: DefaultAutoMaxQuotas}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cfg.floor = min(cfg.floor, cfg.initial)
+	// The floor holds: the start is at least the floor, and a maximum
+	// below the floor is raised to it.
+	cfg.initial = max(cfg.initial, cfg.floor)
 	if cfg.max > 0 {
+		cfg.max = max(cfg.max, cfg.floor)
 		cfg.initial = min(cfg.initial, cfg.max)
-		cfg.floor = min(cfg.floor, cfg.max)
 	}
 	a := &AutoLimiter{cfg: cfg, seed: maphash.MakeSeed(), quotas: make(map[quotaKey]*autoQuota)}
 	kopts := []Option{WithObserver(cfg.obs)}
@@ -248,9 +273,22 @@ func NewAuto(opts ...AutoOption) *AutoLimiter {
 // quotaKey names a quota: the key, the credential's hash, and for GitHub
 // the resource.
 type quotaKey struct {
-	name     string
-	cred     uint64
-	resource string
+	name      string
+	cred      uint64
+	fleetCred string // with AutoFleet: the hex SHA-256 of the credential, the same in every process
+	resource  string
+}
+
+// fleetString is the quota's key in an AutoFleet store.
+func (k quotaKey) fleetString() string {
+	s := k.name
+	if k.fleetCred != "" {
+		s += "#" + k.fleetCred
+	}
+	if k.resource != "" {
+		s += "/" + k.resource
+	}
+	return s
 }
 
 func (k quotaKey) String() string {
@@ -292,21 +330,31 @@ func (a *AutoLimiter) keyOf(r *http.Request) quotaKey {
 	}
 	k := quotaKey{name: HostKey(r)}
 	var h maphash.Hash
+	var sh hash.Hash
 	found := false
 	for _, name := range credentialHeaders {
 		for _, v := range r.Header[name] {
 			if !found {
 				h.SetSeed(a.seed)
 				found = true
+				if a.cfg.fleet != nil {
+					sh = sha256.New()
+				}
 			}
 			h.WriteString(name)
 			h.WriteByte(0)
 			h.WriteString(v)
 			h.WriteByte(0)
+			if sh != nil {
+				io.WriteString(sh, name+"\x00"+v+"\x00")
+			}
 		}
 	}
 	if found {
 		k.cred = max(h.Sum64(), 1)
+		if sh != nil {
+			k.fleetCred = hex.EncodeToString(sh.Sum(nil)[:16])
+		}
 	}
 	return k
 }
@@ -331,6 +379,15 @@ func (a *AutoLimiter) Limiter(r *http.Request) (*Limiter, error) {
 	}
 	a.sweep(now)
 	a.mu.Unlock()
+	if a.cfg.fleet != nil {
+		// A quota new to this process learns what the fleet knows before
+		// its first request.
+		q.mu.Lock()
+		if !q.synced {
+			q.share(now, false)
+		}
+		q.mu.Unlock()
+	}
 	return q.limiter(user)
 }
 
@@ -338,8 +395,14 @@ func (a *AutoLimiter) Limiter(r *http.Request) (*Limiter, error) {
 func (a *AutoLimiter) quota(k quotaKey, now int64) *autoQuota {
 	q := a.quotas[k]
 	if q == nil {
+		if len(a.quotas) >= a.cfg.maxQuotas {
+			a.evictQuota()
+		}
 		q = &autoQuota{a: a, key: k}
 		q.lanes = []*lane{q.newLane(aimdLane)}
+		if a.cfg.fleet != nil {
+			q.lanes[0].fleet = &fleetCount{}
+		}
 		q.rebuild()
 		a.quotas[k] = q
 		a.order = append(a.order, q)
@@ -363,11 +426,33 @@ func (a *AutoLimiter) sweep(now int64) {
 		a.next++
 		return
 	}
-	delete(a.quotas, q.key)
+	a.forget(a.next)
+}
+
+// evictQuota forgets the quota used least recently. a.mu is held.
+func (a *AutoLimiter) evictQuota() {
+	at := -1
+	var oldest int64
+	for i, q := range a.order {
+		if u := q.used.Load(); at < 0 || u < oldest {
+			at, oldest = i, u
+		}
+	}
+	if at >= 0 {
+		a.forget(at)
+	}
+}
+
+// forget drops the quota at index i of a.order. a.mu is held.
+func (a *AutoLimiter) forget(i int) {
+	delete(a.quotas, a.order[i].key)
 	last := len(a.order) - 1
-	a.order[a.next] = a.order[last]
+	a.order[i] = a.order[last]
 	a.order[last] = nil
 	a.order = a.order[:last]
+	if a.next > len(a.order) {
+		a.next = 0
+	}
 }
 
 // Len returns the number of quotas remembered.
@@ -407,6 +492,11 @@ type autoQuota struct {
 	combOf    *Limiter   // the lim comb was made from
 	resources []resource // GitHub: path segment to resource, on the base quota
 	throttled int64
+
+	// AutoFleet: whether and when q last synced, and the members then.
+	synced  bool
+	syncAt  int64
+	members int
 }
 
 // resource maps the first segment of a request path to the GitHub resource
