@@ -153,7 +153,8 @@ func (q *autoQuota) learnFrom(l *Limiter, costs []int64, status int, sig *header
 	if throttled {
 		q.throttled++
 	}
-	if q.learn(sig, now) {
+	changed, fresh := q.learn(sig, now)
+	if changed {
 		q.rebuild()
 	}
 	for _, ln := range q.lanes {
@@ -181,7 +182,8 @@ func (q *autoQuota) learnFrom(l *Limiter, costs []int64, status int, sig *header
 		ln.apply(a)
 	}
 	if a.cfg.fleet != nil {
-		q.share(now, throttled)
+		// A limit new to the quota goes to the fleet at once.
+		q.share(now, throttled || fresh)
 	}
 }
 
@@ -197,7 +199,8 @@ const (
 
 // learn makes or re-tunes the lanes for the limits sig reports, marks each
 // lane with the quota that reports it on this response (lane.cur), and
-// reports whether the set of lanes changed.
+// reports whether the set of lanes changed, and whether a limit not known
+// before was learned.
 //
 // A limit is its name and its window: an IETF policy "requests" over 60
 // seconds and OpenAI's per-minute "requests" are one limit, learned once.
@@ -206,11 +209,10 @@ const (
 // then OpenAI's, then Anthropic's): the IETF fields state the burst
 // exactly. Once a limit on requests is known, the congestion-controlled
 // bucket has done its job: the first such limit takes it over.
-func (q *autoQuota) learn(sig *headers.Signals, now int64) bool {
+func (q *autoQuota) learn(sig *headers.Signals, now int64) (changed, fresh bool) {
 	for _, ln := range q.lanes {
 		ln.cur = nil
 	}
-	changed := false
 	for i := range sig.Quotas {
 		qu := &sig.Quotas[i]
 		name, window, exact, ok := learnable(qu)
@@ -228,9 +230,10 @@ func (q *autoQuota) learn(sig *headers.Signals, now int64) bool {
 			changed = changed || made
 		}
 		ln.policy, ln.cur, ln.heardAt = name, qu, now
+		fresh = fresh || !ln.learned
 		ln.teach(qu.Limit, window, exact)
 	}
-	return changed
+	return changed, fresh
 }
 
 // limitLane returns a lane for a limit not learned yet: the congestion-
