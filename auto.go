@@ -35,10 +35,9 @@ func Auto(opts ...AutoOption) LimiterFunc {
 //
 // # What it learns from headers
 //
-// Each limit a response reports with its size becomes a bucket of the
-// quota's Limiter, named as the limit, and is re-tuned on every response
-// that reports it:
-//   - IETF RateLimit-Policy: q requests per w seconds, exactly; one bucket
+// Each limit a response reports with its size is learned, and re-tuned on
+// every response that reports it:
+//   - IETF RateLimit-Policy: q requests per w seconds, exactly; one limit
 //     per policy that counts requests (policies counting another unit are
 //     not learned).
 //   - OpenAI x-ratelimit-limit-{requests,tokens} and Anthropic
@@ -49,11 +48,34 @@ func Auto(opts ...AutoOption) LimiterFunc {
 //     quota of its own; requests are assigned to a resource by the first
 //     segment of their path, as its responses report it.
 //
-// The server's rate is the limit over its window; its burst is q for IETF
-// and GitHub, and for the per-minute vendors the largest remaining count
-// seen, at least one second of the rate. Other families (legacy RateLimit-*,
-// unnamed X-RateLimit-*) carry no window and are not learned; their
-// remaining counts still lower the levels, as on any Transport.
+// A limit is its name and its window, whatever family reports it: an IETF
+// policy "requests" over 60 seconds and OpenAI's per-minute requests are
+// one limit. When several families report one limit on a response, the
+// first in the order IETF, GitHub's X-RateLimit, OpenAI, Anthropic
+// teaches it, and the others are ignored for it. Each limit is a bucket of
+// the quota's Limiter, named "requests" (the first limit on requests,
+// which takes over the congestion-controlled bucket) or "requests#2",
+// "requests#3", … for the others, and "tokens", "input-tokens",
+// "output-tokens" for token limits: bucket names, which observers report
+// (Event.Limit), come from a bounded set whatever the server names its
+// policies; Stats gives the server's name.
+//
+// What is learned is bounded: at most 64 limits a quota (a 65th makes the
+// quota forget the limit reported least recently), policy names cut to 64
+// bytes, 16 GitHub resources per host and credential (the one used least
+// recently forgotten first) and AutoMaxQuotas quotas (default 4096, the
+// one used least recently forgotten first).
+//
+// The server's rate is the limit over its window. Its burst is the most
+// its bucket was seen to hold (a remaining count plus the cost of the
+// response), at most the limit: a server's burst is often far shorter than
+// its window (a GCRA server, LimitHandler at 600 a minute with a burst of
+// 5); before anything is seen, the limit for IETF and GitHub and one
+// second of the rate for the per-minute vendors. Other families (legacy
+// RateLimit-*, unnamed X-RateLimit-*) carry no window and are not learned;
+// their remaining counts still lower the levels, as on any Transport. A
+// limit reported without a remaining count is found by congestion control
+// (below), never above its rate.
 //
 // # Sharing a quota with others
 //
@@ -65,19 +87,30 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // spending s, and computes s*T/C + 1% of the rate per second of dt, where
 // the target T = rate + (r1 - r*)/1s spends the surplus over the reserve
 // r* = min(burst/2, 1s of rate) within a second (and is at least 5% of the
-// rate). Bounded to [R/2, 2R], that is the new R; a decrease is averaged
-// with the old R. Clients that do this converge together on a total of the
+// rate). When the remaining count is the burst (r1 plus the response's
+// cost), the server's refill was thrown away and C cannot be told: C is
+// the client's own spending. Bounded to [R/2, 2R], that is the new R; a
+// decrease is averaged with the old R. Clients that do this converge together on a total of the
 // server's rate while the remaining count hovers at the reserve, whatever
 // their number; the small equal increase evens their shares out. Before it
-// has measured, a client takes 5% of the rate times the fraction of the
-// burst that remains (at least a fifth), or if higher the rate it already
-// had, up to a fifth of the server's, times that fraction: calls queued on
-// the congestion-controlled bucket must not all fail their deadlines at
-// once. On every response its level is
-// lowered to its share, R/rate, of the remaining count, and its capacity
-// is a quarter second of R (for tokens, at least its share of the burst,
-// since a token cost is capped at the capacity; at least the largest cost
-// seen; at most the burst). A refusal halves R, once per interval.
+// has measured, a client takes 5% of the rate (50% for a token limit)
+// times the fraction of the limit that remains (at least a fifth), or if
+// higher the rate it already had, up to a fifth of the server's, times the
+// fraction of the burst that remains: calls queued on the congestion-
+// controlled bucket must not all fail their deadlines at once. With
+// AutoFleet it takes instead the rate over the fleet's members, times the
+// fraction of the burst. It may spend at once its share, R/rate, of what
+// remains above the reserve: ten calls made together with 590 of 600 left
+// go together. On every response its level is lowered to its share of the
+// remaining count, and its capacity is a quarter second of R or, if more,
+// its share of the remaining count above the reserve (for tokens, at least
+// its share of the burst, since a token cost is capped at the capacity,
+// and never less than before, so that a call queued at a capacity is not
+// refused as oversized; at least the largest cost seen; at most the
+// burst). A refusal halves R, once per interval, never below the floor.
+// A refusal about the request or the account (the Transport's 413 for a
+// 429 that no wait cures, such as OpenAI's insufficient_quota, or a 402)
+// teaches nothing.
 //
 // # With nothing but 429
 //
@@ -119,7 +152,7 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // probably been made (other clients done). A client alone pays for it
 // with a 429 every 5-8 s at its quota. The Transport's shared pause
 // on a refusal applies as always, lengthened by a random part of up to a
-// quarter of it.
+// quarter of it, never past the Transport's MaxPause.
 //
 // # Bounds
 //
@@ -381,11 +414,10 @@ func (a *AutoLimiter) Limiter(r *http.Request) (*Limiter, error) {
 	a.mu.Unlock()
 	if a.cfg.fleet != nil {
 		// A quota new to this process learns what the fleet knows before
-		// its first request.
+		// its first request, and a pause another member took holds before
+		// the request is sent.
 		q.mu.Lock()
-		if !q.synced {
-			q.share(now, false)
-		}
+		q.share(now, false)
 		q.mu.Unlock()
 	}
 	return q.limiter(user)

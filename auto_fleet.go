@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,21 +17,22 @@ import (
 // the process learning alone until the store answers again.
 // redisbucket.NewAutoStore keeps it in Redis.
 type AutoStore interface {
-	// Load returns the state stored under key and its version; a key
-	// never stored has version 0 and no state.
-	Load(ctx context.Context, key string) (state []byte, version int64, err error)
+	// Load records that member uses key now and returns how many members
+	// used it within the last memberTTL, member included, with the state
+	// stored under key and its version; a key never stored has version 0
+	// and no state. It is one round trip.
+	Load(ctx context.Context, key, member string, memberTTL time.Duration) (state []byte, version int64, members int, err error)
 	// Store replaces the state under key if its version is still version,
 	// makes it version+1 and keeps it for ttl; stored is false when
 	// another process stored first.
 	Store(ctx context.Context, key string, version int64, state []byte, ttl time.Duration) (stored bool, err error)
-	// Join records that member uses key now, and returns how many members
-	// used it within the last ttl, member included.
-	Join(ctx context.Context, key, member string, ttl time.Duration) (members int, err error)
 }
 
 // The fleet's timing.
 const (
-	autoSyncEvery   = 100 * time.Millisecond // least time between two syncs of a quota
+	// autoSyncEvery is the least time between two syncs of a quota: a
+	// pause one member took reaches the others within it.
+	autoSyncEvery   = 20 * time.Millisecond
 	autoSyncTimeout = 250 * time.Millisecond // deadline of one sync
 	autoMemberTTL   = 3 * time.Second        // a member that has not synced for this long has left
 	autoFleetTTL    = time.Hour              // how long the store keeps a quota nobody syncs
@@ -38,9 +40,10 @@ const (
 
 // AutoFleet makes the processes that share store learn each quota
 // together, as one client: each process is a member of the quota (host and
-// credential) while it uses it, and on every response at most every
-// 100 ms, and on every refusal, it merges what it learned into the state
-// store keeps for the quota and adopts the result:
+// credential) while it uses it, and on every request and response (at
+// most every 20 ms, one round trip when nothing changed) and on every
+// refusal, it merges what it learned into the state store keeps for the
+// quota and adopts the result:
 //   - the limits a server named (name, window, limit, the most its bucket
 //     was seen to hold): a process that starts knows them before its first
 //     response, and its first share of a limit is an equal part of it,
@@ -148,13 +151,8 @@ func (q *autoQuota) share(now int64, throttled bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), autoSyncTimeout)
 	defer cancel()
 	key := f.prefix + q.key.fleetString()
-	m, err := f.store.Join(ctx, key, f.member, autoMemberTTL)
-	if err != nil {
-		f.errors.Add(1)
-		return
-	}
 	for range 4 {
-		data, ver, err := f.store.Load(ctx, key)
+		data, ver, m, err := f.store.Load(ctx, key, f.member, autoMemberTTL)
 		if err != nil {
 			f.errors.Add(1)
 			return
@@ -168,10 +166,13 @@ func (q *autoQuota) share(now int64, throttled bool) {
 		if err != nil {
 			return
 		}
-		stored, err := f.store.Store(ctx, key, ver, out, max(autoFleetTTL, q.a.cfg.idle))
-		if err != nil {
-			f.errors.Add(1)
-			return
+		stored := bytes.Equal(out, data)
+		if !stored {
+			// Only a change is written: most syncs are one round trip.
+			if stored, err = f.store.Store(ctx, key, ver, out, max(autoFleetTTL, q.a.cfg.idle)); err != nil {
+				f.errors.Add(1)
+				return
+			}
 		}
 		if stored {
 			q.adopt(&st, max(m, 1), now)
@@ -195,7 +196,9 @@ func (q *autoQuota) merge(st *fleetState, now int64) {
 			i = len(st.Limits) - 1
 		}
 		l := &st.Limits[i]
-		if at := a.unix(ln.heardAt); at >= l.At {
+		// The instant moves by whole seconds, so that a sync that learned
+		// nothing new writes nothing.
+		if at := a.epoch.UnixNano() + ln.heardAt; l.Limit == 0 || at > l.At && (l.Limit != ln.limit || l.Exact != ln.exact || at-l.At >= int64(time.Second)) {
 			l.Limit, l.Exact, l.At = ln.limit, ln.exact, at
 		}
 		l.Seen = max(l.Seen, ln.seen)
@@ -267,7 +270,7 @@ func (q *autoQuota) adopt(st *fleetState, m int, now int64) {
 		ln := q.policy(l.Policy, l.Window, l.Tokens)
 		if ln == nil {
 			var made bool
-			ln, made = q.limitLane(l.Policy, l.Tokens, a.local(l.At))
+			ln, made = q.limitLane(l.Policy, l.Tokens, l.At-a.epoch.UnixNano())
 			changed = changed || made
 			ln.teach(l.Limit, l.Window, l.Exact)
 		}

@@ -26,25 +26,7 @@ func newMemStore(clk clockwork.Clock) *memStore {
 	return &memStore{clk: clk, state: map[string][]byte{}, version: map[string]int64{}, members: map[string]map[string]time.Time{}}
 }
 
-func (s *memStore) Load(_ context.Context, key string) ([]byte, int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls++
-	return s.state[key], s.version[key], nil
-}
-
-func (s *memStore) Store(_ context.Context, key string, version int64, state []byte, _ time.Duration) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls++
-	if s.version[key] != version {
-		return false, nil
-	}
-	s.state[key], s.version[key] = append([]byte(nil), state...), version+1
-	return true, nil
-}
-
-func (s *memStore) Join(_ context.Context, key, member string, ttl time.Duration) (int, error) {
+func (s *memStore) Load(_ context.Context, key, member string, ttl time.Duration) ([]byte, int64, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
@@ -60,7 +42,18 @@ func (s *memStore) Join(_ context.Context, key, member string, ttl time.Duration
 			delete(m, k)
 		}
 	}
-	return len(m), nil
+	return s.state[key], s.version[key], len(m), nil
+}
+
+func (s *memStore) Store(_ context.Context, key string, version int64, state []byte, _ time.Duration) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.version[key] != version {
+		return false, nil
+	}
+	s.state[key], s.version[key] = append([]byte(nil), state...), version+1
+	return true, nil
 }
 
 // heedTell passes a response to the quota of req as the Transport does:
@@ -138,7 +131,7 @@ func TestAutoFleetPaysA429Once(t *testing.T) {
 		return l.auto.lanes[0].rate
 	}
 	// Each member's part of the fleet's 40/s.
-	clk.Advance(200 * time.Millisecond)
+	clk.Advance(autoSyncEvery)
 	for _, a := range members {
 		tell(t, a, clk, req, 200, http.Header{})
 	}
@@ -156,6 +149,7 @@ func TestAutoFleetPaysA429Once(t *testing.T) {
 			}
 		}
 	}
+	clk.Advance(autoSyncEvery) // member 0 reads the state the others grew last
 	grown := rate(members[0]) * 4
 	if grown <= 40 {
 		t.Fatalf("fleet rate %v/s after 2 s busy; want above the 40/s it started at", grown)

@@ -23,6 +23,12 @@ const (
 	autoShareLeast = 0.2  // least fraction of the burst the first share assumes
 	autoFair       = 0.01 // per second, as a fraction of the server's rate
 	autoShareMax   = 0.2  // most of the server's rate the first share keeps of the rate before
+	// autoBurstSample is how many remaining counts of an IETF or GitHub
+	// limit it takes to trust the most seen as the burst.
+	autoBurstSample = 16
+	// autoBurstTops is how many counts in a row at the most seen it takes
+	// to trust that as the burst.
+	autoBurstTops = 3
 	// autoShareTokens is the first share of a token limit.
 	autoShareTokens = 0.5
 )
@@ -42,6 +48,8 @@ type lane struct {
 	tokens  bool           // the limit counts tokens
 	counts  bool           // the server has reported what is left of it
 	rem     int64          // what it last reported left
+	nCounts int64          // how many counts it reported
+	tops    int64          // how many in a row were at the most seen
 	heardAt int64          // when a response last reported the limit
 	cur     *headers.Quota // what the response being learned from reports of it
 	grant   int64          // tokens the first share may spend at once, not yet given
@@ -403,13 +411,16 @@ func (ln *lane) teach(limit int64, window time.Duration, exact bool) {
 
 // burst is the most the server's bucket holds, as far as is known: the
 // most it was seen to hold (remaining plus the cost of the response that
-// reported it) once anything was seen, since a server's burst is often
-// shorter than its window (GCRA servers, LimitHandler); for an IETF or
-// GitHub limit at most the limit, and before anything was seen the limit;
-// for the per-minute vendors, one second of the rate before anything was
-// seen.
+// reported it), since a server's burst is often shorter than its window
+// (GCRA servers, LimitHandler). For an IETF or GitHub limit, whose limit
+// is its burst as far as the server says, that takes autoBurstSample
+// counts, or autoBurstTops in a row at the most seen (a first count may
+// come from a quota others have half spent; a bucket that keeps showing
+// the same top is full at it), and is at most the limit; before, the
+// limit. For the per-minute vendors, one
+// second of the rate before anything was seen.
 func (ln *lane) burst() float64 {
-	if ln.seen > 0 {
+	if ln.seen > 0 && (!ln.exact || ln.nCounts >= autoBurstSample || ln.tops >= autoBurstTops) {
 		return min(float64(ln.seen), float64(ln.limit))
 	}
 	if ln.exact {
@@ -432,6 +443,18 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 	ln.maxCost = max(ln.maxCost, cost)
 	ln.seen = max(ln.seen, rem+cost)
 	ln.counts, ln.rem = true, rem
+	ln.nCounts++
+	if rem > 0 && rem+cost >= ln.seen {
+		ln.tops++
+		if ln.exact && ln.tops == autoBurstTops && ln.nCounts < autoBurstSample && ln.seen < ln.limit {
+			// The server's bucket is full at less than its limit: the
+			// client is alone on it, and starts again as it would have
+			// with the burst known, at a fifth of the server's rate.
+			ln.rate = max(ln.rate, ln.ceil*autoShareMax*float64(rem)/float64(ln.seen))
+		}
+	} else {
+		ln.tops = 0
+	}
 	burst := ln.burst()
 	reserve := min(burst/2, ln.ceil)
 	if !ln.measured {
@@ -443,6 +466,11 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 		// nothing known yet takes the lower; keeping the rate the client
 		// had takes the higher.
 		f := min(float64(rem)/burst, 1)
+		if ln.exact && ln.tops < autoBurstTops {
+			// The burst is not known yet: it may be as short as what
+			// this first count shows.
+			f = min(float64(rem)/float64(ln.seen), 1)
+		}
 		fl := f
 		if ln.exact {
 			fl = min(float64(rem)/float64(ln.limit), 1)

@@ -22,8 +22,8 @@ import (
 // one node and spreads quotas over nodes: a hash of the state and its
 // version ("{KEY}:s"), written only by a compare-and-set on the version,
 // and a sorted set of the members by the Redis server's time of their
-// last sync ("{KEY}:m"). Both expire when nobody syncs. One call is one
-// round trip; the AutoLimiter calls it with a short deadline, which
+// last sync ("{KEY}:m"). Both expire when nobody syncs. Each call is one
+// round trip (a script); the AutoLimiter calls it with a short deadline, which
 // reaches the socket only with the client's ContextTimeoutEnabled.
 type AutoStore struct {
 	client redis.UniversalClient
@@ -43,23 +43,47 @@ func (s *AutoStore) keys(key string) (state, members string) {
 	return k + ":s", k + ":m"
 }
 
-// Load returns the state of key and its version (0 and nil when none).
-func (s *AutoStore) Load(ctx context.Context, key string) ([]byte, int64, error) {
-	state, _ := s.keys(key)
-	vals, err := s.client.HMGet(ctx, state, "v", "s").Result()
+// loadScript records ARGV[1] as a member of KEYS[2] now, by the server's
+// clock, forgets members older than ARGV[2] ms, and returns the count of
+// the rest with the version and state in KEYS[1].
+var loadScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - ttl)
+redis.call('PEXPIRE', KEYS[2], ttl * 2)
+local n = redis.call('ZCARD', KEYS[2])
+local vs = redis.call('HMGET', KEYS[1], 'v', 's')
+return {n, vs[1] or '0', vs[2] or ''}
+`)
+
+// Load records member as using key now, by the Redis server's clock, and
+// returns the members seen within memberTTL, with the state of key and its
+// version (0 and nil when none), in one round trip.
+func (s *AutoStore) Load(ctx context.Context, key, member string, memberTTL time.Duration) ([]byte, int64, int, error) {
+	state, members := s.keys(key)
+	res, err := loadScript.Run(ctx, s.client, []string{state, members}, member, ttlMillis(memberTTL)).Slice()
 	if err != nil {
-		return nil, 0, fmt.Errorf("redisbucket: loading the learned state of %q: %w", key, err)
+		return nil, 0, 0, fmt.Errorf("redisbucket: loading the learned state of %q: %w", key, err)
 	}
-	if len(vals) != 2 || vals[0] == nil {
-		return nil, 0, nil
+	if len(res) != 3 {
+		return nil, 0, 0, fmt.Errorf("redisbucket: loading the learned state of %q: %d values in the reply, want 3", key, len(res))
 	}
-	vs, _ := vals[0].(string)
+	n, _ := res[0].(int64)
+	if n < 1 {
+		return nil, 0, 0, errors.New("redisbucket: the fleet of " + strconv.Quote(key) + " counts no member after a join")
+	}
+	vs, _ := res[1].(string)
 	v, err := strconv.ParseInt(vs, 10, 64)
 	if err != nil {
-		return nil, 0, fmt.Errorf("redisbucket: the learned state of %q has version %q", key, vs)
+		return nil, 0, 0, fmt.Errorf("redisbucket: the learned state of %q has version %q", key, vs)
 	}
-	data, _ := vals[1].(string)
-	return []byte(data), v, nil
+	var data []byte
+	if d, _ := res[2].(string); v > 0 {
+		data = []byte(d)
+	}
+	return data, v, int(n), nil
 }
 
 // storeScript replaces the state if its version is still ARGV[1].
@@ -81,32 +105,6 @@ func (s *AutoStore) Store(ctx context.Context, key string, version int64, state 
 		return false, fmt.Errorf("redisbucket: storing the learned state of %q: %w", key, err)
 	}
 	return n == 1, nil
-}
-
-// joinScript records ARGV[1] as a member now, by the server's clock,
-// forgets members older than ARGV[2] ms, and counts the rest.
-var joinScript = redis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl = tonumber(ARGV[2])
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
-redis.call('PEXPIRE', KEYS[1], ttl * 2)
-return redis.call('ZCARD', KEYS[1])
-`)
-
-// Join records member as using key now, by the Redis server's clock, and
-// counts the members seen within ttl.
-func (s *AutoStore) Join(ctx context.Context, key, member string, ttl time.Duration) (int, error) {
-	_, k := s.keys(key)
-	n, err := joinScript.Run(ctx, s.client, []string{k}, member, ttlMillis(ttl)).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("redisbucket: joining the fleet of %q: %w", key, err)
-	}
-	if n < 1 {
-		return 0, errors.New("redisbucket: the fleet of " + strconv.Quote(key) + " counts no member after a join")
-	}
-	return int(n), nil
 }
 
 // ttlMillis is d in whole milliseconds, at least 1.

@@ -20,7 +20,7 @@ func TestAutoStoreCompareAndSet(t *testing.T) {
 	defer c.Close()
 	s := redisbucket.NewAutoStore(c, be.Prefix)
 	ctx := context.Background()
-	data, v, err := s.Load(ctx, "api.example.com")
+	data, v, _, err := s.Load(ctx, "api.example.com", "p0", time.Minute)
 	if err != nil || v != 0 || data != nil {
 		t.Fatalf("a quota never stored: %q, version %d, %v", data, v, err)
 	}
@@ -30,16 +30,16 @@ func TestAutoStoreCompareAndSet(t *testing.T) {
 	if ok, err := s.Store(ctx, "api.example.com", 0, []byte(`{"a":2}`), time.Minute); ok || err != nil {
 		t.Fatalf("a store on a stale version: %v, %v; want refused", ok, err)
 	}
-	data, v, err = s.Load(ctx, "api.example.com")
+	data, v, _, err = s.Load(ctx, "api.example.com", "p0", time.Minute)
 	if err != nil || v != 1 || string(data) != `{"a":1}` {
 		t.Fatalf("after one store: %q, version %d, %v", data, v, err)
 	}
 	for i, m := range []string{"p1", "p2", "p1"} {
-		n, err := s.Join(ctx, "api.example.com", m, time.Minute)
+		_, _, n, err := s.Load(ctx, "api.example.com", m, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := min(i+1, 2); n != want {
+		if want := min(i+2, 3); n != want {
 			t.Errorf("join %d (%s): %d members; want %d", i, m, n, want)
 		}
 	}
@@ -69,7 +69,7 @@ func TestAutoStoreFleet(t *testing.T) {
 		return a, &http.Client{Transport: throttle.NewTransport(nil, a.Limiter, throttle.WithRetries(0))}
 	}
 	a, ca := mk()
-	b, cb := mk()
+	b, _ := mk()
 	defer srv.Client().CloseIdleConnections()
 	call := func(c *http.Client) int {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/x", nil)
@@ -95,15 +95,17 @@ func TestAutoStoreFleet(t *testing.T) {
 	if a.FleetErrors() != 0 || b.FleetErrors() != 0 {
 		t.Fatalf("store errors: %d, %d", a.FleetErrors(), b.FleetErrors())
 	}
-	// The first is refused: the second, at its next sync, keeps the
-	// fleet's pause.
+	// The first is refused: the second keeps the fleet's pause from its
+	// next sync, before its next request is sent.
 	refuse = true
 	if got := call(ca); got != http.StatusTooManyRequests {
 		t.Fatalf("status %d", got)
 	}
 	refuse = false
-	fc.Advance(150 * time.Millisecond)
-	call(cb)
+	fc.Advance(50 * time.Millisecond)
+	if _, err := b.Limiter(req); err != nil {
+		t.Fatal(err)
+	}
 	if u, ok := l.Bucket("requests").PausedUntil(); !ok || !u.After(fc.Now()) {
 		t.Errorf("the second process after the first's 429: paused %v until %v (now %v); want paused", ok, u, fc.Now())
 	}
