@@ -525,9 +525,11 @@ type autoQuota struct {
 	resources []resource // GitHub: path segment to resource, on the base quota
 	throttled int64
 
-	// AutoFleet: whether and when q last synced, and the members then.
+	// AutoFleet: whether and when q last synced, whether a sync of it
+	// stored (joined the fleet), and the members then.
 	synced  bool
 	syncAt  int64
+	joined  bool
 	members int
 }
 

@@ -49,10 +49,11 @@ const (
 //     response, and its first share of a limit is an equal part of it,
 //     the limit's rate over the number of members;
 //   - for a quota found by congestion control (nothing but 429), one rate
-//     for the whole fleet, grown from the successes of all members
-//     together and cut once per congestion by the first refusal any member
-//     sees (see AutoLimiter for the rules); each member sends at the
-//     fleet's rate over the number of members;
+//     for the whole fleet, which each member joining in slow start raises
+//     by the initial rate (AutoInitialRate), grown from the successes of
+//     all members together and cut once per congestion by the first
+//     refusal any member sees (see AutoLimiter for the rules); each member
+//     sends at the fleet's rate over the number of members;
 //   - the pause a refusal imposed, which every member keeps: a fleet pays
 //     a 429 once, not once per process.
 //
@@ -147,6 +148,7 @@ func (q *autoQuota) share(now int64, throttled bool) {
 	if q.synced && !throttled && now-q.syncAt < int64(autoSyncEvery) {
 		return
 	}
+	joining := !q.joined
 	q.synced, q.syncAt = true, now
 	ctx, cancel := context.WithTimeout(context.Background(), autoSyncTimeout)
 	defer cancel()
@@ -161,7 +163,7 @@ func (q *autoQuota) share(now int64, throttled bool) {
 		if len(data) > 0 && json.Unmarshal(data, &st) != nil {
 			st = fleetState{}
 		}
-		q.merge(&st, now)
+		q.merge(&st, now, joining)
 		out, err := json.Marshal(&st)
 		if err != nil {
 			return
@@ -175,14 +177,16 @@ func (q *autoQuota) share(now int64, throttled bool) {
 			}
 		}
 		if stored {
+			q.joined = true
 			q.adopt(&st, max(m, 1), now)
 			return
 		}
 	}
 }
 
-// merge puts what q learned into st. q.mu is held.
-func (q *autoQuota) merge(st *fleetState, now int64) {
+// merge puts what q learned into st; joining says that this process has
+// not synced q before. q.mu is held.
+func (q *autoQuota) merge(st *fleetState, now int64, joining bool) {
 	a := q.a
 	for _, ln := range q.lanes {
 		if !ln.learned {
@@ -216,6 +220,15 @@ func (q *autoQuota) merge(st *fleetState, now int64) {
 	}
 	st.Pause = max(st.Pause, pause)
 	ln := q.ccLane()
+	if ln != nil && joining && st.CC != nil && st.CC.Slow {
+		// A member that joins in slow start brings the initial rate it
+		// would have started at alone: N members start at N times it, as
+		// N independent clients would, and are cut once together.
+		st.CC.Rate += a.cfg.initial
+		if a.cfg.max > 0 {
+			st.CC.Rate = min(st.CC.Rate, a.cfg.max)
+		}
+	}
 	if ln == nil || (ln.fleet.ok == 0 && !ln.fleet.refused && st.CC != nil) {
 		return
 	}

@@ -130,29 +130,29 @@ func TestAutoFleetPaysA429Once(t *testing.T) {
 		l, _ := a.Limiter(req)
 		return l.auto.lanes[0].rate
 	}
-	// Each member's part of the fleet's 40/s.
+	// The fleet starts at the members' 4 x 40/s, each member at its part.
 	clk.Advance(autoSyncEvery)
 	for _, a := range members {
 		tell(t, a, clk, req, 200, http.Header{})
 	}
 	for i, a := range members {
-		if got := rate(a); !near(got, 10) {
-			t.Fatalf("member %d at %v/s; want a quarter of the fleet's 40/s", i, got)
+		if got := rate(a); !near(got, 40) {
+			t.Fatalf("member %d at %v/s; want a quarter of the fleet's 160/s", i, got)
 		}
 	}
 	// The fleet sends at its rate for 2 s: slow start grows it.
 	for range 20 {
 		clk.Advance(100 * time.Millisecond)
 		for _, a := range members {
-			for range 1 {
+			for range 4 {
 				tell(t, a, clk, req, 200, http.Header{})
 			}
 		}
 	}
 	clk.Advance(autoSyncEvery) // member 0 reads the state the others grew last
 	grown := rate(members[0]) * 4
-	if grown <= 40 {
-		t.Fatalf("fleet rate %v/s after 2 s busy; want above the 40/s it started at", grown)
+	if grown <= 160 {
+		t.Fatalf("fleet rate %v/s after 2 s busy; want above the 160/s it started at", grown)
 	}
 	// Member 0 is refused: every member pauses and cuts at its next sync,
 	// before a refusal of its own.
