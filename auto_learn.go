@@ -181,6 +181,11 @@ func (q *autoQuota) learnFrom(l *Limiter, costs []int64, status int, sig *header
 			if throttled {
 				ln.refused(a, now)
 			}
+		case ln.counts:
+			// A limit whose counts this response lacks.
+			if throttled {
+				ln.refused(a, now)
+			}
 		case ln.cur != nil || throttled:
 			// A limit the server names without saying what is left of it:
 			// its rate is the ceiling, and congestion control finds the
