@@ -648,7 +648,12 @@ type AutoQuotaStats struct {
 
 // AutoLimitStats describes one learned limit.
 type AutoLimitStats struct {
-	Name string
+	// Name is the learned bucket's name (see AutoLimiter: from a bounded
+	// set), Policy the server's name for the limit ("" until learned; an
+	// IETF policy's name cut to 64 bytes, "requests" or a token kind for
+	// the vendors' families).
+	Name   string
+	Policy string
 	// Learned reports that the limit was read from the server's headers;
 	// false means it is being found by congestion control.
 	Learned bool
@@ -671,7 +676,7 @@ func (a *AutoLimiter) Stats() []AutoQuotaStats {
 		s := AutoQuotaStats{Key: q.key.String(), Throttled: q.throttled}
 		for _, ln := range q.lanes {
 			s.Limits = append(s.Limits, AutoLimitStats{
-				Name: ln.name, Learned: ln.learned, Quota: ln.limit, Window: ln.window,
+				Name: ln.name, Policy: ln.policy, Learned: ln.learned, Quota: ln.limit, Window: ln.window,
 				Rate: ln.b.Rate(), Capacity: ln.b.Capacity(),
 			})
 		}

@@ -150,6 +150,9 @@ func TestAutoMergesFamilies(t *testing.T) {
 	if want := "[requests 600/1m0s requests#2 10/1s]"; fmt.Sprint(got) != want {
 		t.Fatalf("learned %v; want %s", got, want)
 	}
+	if ls[0].Policy != "requests" || ls[1].Policy != "burst" {
+		t.Errorf("policies %q, %q; want the server's names requests, burst", ls[0].Policy, ls[1].Policy)
+	}
 	l, _ := a.Limiter(req)
 	if ln := l.auto.lanes[0]; !ln.exact || ln.rem != 500 {
 		t.Errorf("merged limit: exact %v, remaining %d; want IETF's: exact, 500", ln.exact, ln.rem)
