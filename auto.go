@@ -99,7 +99,7 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // fraction of the burst that remains: calls queued on the congestion-
 // controlled bucket must not all fail their deadlines at once. With
 // AutoFleet it takes instead the rate over the fleet's members, times the
-// fraction of the burst. It may spend at once its share, R/rate, of what
+// fraction of the burst, if that is more than the 5% share. It may spend at once its share, R/rate, of what
 // remains above the reserve: ten calls made together with 590 of 600 left
 // go together. On every response its level is lowered to its share of the
 // remaining count, and its capacity is a quarter second of R or, if more,

@@ -481,8 +481,11 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 			fl = min(float64(rem)/float64(ln.limit), 1)
 		}
 		if m := ln.fleetN; m > 0 {
-			// The fleet says how many share the quota: an equal part.
-			ln.rate = ln.ceil * f / float64(m)
+			// The fleet says how many share the quota: an equal part, and
+			// no less than the share of nothing known, so that a member
+			// whose first count shows the quota spent does not start at
+			// the floor.
+			ln.rate = max(ln.ceil*f/float64(m), ln.ceil*autoShare0*max(fl, autoShareLeast))
 		} else {
 			// No lower than the rate the client already had, up to a
 			// fifth of the server's, times the fraction left: calls
