@@ -1,8 +1,12 @@
 package throttle
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"hash/maphash"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -31,10 +35,9 @@ func Auto(opts ...AutoOption) LimiterFunc {
 //
 // # What it learns from headers
 //
-// Each limit a response reports with its size becomes a bucket of the
-// quota's Limiter, named as the limit, and is re-tuned on every response
-// that reports it:
-//   - IETF RateLimit-Policy: q requests per w seconds, exactly; one bucket
+// Each limit a response reports with its size is learned, and re-tuned on
+// every response that reports it:
+//   - IETF RateLimit-Policy: q requests per w seconds, exactly; one limit
 //     per policy that counts requests (policies counting another unit are
 //     not learned).
 //   - OpenAI x-ratelimit-limit-{requests,tokens} and Anthropic
@@ -45,11 +48,34 @@ func Auto(opts ...AutoOption) LimiterFunc {
 //     quota of its own; requests are assigned to a resource by the first
 //     segment of their path, as its responses report it.
 //
-// The server's rate is the limit over its window; its burst is q for IETF
-// and GitHub, and for the per-minute vendors the largest remaining count
-// seen, at least one second of the rate. Other families (legacy RateLimit-*,
-// unnamed X-RateLimit-*) carry no window and are not learned; their
-// remaining counts still lower the levels, as on any Transport.
+// A limit is its name and its window, whatever family reports it: an IETF
+// policy "requests" over 60 seconds and OpenAI's per-minute requests are
+// one limit. When several families report one limit on a response, the
+// first in the order IETF, GitHub's X-RateLimit, OpenAI, Anthropic
+// teaches it, and the others are ignored for it. Each limit is a bucket of
+// the quota's Limiter, named "requests" (the first limit on requests,
+// which takes over the congestion-controlled bucket) or "requests#2",
+// "requests#3", … for the others, and "tokens", "input-tokens",
+// "output-tokens" for token limits: bucket names, which observers report
+// (Event.Limit), come from a bounded set whatever the server names its
+// policies; Stats gives the server's name.
+//
+// What is learned is bounded: at most 64 limits a quota (a 65th makes the
+// quota forget the limit reported least recently), policy names cut to 64
+// bytes, 16 GitHub resources per host and credential (the one used least
+// recently forgotten first) and AutoMaxQuotas quotas (default 4096, the
+// one used least recently forgotten first).
+//
+// The server's rate is the limit over its window. Its burst is the most
+// its bucket was seen to hold (a remaining count plus the cost of the
+// response), at most the limit: a server's burst is often far shorter than
+// its window (a GCRA server, LimitHandler at 600 a minute with a burst of
+// 5); before anything is seen, the limit for IETF and GitHub and one
+// second of the rate for the per-minute vendors. Other families (legacy
+// RateLimit-*, unnamed X-RateLimit-*) carry no window and are not learned;
+// their remaining counts still lower the levels, as on any Transport. A
+// limit reported without a remaining count is found by congestion control
+// (below), never above its rate.
 //
 // # Sharing a quota with others
 //
@@ -61,19 +87,30 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // spending s, and computes s*T/C + 1% of the rate per second of dt, where
 // the target T = rate + (r1 - r*)/1s spends the surplus over the reserve
 // r* = min(burst/2, 1s of rate) within a second (and is at least 5% of the
-// rate). Bounded to [R/2, 2R], that is the new R; a decrease is averaged
-// with the old R. Clients that do this converge together on a total of the
+// rate). When the remaining count is the burst (r1 plus the response's
+// cost), the server's refill was thrown away and C cannot be told: C is
+// the client's own spending. Bounded to [R/2, 2R], that is the new R; a
+// decrease is averaged with the old R. Clients that do this converge together on a total of the
 // server's rate while the remaining count hovers at the reserve, whatever
 // their number; the small equal increase evens their shares out. Before it
-// has measured, a client takes 5% of the rate times the fraction of the
-// burst that remains (at least a fifth), or if higher the rate it already
-// had, up to a fifth of the server's, times that fraction: calls queued on
-// the congestion-controlled bucket must not all fail their deadlines at
-// once. On every response its level is
-// lowered to its share, R/rate, of the remaining count, and its capacity
-// is a quarter second of R (for tokens, at least its share of the burst,
-// since a token cost is capped at the capacity; at least the largest cost
-// seen; at most the burst). A refusal halves R, once per interval.
+// has measured, a client takes 5% of the rate (50% for a token limit)
+// times the fraction of the limit that remains (at least a fifth), or if
+// higher the rate it already had, up to a fifth of the server's, times the
+// fraction of the burst that remains: calls queued on the congestion-
+// controlled bucket must not all fail their deadlines at once. With
+// AutoFleet it takes instead the rate over the fleet's members, times the
+// fraction of the burst, if that is more than the 5% share. It may spend at once its share, R/rate, of what
+// remains above the reserve: ten calls made together with 590 of 600 left
+// go together. On every response its level is lowered to its share of the
+// remaining count, and its capacity is a quarter second of R or, if more,
+// its share of the remaining count above the reserve (for tokens, at least
+// its share of the burst, since a token cost is capped at the capacity,
+// and never less than before, so that a call queued at a capacity is not
+// refused as oversized; at least the largest cost seen; at most the
+// burst). A refusal halves R, once per interval, never below the floor.
+// A refusal about the request or the account (the Transport's 413 for a
+// 429 that no wait cures, such as OpenAI's insufficient_quota, or a 402)
+// teaches nothing.
 //
 // # With nothing but 429
 //
@@ -115,7 +152,7 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // probably been made (other clients done). A client alone pays for it
 // with a 429 every 5-8 s at its quota. The Transport's shared pause
 // on a refusal applies as always, lengthened by a random part of up to a
-// quarter of it.
+// quarter of it, never past the Transport's MaxPause.
 //
 // # Bounds
 //
@@ -153,6 +190,9 @@ type autoConfig struct {
 	obs     Observer
 	idle    time.Duration
 	rand    func() float64 // in [0, 1)
+	fleet   *autoFleet
+	// maxQuotas is the most quotas remembered.
+	maxQuotas int
 }
 
 // AutoKey sets what a quota is: requests with the same key(r) share one.
@@ -224,16 +264,34 @@ func AutoIdle(d time.Duration) AutoOption {
 	}
 }
 
+// DefaultAutoMaxQuotas is how many quotas an AutoLimiter remembers at
+// most, unless AutoMaxQuotas says otherwise.
+const DefaultAutoMaxQuotas = 4096
+
+// AutoMaxQuotas sets the most quotas remembered (hosts, credentials,
+// GitHub resources): a new quota beyond n makes the AutoLimiter forget the
+// one used least recently. The default is DefaultAutoMaxQuotas; n < 1
+// keeps it.
+func AutoMaxQuotas(n int) AutoOption {
+	return func(c *autoConfig) {
+		if n >= 1 {
+			c.maxQuotas = n
+		}
+	}
+}
+
 // NewAuto returns an AutoLimiter; see Auto.
 func NewAuto(opts ...AutoOption) *AutoLimiter {
-	cfg := autoConfig{initial: 2, floor: 0.1, idle: 10 * time.Minute, rand: rand.Float64}
+	cfg := autoConfig{initial: 2, floor: 0.1, idle: 10 * time.Minute, rand: rand.Float64, maxQuotas: DefaultAutoMaxQuotas}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	cfg.floor = min(cfg.floor, cfg.initial)
+	// The floor holds: the start is at least the floor, and a maximum
+	// below the floor is raised to it.
+	cfg.initial = max(cfg.initial, cfg.floor)
 	if cfg.max > 0 {
+		cfg.max = max(cfg.max, cfg.floor)
 		cfg.initial = min(cfg.initial, cfg.max)
-		cfg.floor = min(cfg.floor, cfg.max)
 	}
 	a := &AutoLimiter{cfg: cfg, seed: maphash.MakeSeed(), quotas: make(map[quotaKey]*autoQuota)}
 	kopts := []Option{WithObserver(cfg.obs)}
@@ -248,9 +306,22 @@ func NewAuto(opts ...AutoOption) *AutoLimiter {
 // quotaKey names a quota: the key, the credential's hash, and for GitHub
 // the resource.
 type quotaKey struct {
-	name     string
-	cred     uint64
-	resource string
+	name      string
+	cred      uint64
+	fleetCred string // with AutoFleet: the hex SHA-256 of the credential, the same in every process
+	resource  string
+}
+
+// fleetString is the quota's key in an AutoFleet store.
+func (k quotaKey) fleetString() string {
+	s := k.name
+	if k.fleetCred != "" {
+		s += "#" + k.fleetCred
+	}
+	if k.resource != "" {
+		s += "/" + k.resource
+	}
+	return s
 }
 
 func (k quotaKey) String() string {
@@ -292,21 +363,31 @@ func (a *AutoLimiter) keyOf(r *http.Request) quotaKey {
 	}
 	k := quotaKey{name: HostKey(r)}
 	var h maphash.Hash
+	var sh hash.Hash
 	found := false
 	for _, name := range credentialHeaders {
 		for _, v := range r.Header[name] {
 			if !found {
 				h.SetSeed(a.seed)
 				found = true
+				if a.cfg.fleet != nil {
+					sh = sha256.New()
+				}
 			}
 			h.WriteString(name)
 			h.WriteByte(0)
 			h.WriteString(v)
 			h.WriteByte(0)
+			if sh != nil {
+				io.WriteString(sh, name+"\x00"+v+"\x00")
+			}
 		}
 	}
 	if found {
 		k.cred = max(h.Sum64(), 1)
+		if sh != nil {
+			k.fleetCred = hex.EncodeToString(sh.Sum(nil)[:16])
+		}
 	}
 	return k
 }
@@ -331,6 +412,14 @@ func (a *AutoLimiter) Limiter(r *http.Request) (*Limiter, error) {
 	}
 	a.sweep(now)
 	a.mu.Unlock()
+	if a.cfg.fleet != nil {
+		// A quota new to this process learns what the fleet knows before
+		// its first request, and a pause another member took holds before
+		// the request is sent.
+		q.mu.Lock()
+		q.share(now, false)
+		q.mu.Unlock()
+	}
 	return q.limiter(user)
 }
 
@@ -338,8 +427,14 @@ func (a *AutoLimiter) Limiter(r *http.Request) (*Limiter, error) {
 func (a *AutoLimiter) quota(k quotaKey, now int64) *autoQuota {
 	q := a.quotas[k]
 	if q == nil {
+		if len(a.quotas) >= a.cfg.maxQuotas {
+			a.evictQuota()
+		}
 		q = &autoQuota{a: a, key: k}
 		q.lanes = []*lane{q.newLane(aimdLane)}
+		if a.cfg.fleet != nil {
+			q.lanes[0].fleet = &fleetCount{}
+		}
 		q.rebuild()
 		a.quotas[k] = q
 		a.order = append(a.order, q)
@@ -363,11 +458,33 @@ func (a *AutoLimiter) sweep(now int64) {
 		a.next++
 		return
 	}
-	delete(a.quotas, q.key)
+	a.forget(a.next)
+}
+
+// evictQuota forgets the quota used least recently. a.mu is held.
+func (a *AutoLimiter) evictQuota() {
+	at := -1
+	var oldest int64
+	for i, q := range a.order {
+		if u := q.used.Load(); at < 0 || u < oldest {
+			at, oldest = i, u
+		}
+	}
+	if at >= 0 {
+		a.forget(at)
+	}
+}
+
+// forget drops the quota at index i of a.order. a.mu is held.
+func (a *AutoLimiter) forget(i int) {
+	delete(a.quotas, a.order[i].key)
 	last := len(a.order) - 1
-	a.order[a.next] = a.order[last]
+	a.order[i] = a.order[last]
 	a.order[last] = nil
 	a.order = a.order[:last]
+	if a.next > len(a.order) {
+		a.next = 0
+	}
 }
 
 // Len returns the number of quotas remembered.
@@ -407,6 +524,13 @@ type autoQuota struct {
 	combOf    *Limiter   // the lim comb was made from
 	resources []resource // GitHub: path segment to resource, on the base quota
 	throttled int64
+
+	// AutoFleet: whether and when q last synced, whether a sync of it
+	// stored (joined the fleet), and the members then.
+	synced  bool
+	syncAt  int64
+	joined  bool
+	members int
 }
 
 // resource maps the first segment of a request path to the GitHub resource
@@ -524,7 +648,12 @@ type AutoQuotaStats struct {
 
 // AutoLimitStats describes one learned limit.
 type AutoLimitStats struct {
-	Name string
+	// Name is the learned bucket's name (see AutoLimiter: from a bounded
+	// set), Policy the server's name for the limit ("" until learned; an
+	// IETF policy's name cut to 64 bytes, "requests" or a token kind for
+	// the vendors' families).
+	Name   string
+	Policy string
 	// Learned reports that the limit was read from the server's headers;
 	// false means it is being found by congestion control.
 	Learned bool
@@ -547,7 +676,7 @@ func (a *AutoLimiter) Stats() []AutoQuotaStats {
 		s := AutoQuotaStats{Key: q.key.String(), Throttled: q.throttled}
 		for _, ln := range q.lanes {
 			s.Limits = append(s.Limits, AutoLimitStats{
-				Name: ln.name, Learned: ln.learned, Quota: ln.limit, Window: ln.window,
+				Name: ln.name, Policy: ln.policy, Learned: ln.learned, Quota: ln.limit, Window: ln.window,
 				Rate: ln.b.Rate(), Capacity: ln.b.Capacity(),
 			})
 		}

@@ -46,6 +46,15 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 	if ln.epochAt == 0 && ln.epochOK == 0 {
 		ln.epochAt = now
 	}
+	if ln.fleet != nil {
+		// The fleet's congestion control decides (see AutoFleet): count.
+		if refused {
+			ln.fleet.refused = true
+		} else if ok {
+			ln.fleet.ok += max(cost, 1)
+		}
+		return
+	}
 	if refused {
 		ln.refused429(a, now)
 		return
@@ -81,9 +90,18 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 			ramp := autoProbeRamp * autoDouble.Seconds()
 			ln.rate *= math.Exp(g * min(1, since/ramp) * secs)
 		}
-		ln.rate = a.clamp(ln.rate, true)
+		ln.rate = ln.bound(a, ln.rate)
 	}
 	ln.epochAt, ln.epochOK = now, 0
+}
+
+// bound keeps a congestion-controlled rate within the floor and the
+// maximum, and for a limit the server named, at most its rate.
+func (ln *lane) bound(a *AutoLimiter, v float64) float64 {
+	if ln.learned {
+		v = min(v, ln.ceil)
+	}
+	return a.clamp(v, !ln.tokens)
 }
 
 // refused429 applies a refusal to a congestion-controlled lane.
@@ -113,15 +131,17 @@ func (ln *lane) refused429(a *AutoLimiter, now int64) {
 	// because the server's burst hid the overload until the refusal, later
 	// because it is what the server let through.
 	ln.wmax = next
-	ln.rate = a.clamp(next*a.jitter(1-autoCutJitter, 1), true)
+	ln.rate = ln.bound(a, next*a.jitter(1-autoCutJitter, 1))
 	ln.slow = false
 	ln.cutEver, ln.cutAt = true, now
 	// The Transport has paused the bucket (see stretchPause): calls resume
 	// at the cut rate when the pause ends, and its effect shows an epoch
 	// later.
 	ln.resumeAt = now
-	if u, ok := ln.b.PausedUntil(); ok {
-		ln.resumeAt = max(now, int64(u.Sub(a.epoch)))
+	if ln.b != nil {
+		if u, ok := ln.b.PausedUntil(); ok {
+			ln.resumeAt = max(now, int64(u.Sub(a.epoch)))
+		}
 	}
 	ln.quietUntil = ln.resumeAt + ln.epoch()
 	ln.refusals++

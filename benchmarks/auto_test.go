@@ -53,6 +53,7 @@ func (d dialect) String() string {
 // vendor is the loopback API: one token bucket for everyone.
 type vendor struct {
 	dialect     dialect
+	rate, burst int // requests per second, and the bucket's size
 	bucket      *throttle.Bucket
 	ok, refused atomic.Int64
 	mu          sync.Mutex
@@ -61,12 +62,16 @@ type vendor struct {
 	start       time.Time
 }
 
-func newVendor(d dialect) *vendor {
-	b, err := throttle.New(vendorBurst, throttle.Per(vendorRate, time.Second))
+func newVendor(d dialect) *vendor { return newVendorShape(d, vendorRate, vendorBurst) }
+
+// newVendorShape is a vendor of rate requests per second with a bucket of
+// burst.
+func newVendorShape(d dialect, rate, burst int) *vendor {
+	b, err := throttle.New(int64(burst), throttle.Per(int64(rate), time.Second))
 	if err != nil {
 		panic(err)
 	}
-	return &vendor{dialect: d, bucket: b, start: time.Now()}
+	return &vendor{dialect: d, rate: rate, burst: burst, bucket: b, start: time.Now()}
 }
 
 func (v *vendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,14 +79,16 @@ func (v *vendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ok, _ := v.bucket.TryAcquire(1)
 	level := v.bucket.Tokens()
 	remaining := max(int64(math.Floor(level)), 0)
-	toFull := time.Duration((vendorBurst - level) / vendorRate * float64(time.Second))
+	toFull := time.Duration((float64(v.burst) - level) / float64(v.rate) * float64(time.Second))
 	h := w.Header()
 	switch v.dialect {
 	case dialectIETF:
-		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=1`, vendorBurst))
+		// The policy states the rate over a second; the bucket may hold
+		// more or less than a second of it.
+		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=1`, v.rate))
 		h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, remaining, int64(math.Ceil(toFull.Seconds()))))
 	case dialectOpenAI:
-		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(vendorRate*60))
+		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(v.rate*60))
 		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(remaining, 10))
 		h.Set("X-Ratelimit-Reset-Requests", toFull.Round(time.Millisecond).String())
 	}
@@ -157,9 +164,15 @@ func callOK(resp *http.Response, err error) error {
 }
 
 func autoContender(workers int) contender {
-	return contender{name: "throttle.Auto()", make: func() (func(context.Context, string) error, func(), func() string) {
+	return autoContenderWith(workers, "throttle.Auto()", func() []throttle.AutoOption { return nil })
+}
+
+// autoContenderWith is Auto with the options opts returns, for each
+// client.
+func autoContenderWith(workers int, name string, opts func() []throttle.AutoOption) contender {
+	return contender{name: name, make: func() (func(context.Context, string) error, func(), func() string) {
 		base := baseTransport(workers)
-		auto := throttle.NewAuto()
+		auto := throttle.NewAuto(opts()...)
 		c := &http.Client{Transport: throttle.NewTransport(base, auto.Limiter)}
 		return func(ctx context.Context, url string) error {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -204,8 +217,29 @@ type outcome struct {
 // runVendor has n clients of c make perClient calls each, workers at a
 // time, against a fresh vendor speaking d.
 func runVendor(t testing.TB, d dialect, c contender, n, perClient, workers int) outcome {
-	v := newVendor(d)
-	srv := httptest.NewUnstartedServer(v)
+	return runOn(t, newVendor(d), c, n, perClient, workers)
+}
+
+// runOn is runVendor against the vendor v.
+func runOn(t testing.TB, v *vendor, c contender, n, perClient, workers int) outcome {
+	return runHandler(t, v, v, float64(v.rate), c, n, perClient, workers)
+}
+
+// refusals is what runHandler reads of a server: its 429s and when.
+type refusals interface {
+	refusedCount() int64
+	histogram() string
+	reset()
+}
+
+func (v *vendor) refusedCount() int64 { return v.refused.Load() }
+func (v *vendor) reset()              { v.start = time.Now() }
+
+// runHandler has n clients of c make perClient calls each, workers at a
+// time, against h, whose quota is rate requests per second: the floor is
+// the calls at that rate.
+func runHandler(t testing.TB, h http.Handler, v refusals, rate float64, c contender, n, perClient, workers int) outcome {
+	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ReadHeaderTimeout = 10 * time.Second
 	srv.Start()
 	defer srv.Close()
@@ -213,7 +247,7 @@ func runVendor(t testing.TB, d dialect, c contender, n, perClient, workers int) 
 	defer cancel()
 	var failed atomic.Int64
 	var wg sync.WaitGroup
-	v.start = time.Now()
+	v.reset()
 	start := time.Now()
 	clients := make([]string, n)
 	for i := range n {
@@ -247,10 +281,10 @@ func runVendor(t testing.TB, d dialect, c contender, n, perClient, workers int) 
 	elapsed := time.Since(start)
 	total := n * perClient
 	return outcome{
-		refused: v.refused.Load(),
+		refused: v.refusedCount(),
 		failed:  failed.Load(),
 		elapsed: elapsed,
-		floor:   time.Duration(float64(total) / vendorRate * float64(time.Second)),
+		floor:   time.Duration(float64(total) / rate * float64(time.Second)),
 		when:    v.histogram(),
 		clients: clients,
 	}

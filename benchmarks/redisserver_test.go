@@ -28,7 +28,7 @@ var benchRedis struct {
 	dir  string
 }
 
-func redisAddr(b *testing.B) string {
+func redisAddr(b testing.TB) string {
 	if a := os.Getenv("THROTTLE_REDIS_ADDR"); a != "" && a != "miniredis" {
 		return a
 	}

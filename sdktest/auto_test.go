@@ -73,3 +73,64 @@ func TestAutoOpenAISDK(t *testing.T) {
 		t.Errorf("learned %+v; want one quota, learned from the headers", ls)
 	}
 }
+
+// TestAutoLLMTokenShare makes one chat completion, then 30 concurrent ones,
+// through the official OpenAI SDK, a Transport with throttle.Auto() and
+// WithLLM, against a vendor in OpenAI's dialect allowing 600 requests and
+// 60,000 tokens a minute (burst a minute of each): each call reserves its
+// prompt and its 500 max tokens. Once the first response has taught the
+// limits, Auto's first share of the token limit must let the calls through
+// within their 3 s deadlines (a twentieth of the rate, as before, let 5
+// through at once, then one every 10 s: 30 of 31 calls failed), and no call may be
+// refused as oversized without RefuseOversized. (Calls made before any
+// response queue on the starting 2 per second, which admits about 40
+// within 20 s: 60 calls at once with 20 s deadlines lose 16 there, before
+// anything is learned.) Real clock, well under a second; skipped with
+// -short.
+func TestAutoLLMTokenShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-clock test")
+	}
+	const calls = 30
+	vendor := throttletest.NewServer(throttletest.Config{
+		Requests: throttle.Per(600, time.Minute), Tokens: throttle.Per(60000, time.Minute), Dialect: throttletest.OpenAI,
+	})
+	defer vendor.Close()
+	auto := throttle.NewAuto()
+	tr := throttle.NewTransport(newBase(t), auto.Limiter, throttle.WithLLM(throttle.LLM{}))
+	client := openai.NewClient(
+		option.WithBaseURL(vendor.URL+"/v1/"),
+		option.WithAPIKey("sk-auto-llm"),
+		option.WithHTTPClient(&http.Client{Transport: tr}),
+	)
+	var fails, oversized atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range calls + 1 {
+		if i == 1 {
+			wg.Wait() // the first call has taught the limits
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			var resp *http.Response
+			_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+				Model:     openai.ChatModelGPT4oMini,
+				MaxTokens: openai.Int(500),
+				Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say ok.")},
+			}, option.WithResponseInto(&resp))
+			if err != nil {
+				fails.Add(1)
+				if resp != nil && resp.Header.Get(throttle.RefusalHeader) == "oversized" {
+					oversized.Add(1)
+				}
+				t.Logf("a call failed after %v: %v", time.Since(start), err)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d of %d calls failed (%d oversized) in %v; learned %+v", fails.Load(), calls+1, oversized.Load(), time.Since(start).Round(time.Millisecond), auto.Stats())
+	if fails.Load() != 0 || oversized.Load() != 0 {
+		t.Errorf("%d calls failed, %d as oversized; want none", fails.Load(), oversized.Load())
+	}
+}
