@@ -400,14 +400,18 @@ func (c *Class) Capacity() int64 {
 }
 
 // Tokens returns the level of the class's guarantee bucket right now,
-// fractions included.
+// fractions included, counting the grants of waiters whose instant has
+// come. It changes nothing: the hierarchy's levels move only together.
 func (c *Class) Tokens() float64 {
 	d := c.lock()
 	defer d.mu.Unlock()
-	now := max(d.now(), d.seen)
-	d.serve(now)
-	c.g.advance(&c.gl, now)
-	return c.g.value(&c.gl)
+	var v float64
+	d.peek(max(d.now(), d.seen), func(now int64) {
+		l := c.gl
+		c.g.advance(&l, now)
+		v = c.g.value(&l)
+	})
+	return v
 }
 
 // lock locks the class's domain and returns it; classes move between
