@@ -109,8 +109,8 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 		t.Fatal(err)
 	}
 	var (
-		mu    sync.Mutex // onGrant runs on the goroutine that serves
-		trace []string
+		mu     sync.Mutex // onGrant runs on the goroutine that serves
+		trace  []string
 		grants []string
 	)
 	log := func(format string, args ...any) {
