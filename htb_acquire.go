@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -147,7 +148,7 @@ func (w *classWaiter) heads() bool {
 // positive; a cost must fit the quota and every ceiling on the path.
 func checkClasses(cs []*Class, costs []int64) error {
 	if len(costs) != len(cs) {
-		return ErrInvalidCost
+		return classCostCount(len(costs), len(cs))
 	}
 	any := false
 	for i, c := range cs {
@@ -160,6 +161,9 @@ func checkClasses(cs []*Class, costs []int64) error {
 		}
 		if n == 0 {
 			continue
+		}
+		if root := c.path[len(c.path)-1]; root.g.capacity == 0 {
+			return fmt.Errorf("%s: %w", className(root), ErrClosed)
 		}
 		any = true
 		for _, m := range c.path {
@@ -301,7 +305,10 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 	if c.removed || cost > c.path[len(c.path)-1].g.capacity || (c.parent != nil && cost > c.c.capacity) {
 		d.mu.Unlock()
 		cs, costs := [1]*Class{c}, [1]int64{cost}
-		return false, checkClasses(cs[:], costs[:])
+		if err := checkClasses(cs[:], costs[:]); !errors.Is(err, ErrClosed) {
+			return false, err
+		}
+		return false, nil // a closed quota refuses, as a closed bucket does
 	}
 	if d.queued > 0 {
 		d.serve(now)
