@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"sync"
 	"text/tabwriter"
@@ -60,6 +61,10 @@ func runDemo(e *env, args []string) error {
 	client := vendor
 	client.capacity = max(1, vendor.capacity-1)
 	client.rateText = vendor.rateText
+	if d := demoDuration(client, int64(*n)); d > maxDemo {
+		return usagef("--quota %s with --requests %d: the throttled client would take about %s (after its burst of %d, the other %d go at %s), and the demo runs at most %s: give a faster --quota or fewer --requests",
+			quota.value, *n, fmtLong(d), client.capacity, int64(*n)-client.capacity, quota.value, fmtLong(maxDemo))
+	}
 	var chart *chartFile
 	if chartPath.set {
 		if chart, err = createChart(chartPath.value); err != nil {
@@ -114,6 +119,36 @@ func runDemo(e *env, args []string) error {
 		chart.report(e.stdout)
 	}
 	return nil
+}
+
+// maxDemo bounds how long the throttled client's run may take.
+const maxDemo = 10 * time.Minute
+
+// demoDuration is how long the throttled client needs for n requests: the
+// burst at once, the rest at the rate.
+func demoDuration(client limitSpec, n int64) time.Duration {
+	rest := n - client.capacity
+	if rest <= 0 {
+		return 0
+	}
+	r := client.rate
+	d := new(big.Int).Mul(big.NewInt(rest), big.NewInt(int64(r.Period())))
+	d.Quo(d, big.NewInt(r.Tokens()))
+	if !d.IsInt64() {
+		return never
+	}
+	return time.Duration(d.Int64())
+}
+
+// fmtLong says a long duration in the largest unit that reads well.
+func fmtLong(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.0f days", d.Hours()/24)
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%.0f hours", d.Hours())
+	}
+	return fmt.Sprintf("%.0f minutes", d.Minutes())
 }
 
 // demoTransport is a loopback transport that keeps a connection per

@@ -101,6 +101,8 @@ func TestDemoErrors(t *testing.T) {
 		{"--quota 5/0s", `--quota "5/0s": rate "5/0s": period must be a positive duration such as 1s, 1m or 1h`},
 		{"--quota 0/1s", `--quota "0/1s": a quota that never refills would leave the demo waiting forever`},
 		{"extra", `unexpected argument "extra"`},
+		{"--quota 1/1h", "--quota 1/1h with --requests 300: the throttled client would take about 12 days (after its burst of 9, the other 291 go at 1/1h), and the demo runs at most 10 minutes: give a faster --quota or fewer --requests"},
+		{"--quota 1/1s --requests 700", "--quota 1/1s with --requests 700: the throttled client would take about 12 minutes (after its burst of 9, the other 691 go at 1/1s), and the demo runs at most 10 minutes: give a faster --quota or fewer --requests"},
 	} {
 		stdout, stderr, code := runCmd(t, "", append([]string{"demo"}, strings.Fields(tt.args)...)...)
 		if code != 2 || stdout != "" || stderr != "throttle demo: "+tt.want+"\n" {
