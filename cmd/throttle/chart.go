@@ -1,29 +1,28 @@
+//go:build chart
+
 package main
+
+// The chart drawing, with gonum/plot, is built only with the tag chart, so
+// that the commands that draw no chart (the demo, first of all) need none
+// of its libraries: a build without it that is asked for a chart runs the
+// command again from a build with it (chart_exec.go).
 
 import (
 	"fmt"
 	"image/color"
+	"io"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Chart colours. The golden test finds the series by these.
-var (
-	limitColors = []color.RGBA{
-		{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
-		{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
-		{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
-		{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
-		{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
-		{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, // olive
-	}
-	acceptColor = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
-	rejectColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-	rateColor   = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
-)
+// chartsBuiltIn says this build draws charts itself.
+const chartsBuiltIn = true
 
 // limitColor is limit i's colour, a little transparent so that lines
 // drawn over each other stay visible.
@@ -186,4 +185,56 @@ func writeChart(f *chartFile, s *series, limits []limitSpec, title string, keys 
 		row[0].X.Min, row[0].X.Max = lo, hi
 	}
 	return f.write(panels)
+}
+
+// write draws the plots, one tile each, and closes the file.
+func (c *chartFile) write(plots [][]*plot.Plot) error {
+	// 10 cm a panel.
+	width, height := 24*vg.Centimeter, vg.Length(len(plots))*10*vg.Centimeter
+	var cw interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	switch c.format {
+	case "png":
+		// 150 dots per inch: sharp enough to read, 1417×1181 pixels.
+		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(150))}
+	case "pdf":
+		cw = vgpdf.New(width, height)
+	default:
+		cw = vgsvg.New(width, height)
+	}
+	dc := draw.New(cw)
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
+		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadY: vg.Millimeter * 6}
+	c.done = true
+	canvases := plot.Align(plots, tiles, dc)
+	for i, row := range plots {
+		row[0].Draw(canvases[i][0])
+	}
+	if _, err := cw.WriteTo(c.f); err != nil {
+		c.f.Close()
+		return err
+	}
+	return c.f.Close()
+}
+
+// writeSimulateChart draws simulate's chart: levels, throughput and, with
+// --compare, the algorithms' panel.
+func writeSimulateChart(chart *chartFile, sim *simulator, limits []limitSpec, name string) error {
+	keys := chartKeys{drawn: sim.drawn, total: sim.stats.keys.len()}
+	var extra []*plot.Plot
+	if sim.cmp != nil {
+		p, err := comparePlot(sim.cmp)
+		if err != nil {
+			return err
+		}
+		extra = append(extra, p)
+	}
+	return writeChart(chart, sim.series, limits, "Level of each limit: "+name, keys, extra...)
+}
+
+// writeDemoChart draws the demo's chart of the throttled client's run.
+func writeDemoChart(chart *chartFile, s *series, client limitSpec, title string) error {
+	return writeChart(chart, s, []limitSpec{client}, title, chartKeys{})
 }

@@ -113,7 +113,7 @@ func runDemo(e *env, args []string) error {
 	writeDemoTable(e.stdout, plain, throttled, client)
 	if chart != nil {
 		title := fmt.Sprintf("Throttled client (%s, burst %d) against the fake vendor", client.rateText, client.capacity)
-		if err := writeChart(chart, rec.s, []limitSpec{client}, title, chartKeys{}); err != nil {
+		if err := writeDemoChart(chart, rec.s, client, title); err != nil {
 			return fmt.Errorf("--chart: %w", err)
 		}
 		chart.report(e.stdout)
