@@ -14,4 +14,6 @@ var errNoCharts = errors.New("internal error: this build of throttle draws no ch
 
 func writeSimulateChart(*chartFile, *simulator, []limitSpec, string) error { return errNoCharts }
 
-func writeDemoChart(*chartFile, *series, limitSpec, string) error { return errNoCharts }
+func writeDemoChart(*chartFile, *series, limitSpec, string, *demoAnswers, *demoAnswers) error {
+	return errNoCharts
+}

@@ -81,7 +81,11 @@ func runDemo(e *env, args []string) error {
 	plainBase := demoTransport()
 	defer plainBase.CloseIdleConnections()
 	prog := startProgress(e.stdout, "plain client", *n, nil)
-	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, nil, prog)
+	var plainRec *demoRecorder
+	if chart != nil {
+		plainRec = &demoRecorder{}
+	}
+	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, plainRec, prog)
 	if err != nil {
 		return err
 	}
@@ -113,7 +117,7 @@ func runDemo(e *env, args []string) error {
 	writeDemoTable(e.stdout, plain, throttled, client)
 	if chart != nil {
 		title := fmt.Sprintf("Throttled client (%s, burst %d) against the fake vendor", client.rateText, client.capacity)
-		if err := writeDemoChart(chart, rec.s, client, title); err != nil {
+		if err := writeDemoChart(chart, rec.s, client, title, &plainRec.answers, &rec.answers); err != nil {
 			return fmt.Errorf("--chart: %w", err)
 		}
 		chart.report(e.stdout)
@@ -166,17 +170,43 @@ func demoTransport() *http.Transport {
 // a success or a 429.
 type demoRecorder struct {
 	mu       sync.Mutex
-	s        *series
+	s        *series // nil for the plain client, which has no limiter
 	b        *throttle.Bucket
 	capacity float64
 	start    time.Time
+	answers  demoAnswers
+}
+
+// demoAnswers is one client's answers in the order they came: the
+// instant of each, from the run's start, and whether it was a success.
+type demoAnswers struct {
+	at []time.Duration
+	ok []bool
 }
 
 func (r *demoRecorder) record(ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	lv := []float64{r.b.Tokens() / r.capacity * 100}
-	r.s.add(time.Since(r.start), ok, 0, lv, lv, []int64{1})
+	t := time.Since(r.start)
+	r.answers.at = append(r.answers.at, t)
+	r.answers.ok = append(r.answers.ok, ok)
+	if r.s != nil {
+		lv := []float64{r.b.Tokens() / r.capacity * 100}
+		r.s.add(t, ok, 0, lv, lv, []int64{1})
+	}
+}
+
+// cumulative returns the running count of successes (ok) or of 429s.
+func (a *demoAnswers) cumulative(ok bool) []point {
+	out := []point{{0, 0}}
+	n := 0
+	for i, t := range a.at {
+		if a.ok[i] == ok {
+			n++
+			out = append(out, point{secs(t), float64(n)})
+		}
+	}
+	return out
 }
 
 // fire sends n GET requests at once, one goroutine each, with apiKey as the

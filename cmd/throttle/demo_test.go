@@ -92,6 +92,17 @@ func TestDemo(t *testing.T) {
 	if !contains(texts, "Throttled client (50/1s, burst 4) against the fake vendor") || !contains(texts, "configured rate") {
 		t.Errorf("chart texts %q", texts)
 	}
+	// The comparison the demo prints: each client's successes and 429s.
+	if !contains(texts, "Answers over time: the plain client against the throttled one") || !contains(texts, "throttled client: successes (30)") || !contains(texts, "throttled client: 429s (0)") {
+		t.Errorf("the chart does not compare the clients; texts %q", texts)
+	}
+	plain := false
+	for _, x := range texts {
+		plain = plain || strings.HasPrefix(x, "plain client: 429s (")
+	}
+	if !plain {
+		t.Errorf("no plain client's 429s in the chart; texts %q", texts)
+	}
 }
 
 func TestDemoErrors(t *testing.T) {
