@@ -79,6 +79,9 @@ func (p params) window(t time.Duration) uint64 { return p.scaled(t).floorDiv(p.b
 
 // windowStart returns the first nanosecond of window n.
 func (p params) windowStart(n uint64) time.Duration {
+	if p.bp.hi == 0 {
+		return mul(n, p.bp.lo).ceilDiv(p.r) // the common case, in 128 bits
+	}
 	return bigInstant(new(big.Int).Mul(new(big.Int).SetUint64(n), p.bp.big()), new(big.Int).SetUint64(p.r))
 }
 
@@ -286,9 +289,12 @@ func (m *slidingCounter) ready(t time.Duration, cost int64) time.Duration {
 		if prev > room {
 			// At t*R >= n*B*P + B*P*(prev-room)/prev: t >= B*P*(n*prev +
 			// prev - room) / (R*prev).
-			k := new(big.Int).Mul(new(big.Int).SetUint64(n), big.NewInt(prev))
-			k.Add(k, big.NewInt(prev-room))
-			at = bigInstant(k.Mul(k, m.p.bp.big()), new(big.Int).Mul(new(big.Int).SetUint64(m.p.r), big.NewInt(prev)))
+			k := mul(n, uint64(prev)).plus(u128{lo: uint64(prev - room)})
+			if d := mul(m.p.r, uint64(prev)); k.hi == 0 && m.p.bp.hi == 0 && d.hi == 0 {
+				at = mul(k.lo, m.p.bp.lo).ceilDiv(d.lo) // the common case, in 128 bits
+			} else {
+				at = bigInstant(new(big.Int).Mul(k.big(), m.p.bp.big()), d.big())
+			}
 		} else {
 			at = m.p.windowStart(n)
 		}
