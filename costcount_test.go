@@ -168,3 +168,35 @@ func TestCostCountLimitHandler(t *testing.T) {
 		t.Fatalf("wrong-arity requests: %d served, requests level %v", served, req.Tokens())
 	}
 }
+
+func TestCostCountClasses(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	root, err := throttle.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := root.NewClass(throttle.ClassConfig{Name: "a", Rate: throttle.Per(5, time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.AcquirePermit(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCostCount(t, "ClassPermit.Settle(1, 2)", p.Settle(1, 2), "throttle: wrong number of costs: got 2 costs for 1 class")
+	if err := p.Settle(1); err != nil {
+		t.Fatalf("Settle(1) after a wrong count: %v", err)
+	}
+	other, err := throttle.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := throttle.NewClassLimiter(a, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.TryAcquire(1)
+	wantCostCount(t, "ClassLimiter.TryAcquire(1)", err, "throttle: wrong number of costs: got 1 cost for 2 classes")
+	_, err = l.WaitTime(1, 1, 1)
+	wantCostCount(t, "ClassLimiter.WaitTime(1, 1, 1)", err, "throttle: wrong number of costs: got 3 costs for 2 classes")
+}

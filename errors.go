@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -12,10 +13,11 @@ var (
 	ErrInvalidCost = errors.New("throttle: cost must be positive")
 	// ErrCostCount is matched (errors.Is) by the error of a call given a
 	// number of costs other than one per bucket of its Limiter, or per limit
-	// of a key: a Limiter's TryAcquire, WaitTime and Acquire, Permit.Settle,
-	// the same methods of Keyed, and a Transport or LimitHandler whose
-	// CostFunc returns the wrong number. The message says how many were
-	// given for how many buckets.
+	// of a key, or per class of a ClassLimiter or ClassPermit: a Limiter's
+	// TryAcquire, WaitTime and Acquire, Permit.Settle, the same methods of
+	// Keyed and of ClassLimiter, ClassPermit.Settle, and a Transport or
+	// LimitHandler whose CostFunc returns the wrong number. The message
+	// says how many were given for how many buckets or classes.
 	ErrCostCount = errors.New("throttle: wrong number of costs")
 	// ErrCostExceedsCapacity is returned for a cost that no bucket level can
 	// ever cover: waiting for it would never end.
@@ -59,9 +61,17 @@ func errNoLimits(got int, kind, constructor string) error {
 	return fmt.Errorf("%w: got %d %s for the 0 limits of a zero %s (make one with %s)", ErrCostCount, got, plural(got, "cost"), kind, constructor)
 }
 
+// classCostCount is the error for got costs given for want classes.
+func classCostCount(got, want int) error {
+	return fmt.Errorf("%w: got %d %s for %d %s", ErrCostCount, got, plural(got, "cost"), want, plural(want, "class"))
+}
+
 func plural(n int, noun string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return noun
+	case strings.HasSuffix(noun, "s"):
+		return noun + "es"
 	}
 	return noun + "s"
 }

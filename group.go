@@ -76,19 +76,22 @@ func (g *group) instant(t time.Time) int64 {
 func (g *group) join(o *group) {
 	delta := int64(o.epoch.Sub(g.epoch))
 	for _, b := range o.members {
-		b.lvl.last += delta
+		// A pause far in the future (PauseUntil(year 9999) is at never)
+		// and the level's last instant, moved to it, stay where they are:
+		// an overflow would end the pause and refill the bucket.
+		b.lvl.last = shift(b.lvl.last, delta)
 		if b.paused != noPause {
-			b.paused += delta
+			b.paused = shift(b.paused, delta)
 		}
 		b.g.Store(g)
 	}
 	g.members = append(g.members, o.members...)
-	if f := o.floor + delta; f > g.floor {
+	if f := shift(o.floor, delta); f > g.floor {
 		g.floor = f
 	}
 	for w := o.head; w != nil; {
 		next := w.next
-		w.since += delta
+		w.since = shift(w.since, delta)
 		w.prev, w.next = nil, nil
 		if w.rsv == nil {
 			w.timer.Stop()
@@ -103,4 +106,18 @@ func (g *group) join(o *group) {
 	if g.head != nil {
 		g.arm(g.now())
 	}
+}
+
+// shift returns t+delta, an instant moved to another time line, saturating
+// at never and at noPause (which also stay where they are).
+func shift(t, delta int64) int64 {
+	switch {
+	case t == never || t == noPause:
+		return t
+	case delta > 0 && t > never-delta:
+		return never
+	case delta < 0 && t < noPause+1-delta:
+		return noPause + 1
+	}
+	return t + delta
 }

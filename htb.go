@@ -47,7 +47,10 @@ import (
 // while that borrower is served from its own guarantee meanwhile; the
 // others wait for it, unless its wait for the spare never ends. Borrowers
 // that all saturate therefore share the spare in proportion to their
-// guarantees, a class that keeps borrowing never loses its place, and a
+// guarantees: borrowers that stay queued through the whole interval, that
+// is, for a borrower that runs out of waiters earns nothing for the time
+// its queue is empty and the spare meanwhile goes to whoever asks. A
+// class that keeps borrowing never loses its place, and a
 // class that was idle earns no credit for the time it did not borrow. A
 // grant from a class's own guarantee never waits for borrowers.
 // TryAcquire borrows only when nobody waits in the hierarchy, so it never
@@ -157,14 +160,17 @@ func (d *domain) wall() time.Time {
 
 // NewQuota returns the root of a new hierarchy: a quota of capacity
 // tokens refilling at rate, which starts full. Its classes are added with
-// NewClass. The rate must be positive. WithName names it, WithClock sets
-// its clock; WithObserver is not supported on classes and is ignored.
+// NewClass. The rate must be positive and finite. A capacity of 0 makes a
+// closed quota, as New does a closed bucket: it admits nothing and has no
+// classes (TryAcquire refuses, Acquire and WaitTime fail with ErrClosed,
+// NewClass fails). WithName names it, WithClock sets its clock;
+// WithObserver is not supported on classes and is ignored.
 func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 	if rate.tokens <= 0 || rate.inf {
 		return nil, fmt.Errorf("throttle: NewQuota: rate must be positive and finite, got %v", rate)
 	}
-	if capacity <= 0 {
-		return nil, fmt.Errorf("throttle: NewQuota: capacity must be positive, got %d", capacity)
+	if capacity < 0 {
+		return nil, fmt.Errorf("throttle: NewQuota: capacity must not be negative, got %d", capacity)
 	}
 	s, err := rate.shape(capacity)
 	if err != nil {
@@ -202,6 +208,9 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	defer d.mu.Unlock()
 	if c.removed {
 		return nil, fmt.Errorf("throttle: NewClass: %s: %w", className(c), ErrClassRemoved)
+	}
+	if root := c.path[len(c.path)-1]; root.g.capacity == 0 {
+		return nil, fmt.Errorf("throttle: NewClass %q: %s: %w", cfg.Name, className(root), ErrClosed)
 	}
 	if cfg.Rate.tokens <= 0 {
 		return nil, fmt.Errorf("throttle: NewClass %q: guaranteed rate must be positive, got %v", cfg.Name, cfg.Rate)
@@ -309,7 +318,8 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 
 // Remove takes a class without children or waiters out of the hierarchy;
 // what its guarantee bucket held becomes its parent's spare. Calls on a
-// removed class fail. The root cannot be removed.
+// removed class fail with ErrClassRemoved, Remove itself included. The
+// root cannot be removed.
 func (c *Class) Remove() error {
 	d := c.lock()
 	defer d.mu.Unlock()
@@ -317,7 +327,7 @@ func (c *Class) Remove() error {
 	case c.parent == nil:
 		return errors.New("throttle: Remove: the root of a hierarchy cannot be removed")
 	case c.removed:
-		return nil
+		return fmt.Errorf("throttle: Remove: %s: %w", className(c), ErrClassRemoved)
 	case len(c.kids) > 0:
 		return fmt.Errorf("throttle: Remove: class %q has classes of its own", c.name)
 	case c.head != nil:
@@ -400,14 +410,18 @@ func (c *Class) Capacity() int64 {
 }
 
 // Tokens returns the level of the class's guarantee bucket right now,
-// fractions included.
+// fractions included, counting the grants of waiters whose instant has
+// come. It changes nothing: the hierarchy's levels move only together.
 func (c *Class) Tokens() float64 {
 	d := c.lock()
 	defer d.mu.Unlock()
-	now := max(d.now(), d.seen)
-	d.serve(now)
-	c.g.advance(&c.gl, now)
-	return c.g.value(&c.gl)
+	var v float64
+	d.peek(max(d.now(), d.seen), func(now int64) {
+		l := c.gl
+		c.g.advance(&l, now)
+		v = c.g.value(&l)
+	})
+	return v
 }
 
 // lock locks the class's domain and returns it; classes move between

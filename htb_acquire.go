@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -147,7 +148,7 @@ func (w *classWaiter) heads() bool {
 // positive; a cost must fit the quota and every ceiling on the path.
 func checkClasses(cs []*Class, costs []int64) error {
 	if len(costs) != len(cs) {
-		return costCount(len(costs), len(cs))
+		return classCostCount(len(costs), len(cs))
 	}
 	any := false
 	for i, c := range cs {
@@ -160,6 +161,9 @@ func checkClasses(cs []*Class, costs []int64) error {
 		}
 		if n == 0 {
 			continue
+		}
+		if root := c.path[len(c.path)-1]; root.g.capacity == 0 {
+			return fmt.Errorf("%s: %w", className(root), ErrClosed)
 		}
 		any = true
 		for _, m := range c.path {
@@ -301,7 +305,10 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 	if c.removed || cost > c.path[len(c.path)-1].g.capacity || (c.parent != nil && cost > c.c.capacity) {
 		d.mu.Unlock()
 		cs, costs := [1]*Class{c}, [1]int64{cost}
-		return false, checkClasses(cs[:], costs[:])
+		if err := checkClasses(cs[:], costs[:]); !errors.Is(err, ErrClosed) {
+			return false, err
+		}
+		return false, nil // a closed quota refuses, as a closed bucket does
 	}
 	if d.queued > 0 {
 		d.serve(now)
@@ -419,9 +426,15 @@ type owner struct {
 // serve grants, in order of their instants, every candidate whose instant
 // has come, each at that instant, and arms the timer of the next one. It
 // is an event simulation of the hierarchy from d.seen to now, so a timer
-// that fires late loses nothing.
+// that fires late loses nothing. It moves d.seen to now: the levels a
+// grant touched are at its instant, and the next simulation must not start
+// before them (a level advanced past its parent's makes the parent's spare
+// look larger than it is), as one would after a refund by Settle.
 func (d *domain) serve(now int64) {
 	d.schedule(now, nil)
+	if now > d.seen {
+		d.seen = now
+	}
 }
 
 // changed must follow any change to a level: it re-times the waiters.
@@ -657,6 +670,34 @@ func (d *domain) project(w *classWaiter, now int64) int64 {
 	return t
 }
 
+// peek calls read with the hierarchy as serve would leave it at now, the
+// waiters due by then granted, and then puts everything back: a getter
+// must not move a level alone (a parent's spare is computed from its
+// level and its children's, advanced to the same instant) nor grant a
+// waiter before its timer does.
+func (d *domain) peek(now int64, read func(now int64)) {
+	snaps := make([]classSnap, len(d.classes))
+	for i, c := range d.classes {
+		snaps[i] = classSnap{gl: c.gl, cl: c.cl, tag: c.tag, vt: c.vt}
+	}
+	seen := d.seen
+	d.removed = d.removed[:0]
+	if d.queued > 0 {
+		d.schedule(now, &classWaiter{}) // a target never queued: serve all that is due
+	}
+	granted := slices.Clone(d.removed)
+	d.removed = d.removed[:0]
+	d.seen = max(seen, now)
+	read(now)
+	for i := len(granted) - 1; i >= 0; i-- {
+		d.pushFront(granted[i])
+	}
+	for i, c := range d.classes {
+		c.gl, c.cl, c.tag, c.vt = snaps[i].gl, snaps[i].cl, snaps[i].tag, snaps[i].vt
+	}
+	d.seen = seen
+}
+
 // classSnap is a class's state saved while a wait is projected.
 type classSnap struct {
 	gl, cl  level
@@ -806,24 +847,24 @@ func waitClasses(cs []*Class, costs []int64) (time.Duration, error) {
 	if err := checkClasses(cs, costs); err != nil {
 		return 0, err
 	}
+	var t int64
 	now := max(d.now(), d.seen)
-	if d.queued > 0 {
-		d.serve(now)
-	}
-	d.seen = now
-	ok := true
-	for i, c := range cs {
-		if costs[i] > 0 && (c.head != nil || c.planNow(costs[i], now, d.queued == 0) < 0) {
-			ok = false
+	d.peek(now, func(now int64) {
+		ok := true
+		for i, c := range cs {
+			if costs[i] > 0 && (c.head != nil || c.planNow(costs[i], now, d.queued == 0) < 0) {
+				ok = false
+			}
 		}
-	}
-	if ok {
-		return 0, nil
-	}
-	w := d.waiter(cs, costs)
-	w.virtual = true
-	t := d.project(w, now)
-	d.recycle(w)
+		if ok {
+			t = now
+			return
+		}
+		w := d.waiter(cs, costs)
+		w.virtual = true
+		t = d.project(w, now)
+		d.recycle(w)
+	})
 	if t == never {
 		return 0, fmt.Errorf("%s: %w: no lender's spare will cover %d as the hierarchy stands", className(cs[0]), ErrCostExceedsCapacity, costs[0])
 	}

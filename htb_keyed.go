@@ -152,9 +152,11 @@ func (c *Class) removeIfIdle() bool {
 		return false
 	}
 	now := max(d.now(), d.seen)
-	c.g.advance(&c.gl, now)
-	c.c.advance(&c.cl, now)
-	if c.gl.tokens < c.g.capacity || c.cl.tokens < c.c.capacity {
+	// Copies: a level advanced alone would make its parent's spare wrong.
+	gl, cl := c.gl, c.cl
+	c.g.advance(&gl, now)
+	c.c.advance(&cl, now)
+	if gl.tokens < c.g.capacity || cl.tokens < c.c.capacity {
 		return false
 	}
 	c.removeLocked(d, now)

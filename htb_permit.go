@@ -45,7 +45,7 @@ func (p *ClassPermit) Costs() []int64 { return slices.Clone(p.costs) }
 // re-timed. Settling twice, or after Cancel, fails with ErrSettled.
 func (p *ClassPermit) Settle(actual ...int64) error {
 	if len(actual) != len(p.cs) {
-		return ErrInvalidCost
+		return classCostCount(len(actual), len(p.cs))
 	}
 	for _, a := range actual {
 		if a < 0 {
@@ -169,7 +169,9 @@ func (l *ClassLimiter) Status(dst []LimitStatus) []LimitStatus {
 func (l *ClassLimiter) tryAcquire(costs []int64, plan []int) (bool, error) {
 	d := l.cs[0].lock()
 	defer d.mu.Unlock()
-	if err := checkClasses(l.cs, costs); err != nil {
+	if err := checkClasses(l.cs, costs); errors.Is(err, ErrClosed) {
+		return false, nil // a closed quota refuses, as a closed bucket does
+	} else if err != nil {
 		return false, err
 	}
 	now := max(d.now(), d.seen)

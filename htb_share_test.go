@@ -97,6 +97,12 @@ func saturate(t *testing.T, d *domain, active []*Class, depth int, now int64) {
 // runShare drives the hierarchy on the fake clock in steps of step until
 // end, keeping the classes active(now) saturated.
 func runShare(t *testing.T, root *Class, step, end time.Duration, active func(time.Duration) []*Class) {
+	runShareDepth(t, root, step, end, 4, active)
+}
+
+// runShareDepth is runShare keeping depth waiters queued on each active
+// class at every step.
+func runShareDepth(t *testing.T, root *Class, step, end time.Duration, depth int, active func(time.Duration) []*Class) {
 	clk := root.d.Load().clock.(interface {
 		Advance(time.Duration)
 	})
@@ -104,7 +110,7 @@ func runShare(t *testing.T, root *Class, step, end time.Duration, active func(ti
 	for at := time.Duration(0); at < end; at += step {
 		d.mu.Lock()
 		now := d.now()
-		saturate(t, d, active(at), 4, now)
+		saturate(t, d, active(at), depth, now)
 		d.changed(now)
 		d.mu.Unlock()
 		clk.Advance(step)
@@ -186,5 +192,27 @@ func TestHTBIdleShareAndReturn(t *testing.T) {
 		within(t, "a, all back", q.sum(a, s, s+10*p), 5000)
 		within(t, "b, all back", q.sum(b, s, s+10*p), 3000)
 		within(t, "c, back", q.sum(c, s, s+10*p), 2000)
+	}
+}
+
+// TestHTBShareNeedsQueuedBorrowers checks the condition the shares are
+// documented with: a and b share c's idle 200 a second 5:3 only while
+// they stay queued through the whole interval. Refilled every 100 ms with
+// 4 waiters each, they run dry within the step, and whoever asks first
+// gets the spare; with enough waiters to last the step, the shares hold.
+func TestHTBShareNeedsQueuedBorrowers(t *testing.T) {
+	const p = int64(time.Second)
+	for _, tc := range []struct {
+		depth int
+		hold  bool
+	}{{4, false}, {200, true}} {
+		root, a, b, _ := newTeams(t)
+		q := newQuotaCheck(t, root)
+		runShareDepth(t, root, 100*time.Millisecond, 12*time.Second, tc.depth, func(time.Duration) []*Class { return []*Class{a, b} })
+		ga, gb := q.sum(a, p, 11*p), q.sum(b, p, 11*p)
+		share := float64(ga) / float64(ga+gb) // 0.625 when the shares hold
+		if got := share > 0.615 && share < 0.635; got != tc.hold {
+			t.Errorf("depth %d: a got %d, b %d: a's share %.3f; shares hold = %v, want %v", tc.depth, ga, gb, share, got, tc.hold)
+		}
 	}
 }

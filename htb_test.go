@@ -358,6 +358,9 @@ func TestClassRemove(t *testing.T) {
 	if _, err := b.TryAcquire(1); err == nil {
 		t.Fatal("a removed class granted")
 	}
+	if err := b.Remove(); !errors.Is(err, ErrClassRemoved) {
+		t.Fatalf("Remove on a removed class: %v, want ErrClassRemoved", err)
+	}
 	if err := root.Remove(); err == nil {
 		t.Fatal("removed the root")
 	}

@@ -14,8 +14,10 @@ func (b *Bucket) Rate() Rate {
 }
 
 // SetRate changes the refill rate from now on. Tokens already accrued are
-// kept (a partial token is rounded down), and queued waiters are re-timed
-// at once.
+// kept, the fraction of a token too: exactly when the new rate's token
+// time divides it, otherwise rounded down to the new rate's resolution (a
+// rate of n tokens per period p counts a token in p/gcd(n, p) parts, p in
+// nanoseconds). Queued waiters are re-timed at once.
 func (b *Bucket) SetRate(r Rate) error {
 	g := b.lock()
 	defer g.mu.Unlock()

@@ -11,7 +11,8 @@ var Inf = Rate{inf: true}
 
 // ErrClosed is returned by Acquire and WaitTime for a positive cost on a
 // closed bucket: one of capacity 0 (and a rate other than Inf), which
-// admits nothing, ever. TryAcquire on it is simply refused, with no error.
+// admits nothing, ever; and on a class of a closed quota (NewQuota with
+// capacity 0). TryAcquire on either is simply refused, with no error.
 var ErrClosed = errors.New("throttle: limit is closed (capacity 0): it admits nothing")
 
 // over returns the error for a cost the shape can never cover: ErrClosed

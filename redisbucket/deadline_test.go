@@ -29,7 +29,12 @@ func TestDeadlinesHoldWhateverTheClient(t *testing.T) {
 		"long timeouts":         {Addr: srv.Addr, DialTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, MaxRetries: 10},
 	}
 	const callTimeout = 75 * time.Millisecond
-	const slack = 10 * time.Millisecond
+	// Measured: at a load average of about 9 on 2 cores (the README's test
+	// command, cold, beside other builds) calls returned up to 85 ms past
+	// min(deadline, call timeout); at about 16, 95% within 46 ms, 99%
+	// within 152 ms. The bound still fails a call that waits for any of
+	// the clients' own timeouts (3 s to 10 s) or retries.
+	const slack = 250 * time.Millisecond
 	type bk struct {
 		name string
 		b    *redisbucket.Bucket

@@ -1,29 +1,31 @@
+//go:build chart
+
 package main
+
+// The chart drawing, with gonum/plot, is built only with the tag chart, so
+// that the commands that draw no chart (the demo, first of all) need none
+// of its libraries: a build without it that is asked for a chart runs the
+// command again from a build with it (chart_exec.go).
 
 import (
 	"fmt"
 	"image/color"
+	"io"
+	"math"
+	"strconv"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Chart colours. The golden test finds the series by these.
-var (
-	limitColors = []color.RGBA{
-		{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
-		{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
-		{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
-		{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
-		{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
-		{R: 0xbc, G: 0xbd, B: 0x22, A: 0xff}, // olive
-	}
-	acceptColor = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
-	rejectColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-	rateColor   = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
-)
+// chartsBuiltIn says this build draws charts itself.
+const chartsBuiltIn = true
 
 // limitColor is limit i's colour, a little transparent so that lines
 // drawn over each other stay visible.
@@ -36,18 +38,58 @@ func limitColor(i int) color.NRGBA {
 // for a legend of n entries above the data.
 func legendRoom(n int) float64 { return 1 + 0.07*float64(n) }
 
-// upTo marks ticks as gonum does by default, but none above max: the room
-// left for the legend is not part of the scale.
-type upTo struct{ max float64 }
+// roundTicks marks ticks at round values, 1, 2 or 5 times a power of ten
+// apart, about six over the axis, labelled with no more decimals than the
+// step has; none above max when max > 0 (the room left above the data for
+// the legend is not part of the scale).
+type roundTicks struct{ max float64 }
 
-func (u upTo) Ticks(lo, hi float64) []plot.Tick {
+func (r roundTicks) Ticks(lo, hi float64) []plot.Tick {
+	if r.max > 0 {
+		hi = min(hi, r.max)
+	}
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: fmtTick(lo, 1)}}
+	}
+	step := niceStep((hi - lo) / 6)
 	var out []plot.Tick
-	for _, t := range (plot.DefaultTicks{}).Ticks(lo, u.max) {
-		if t.Value <= u.max {
-			out = append(out, t)
+	for i := math.Ceil(lo / step); i*step <= hi+step*1e-9; i++ {
+		v := i * step
+		out = append(out, plot.Tick{Value: v, Label: fmtTick(v, step)})
+		if m := v + step/2; m <= hi {
+			out = append(out, plot.Tick{Value: m}) // a minor tick, unlabelled
 		}
 	}
 	return out
+}
+
+// niceStep returns the least of 1, 2 and 5 times a power of ten that is at
+// least x.
+func niceStep(x float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 5} {
+		if m*p >= x*(1-1e-9) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// fmtTick formats v with as many decimals as step needs.
+func fmtTick(v, step float64) string {
+	places := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
+	if math.Abs(v) < step*1e-9 {
+		v = 0
+	}
+	return strconv.FormatFloat(v, 'f', places, 64)
+}
+
+// addEntry adds a legend entry for a series of n points, none for an empty
+// one: a legend says what the chart shows.
+func addEntry(p *plot.Plot, name string, n int, thumbs ...plot.Thumbnailer) {
+	if n > 0 {
+		p.Legend.Add(name, thumbs...)
+	}
 }
 
 func xys(ps []point) plotter.XYs {
@@ -83,7 +125,7 @@ func chartPlots(s *series, limits []limitSpec, title string, keys chartKeys) (le
 	level.X.Label.Text = "time (s)"
 	level.Y.Label.Text = "level (% of burst)"
 	level.Y.Min, level.Y.Max = 0, 100
-	level.Legend.Top = true
+	level.Legend.Top, level.Legend.Left = true, true // samples left of their text, which a substituted font widens
 	level.Add(plotter.NewGrid())
 
 	rate = plot.New()
@@ -94,7 +136,7 @@ func chartPlots(s *series, limits []limitSpec, title string, keys chartKeys) (le
 		rate.Y.Label.Text = "tokens a window, % of one key's rate"
 	}
 	rate.Y.Min, rate.Y.Max = 0, 100
-	rate.Legend.Top = true
+	rate.Legend.Top, rate.Legend.Left = true, true // samples left of their text, which a substituted font widens
 	rate.Add(plotter.NewGrid())
 
 	drawn := max(1, len(keys.drawn))
@@ -112,7 +154,7 @@ func chartPlots(s *series, limits []limitSpec, title string, keys chartKeys) (le
 			if multi {
 				name = fmt.Sprintf("key %q: %s", keys.drawn[k], name)
 			}
-			level.Legend.Add(name, line)
+			addEntry(level, name, len(line.XYs), line)
 		}
 	}
 	for i, l := range limits {
@@ -123,32 +165,35 @@ func chartPlots(s *series, limits []limitSpec, title string, keys chartKeys) (le
 		tp.Color = limitColor(i)
 		tp.Width = vg.Points(1)
 		rate.Add(tp)
-		rate.Legend.Add(l.name+", "+s.spent[i].label(), tp)
+		addEntry(rate, l.name+", "+s.spent[i].label(), len(tp.XYs), tp)
 	}
+	// Rejections drawn last, large and thick, so that one among many
+	// acceptances is found at a glance.
+	accepted, rejected := s.counts()
 	for _, m := range []struct {
 		accepted bool
 		name     string
-		c        color.RGBA
-		glyph    draw.GlyphDrawer
+		n        uint64
+		style    draw.GlyphStyle
 	}{
-		{true, "accepted", acceptColor, draw.CircleGlyph{}},
-		{false, "rejected", rejectColor, draw.CrossGlyph{}},
+		{true, "accepted", accepted, draw.GlyphStyle{Color: acceptColor, Radius: vg.Points(2), Shape: draw.CircleGlyph{}}},
+		{false, "rejected", rejected, draw.GlyphStyle{Color: rejectColor, Radius: vg.Points(4.5), Shape: thickCross{vg.Points(1.5)}}},
 	} {
 		sc, err := plotter.NewScatter(xys(s.marks(m.accepted)))
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s marks: %w", m.name, err)
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: m.c, Radius: vg.Points(2), Shape: m.glyph}
+		sc.GlyphStyle = m.style
 		level.Add(sc)
-		level.Legend.Add(m.name, sc)
+		addEntry(level, fmt.Sprintf("%s (%d)", m.name, m.n), int(m.n), sc)
 	}
 
 	// Headroom above the data for the legend, which gonum draws inside the
 	// plot area.
 	level.Y.Max = 100 * legendRoom(drawn*len(limits)+2)
-	level.Y.Tick.Marker = upTo{100}
+	level.Y.Tick.Marker = roundTicks{100}
 	rate.Y.Max = max(rate.Y.Max, 100) * legendRoom(len(limits)+1)
-	rate.Y.Tick.Marker = upTo{max(rate.Y.Max/legendRoom(len(limits)+1), 100)}
+	rate.Y.Tick.Marker = roundTicks{max(rate.Y.Max/legendRoom(len(limits)+1), 100)}
 
 	// The configured rate is 100% of every limit's own rate.
 	x0, x1 := secs(s.origin), secs(s.throughputEnd())
@@ -174,6 +219,13 @@ func writeChart(f *chartFile, s *series, limits []limitSpec, title string, keys 
 		return err
 	}
 	panels := [][]*plot.Plot{{level}, {rate}}
+	if s.waited > 0 {
+		w, err := waitPlot(s)
+		if err != nil {
+			return err
+		}
+		panels = append(panels, []*plot.Plot{w})
+	}
 	for _, p := range extra {
 		panels = append(panels, []*plot.Plot{p})
 	}
@@ -184,6 +236,157 @@ func writeChart(f *chartFile, s *series, limits []limitSpec, title string, keys 
 	}
 	for _, row := range panels {
 		row[0].X.Min, row[0].X.Max = lo, hi
+		row[0].X.Tick.Marker = roundTicks{}
 	}
 	return f.write(panels)
+}
+
+// write draws the plots, one tile each, and closes the file.
+func (c *chartFile) write(plots [][]*plot.Plot) error {
+	// 10 cm a panel.
+	width, height := 24*vg.Centimeter, vg.Length(len(plots))*10*vg.Centimeter
+	var cw interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	switch c.format {
+	case "png":
+		// 150 dots per inch: sharp enough to read, 1417×1181 pixels.
+		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(150))}
+	case "pdf":
+		cw = vgpdf.New(width, height)
+	default:
+		// The fonts go in the file: a viewer that substitutes its own
+		// draws wider text than the layout measured, over the legend's
+		// samples and past the edge.
+		cw = vgsvg.NewWith(vgsvg.UseWH(width, height), vgsvg.EmbedFonts(true))
+	}
+	dc := draw.New(cw)
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
+		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadY: vg.Millimeter * 6}
+	c.done = true
+	canvases := plot.Align(plots, tiles, dc)
+	for i, row := range plots {
+		row[0].Draw(canvases[i][0])
+	}
+	if _, err := cw.WriteTo(c.f); err != nil {
+		c.f.Close()
+		return err
+	}
+	return c.f.Close()
+}
+
+// writeSimulateChart draws simulate's chart: levels, throughput and, with
+// --compare, the algorithms' panel.
+func writeSimulateChart(chart *chartFile, sim *simulator, limits []limitSpec, name string) error {
+	keys := chartKeys{drawn: sim.drawn, total: sim.stats.keys.len()}
+	var extra []*plot.Plot
+	if sim.cmp != nil {
+		p, err := comparePlot(sim.cmp)
+		if err != nil {
+			return err
+		}
+		extra = append(extra, p)
+	}
+	return writeChart(chart, sim.series, limits, "Level of each limit: "+name, keys, extra...)
+}
+
+// writeDemoChart draws the demo's chart: the throttled client's run, and
+// below it what the demo's table compares, each client's answers over
+// time.
+func writeDemoChart(chart *chartFile, s *series, client limitSpec, title string, plain, throttled *demoAnswers) error {
+	p := plot.New()
+	p.Title.Text = "Answers over time: the plain client against the throttled one"
+	p.X.Label.Text = "time (s), from each client's start"
+	p.Y.Label.Text = "answers so far"
+	p.Legend.Top, p.Legend.Left = true, true // samples left of their text, which a substituted font widens
+	p.Add(plotter.NewGrid())
+	end := 0.0
+	for _, a := range []*demoAnswers{plain, throttled} {
+		if n := len(a.at); n > 0 {
+			end = max(end, secs(a.at[n-1]))
+		}
+	}
+	top := 0.0
+	for _, c := range []struct {
+		name   string
+		a      *demoAnswers
+		dashes []vg.Length
+	}{{"plain client", plain, []vg.Length{vg.Points(5), vg.Points(3)}}, {"throttled client", throttled, nil}} {
+		for _, o := range []struct {
+			ok    bool
+			what  string
+			color color.RGBA
+		}{{true, "successes", acceptColor}, {false, "429s", rejectColor}} {
+			pts := c.a.cumulative(o.ok)
+			pts = append(pts, point{end, pts[len(pts)-1].y}) // held to the end
+			top = max(top, pts[len(pts)-1].y)
+			l, err := plotter.NewLine(xys(pts))
+			if err != nil {
+				return err
+			}
+			l.Color, l.Width, l.Dashes = o.color, vg.Points(1.5), c.dashes
+			p.Add(l)
+			p.Legend.Add(fmt.Sprintf("%s: %s (%d)", c.name, o.what, int(pts[len(pts)-1].y)), l)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, max(top, 1)*legendRoom(4)
+	p.Y.Tick.Marker = roundTicks{max(top, 1)}
+	return writeChart(chart, s, []limitSpec{client}, title, chartKeys{}, p)
+}
+
+// waitPlot draws, in wait mode, how long the requests waited: the longest
+// wait of each time bin, at its grant.
+func waitPlot(s *series) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Waits: %d requests waited, the longest %v (longest of each time bin, at its grant)", s.waited, s.wait.Round(time.Millisecond))
+	p.X.Label.Text = "time (s)"
+	unit, scale := "s", 1.0
+	if s.wait < time.Second {
+		unit, scale = "ms", 1000
+	}
+	p.Y.Label.Text = "wait (" + unit + ")"
+	p.Legend.Top, p.Legend.Left = true, true // samples left of their text, which a substituted font widens
+	p.Add(plotter.NewGrid())
+	pts := s.waits()
+	for i := range pts {
+		pts[i].y *= scale
+	}
+	// A stem from 0 to each wait, and the wait on top: the eye finds the
+	// tall ones.
+	for _, q := range pts {
+		stem, err := plotter.NewLine(plotter.XYs{{X: q.x, Y: 0}, {X: q.x, Y: q.y}})
+		if err != nil {
+			return nil, err
+		}
+		stem.Color, stem.Width = waitColor, vg.Points(1)
+		p.Add(stem)
+	}
+	sc, err := plotter.NewScatter(xys(pts))
+	if err != nil {
+		return nil, err
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: waitColor, Radius: vg.Points(2.5), Shape: draw.TriangleGlyph{}}
+	p.Add(sc)
+	addEntry(p, "longest wait of the bin", len(pts), sc)
+	top := s.wait.Seconds() * scale
+	p.Y.Min, p.Y.Max = 0, top*legendRoom(1)
+	p.Y.Tick.Marker = roundTicks{top}
+	return p, nil
+}
+
+// thickCross is draw.CrossGlyph with a line width of its own.
+type thickCross struct{ width vg.Length }
+
+func (g thickCross) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: g.width})
+	r := sty.Radius * 0.7
+	var p vg.Path
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y - r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r})
+	c.Stroke(p)
+	p = vg.Path{}
+	p.Move(vg.Point{X: pt.X - r, Y: pt.Y + r})
+	p.Line(vg.Point{X: pt.X + r, Y: pt.Y - r})
+	c.Stroke(p)
 }

@@ -6,13 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgpdf"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // chartFile is where --chart writes, in the format its name asks for.
@@ -39,38 +32,6 @@ func createChart(path string) (*chartFile, error) {
 		return nil, usagef("--chart: %v", err)
 	}
 	return &chartFile{path: path, format: ext[1:], f: f}, nil
-}
-
-// write draws the plots, one tile each, and closes the file.
-func (c *chartFile) write(plots [][]*plot.Plot) error {
-	// 10 cm a panel.
-	width, height := 24*vg.Centimeter, vg.Length(len(plots))*10*vg.Centimeter
-	var cw interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	switch c.format {
-	case "png":
-		// 150 dots per inch: sharp enough to read, 1417×1181 pixels.
-		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(150))}
-	case "pdf":
-		cw = vgpdf.New(width, height)
-	default:
-		cw = vgsvg.New(width, height)
-	}
-	dc := draw.New(cw)
-	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
-		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4, PadY: vg.Millimeter * 6}
-	c.done = true
-	canvases := plot.Align(plots, tiles, dc)
-	for i, row := range plots {
-		row[0].Draw(canvases[i][0])
-	}
-	if _, err := cw.WriteTo(c.f); err != nil {
-		c.f.Close()
-		return err
-	}
-	return c.f.Close()
 }
 
 // discard deletes the file unless it was written: for a run that failed

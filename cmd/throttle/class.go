@@ -56,6 +56,9 @@ func parseClass(s string) (classSpec, error) {
 	parts := strings.Split(rest, ",")
 	c := classSpec{name: name, rateText: parts[0], cfg: throttle.ClassConfig{Name: name}}
 	rate := func(text string) (throttle.Rate, error) {
+		if err := needPeriod(text); err != nil {
+			return throttle.Rate{}, err
+		}
 		r, err := trace.ParseRate(text)
 		if err != nil {
 			return throttle.Rate{}, fmt.Errorf("rate %q: %w", text, err)
@@ -65,6 +68,9 @@ func parseClass(s string) (classSpec, error) {
 			return throttle.Rate{}, fmt.Errorf("rate %q: %w", text, err)
 		}
 		return x, nil
+	}
+	if err := once(parts[1:]); err != nil {
+		return c, err
 	}
 	var err error
 	if c.cfg.Rate, err = rate(parts[0]); err != nil {

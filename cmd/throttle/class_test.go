@@ -56,6 +56,10 @@ func TestSimulateClassesErrors(t *testing.T) {
 		{"above the quota", "--limit a=10/1s --class c=11/1s -", "", `--class c: throttle: NewClass "c": guarantees of the children of "a" would add up to more than its 10/1s`},
 		{"bad option", "--limit a=10/1s --class c=1/1s,size=2 -", "", `--class "c=1/1s,size=2": unknown option "size=2": want burst=N, ceil=RATE, ceilburst=N or parent=NAME`},
 		{"unknown key", "--limit a=10/1s --class c=1/1s -", "0,1,d\n", `trace line 1: key "d" names no --class`},
+		{"no period", "--limit a=10/1s --class c=1 -", "", `--class "c=1": rate "1" has no period: write tokens per period, such as 1/1s or 1/1m`},
+		{"ceil with no period", "--limit a=10/1s --class c=1/1s,ceil=5 -", "", `--class "c=1/1s,ceil=5": ceil: rate "5" has no period: write tokens per period, such as 5/1s or 5/1m`},
+		{"burst twice", "--limit a=10/1s --class c=1/1s,burst=2,burst=1 -", "", `--class "c=1/1s,burst=2,burst=1": burst given twice (burst=2 and burst=1): give it once`},
+		{"limit with no period", "--limit a=10 --class c=1/1s -", "", `--limit "a=10": rate "10" has no period: write tokens per period, such as 10/1s or 10/1m`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

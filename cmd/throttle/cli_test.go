@@ -177,3 +177,28 @@ func TestSimulateHelpDefinesColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestChartBuild: a build without charts asked for one builds the build
+// with charts itself and runs the command there, exit status included.
+func TestChartBuild(t *testing.T) {
+	if chartsBuiltIn {
+		t.Skip("this build draws charts itself")
+	}
+	t.Setenv("THROTTLE_CHART_COMMAND", "")
+	path := filepath.Join(t.TempDir(), "c.svg")
+	stdout, stderr, code := runCmd(t, "0\n0\n", "simulate", "--limit", "requests=1/1s", "--chart", path, "-")
+	if code != 0 || stderr != "" || !strings.HasSuffix(stdout, "\nchart: "+path+" (SVG)\n") {
+		t.Fatalf("exit %d, stderr %q, stdout %q", code, stderr, stdout)
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.Contains(b, []byte("<svg")) {
+		t.Fatalf("no SVG written: %v", err)
+	}
+	// A usage error keeps its exit status through the second build.
+	_, stderr, code = runCmd(t, "", "simulate", "--limit", "requests=1", "--chart", path, "-")
+	if code != 2 || !strings.Contains(stderr, "has no period") {
+		t.Fatalf("exit %d, stderr %q; want 2 and the usage error", code, stderr)
+	}
+	if wantsChart([]string{"--limit", "r=1/1s", "--", "--chart"}) || !wantsChart([]string{"-chart=x.svg"}) {
+		t.Error("wantsChart misreads the flags")
+	}
+}

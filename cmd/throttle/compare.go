@@ -191,7 +191,8 @@ func writeCompare(w io.Writer, c *comparer) error {
 	var ws, bs []string
 	for _, l := range c.limits {
 		p := paramsOf(l)
-		ws = append(ws, fmt.Sprintf("%s %v", l.name, time.Duration(p.w+0.5)))
+		w := p.bp.plus(u128{lo: p.r / 2}).floorDiv(u128{lo: p.r}) // to the nearest ns
+		ws = append(ws, fmt.Sprintf("%s %v", l.name, time.Duration(w)))
 		perPeriod := float64(l.capacity) + float64(l.rate.Tokens())
 		bs = append(bs, fmt.Sprintf("%s %s in %v", l.name, fmtCount(perPeriod), l.rate.Period()))
 	}

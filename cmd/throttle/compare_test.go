@@ -160,14 +160,29 @@ func TestCompareChart(t *testing.T) {
 	}
 	defer f.Close()
 	texts, _ := svgShape(t, f)
-	for _, want := range []string{"Requests admitted in the trailing 1m0s, by algorithm (highest of each time bin, of any key)", "requests in 1m0s"} {
+	for _, want := range []string{"Requests admitted in the trailing 1m0s, by algorithm", "(highest of each time bin, of any key)", "requests in 1m0s"} {
 		if !contains(texts, want) {
 			t.Errorf("chart has no text %q; texts: %q", want, texts)
 		}
 	}
+	// A legend entry per algorithm; one whose line lies on an earlier
+	// one's says so, as the token bucket's and GCRA's always do.
 	for _, alg := range algorithms() {
-		if !contains(texts, alg.name) {
+		found := false
+		for _, x := range texts {
+			found = found || x == alg.name || strings.HasPrefix(x, alg.name+" (identical to ")
+		}
+		if !found {
 			t.Errorf("no legend entry for %s", alg.name)
+		}
+	}
+	if !contains(texts, "GCRA (identical to token bucket (throttle))") {
+		t.Errorf("GCRA's line, identical to the token bucket's, is not said to be; texts %q", texts)
+	}
+	// Round time ticks, and whole requests on the count axis.
+	for _, want := range []string{"60", "80", "100", "0", "50", "150", "200"} {
+		if !contains(texts, want) {
+			t.Errorf("no tick %q; texts %q", want, texts)
 		}
 	}
 	sim := newSimulator(simConfig{limits: benchLimitsFrom(t, "requests=100/1m"), reject: true, compare: true, chart: true})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"sync"
 	"text/tabwriter"
@@ -60,6 +61,10 @@ func runDemo(e *env, args []string) error {
 	client := vendor
 	client.capacity = max(1, vendor.capacity-1)
 	client.rateText = vendor.rateText
+	if d := demoDuration(client, int64(*n)); d > maxDemo {
+		return usagef("--quota %s with --requests %d: the throttled client would take about %s (after its burst of %d, the other %d go at %s), and the demo runs at most %s: give a faster --quota or fewer --requests",
+			quota.value, *n, fmtLong(d), client.capacity, int64(*n)-client.capacity, quota.value, fmtLong(maxDemo))
+	}
 	var chart *chartFile
 	if chartPath.set {
 		if chart, err = createChart(chartPath.value); err != nil {
@@ -76,7 +81,11 @@ func runDemo(e *env, args []string) error {
 	plainBase := demoTransport()
 	defer plainBase.CloseIdleConnections()
 	prog := startProgress(e.stdout, "plain client", *n, nil)
-	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, nil, prog)
+	var plainRec *demoRecorder
+	if chart != nil {
+		plainRec = &demoRecorder{}
+	}
+	plain, err := fire(e.ctx, &http.Client{Transport: plainBase}, srv.URL, "plain-client", *n, plainRec, prog)
 	if err != nil {
 		return err
 	}
@@ -108,12 +117,42 @@ func runDemo(e *env, args []string) error {
 	writeDemoTable(e.stdout, plain, throttled, client)
 	if chart != nil {
 		title := fmt.Sprintf("Throttled client (%s, burst %d) against the fake vendor", client.rateText, client.capacity)
-		if err := writeChart(chart, rec.s, []limitSpec{client}, title, chartKeys{}); err != nil {
+		if err := writeDemoChart(chart, rec.s, client, title, &plainRec.answers, &rec.answers); err != nil {
 			return fmt.Errorf("--chart: %w", err)
 		}
 		chart.report(e.stdout)
 	}
 	return nil
+}
+
+// maxDemo bounds how long the throttled client's run may take.
+const maxDemo = 10 * time.Minute
+
+// demoDuration is how long the throttled client needs for n requests: the
+// burst at once, the rest at the rate.
+func demoDuration(client limitSpec, n int64) time.Duration {
+	rest := n - client.capacity
+	if rest <= 0 {
+		return 0
+	}
+	r := client.rate
+	d := new(big.Int).Mul(big.NewInt(rest), big.NewInt(int64(r.Period())))
+	d.Quo(d, big.NewInt(r.Tokens()))
+	if !d.IsInt64() {
+		return never
+	}
+	return time.Duration(d.Int64())
+}
+
+// fmtLong says a long duration in the largest unit that reads well.
+func fmtLong(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%.0f days", d.Hours()/24)
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%.0f hours", d.Hours())
+	}
+	return fmt.Sprintf("%.0f minutes", d.Minutes())
 }
 
 // demoTransport is a loopback transport that keeps a connection per
@@ -131,17 +170,43 @@ func demoTransport() *http.Transport {
 // a success or a 429.
 type demoRecorder struct {
 	mu       sync.Mutex
-	s        *series
+	s        *series // nil for the plain client, which has no limiter
 	b        *throttle.Bucket
 	capacity float64
 	start    time.Time
+	answers  demoAnswers
+}
+
+// demoAnswers is one client's answers in the order they came: the
+// instant of each, from the run's start, and whether it was a success.
+type demoAnswers struct {
+	at []time.Duration
+	ok []bool
 }
 
 func (r *demoRecorder) record(ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	lv := []float64{r.b.Tokens() / r.capacity * 100}
-	r.s.add(time.Since(r.start), ok, 0, lv, lv, []int64{1})
+	t := time.Since(r.start)
+	r.answers.at = append(r.answers.at, t)
+	r.answers.ok = append(r.answers.ok, ok)
+	if r.s != nil {
+		lv := []float64{r.b.Tokens() / r.capacity * 100}
+		r.s.add(t, ok, 0, lv, lv, []int64{1})
+	}
+}
+
+// cumulative returns the running count of successes (ok) or of 429s.
+func (a *demoAnswers) cumulative(ok bool) []point {
+	out := []point{{0, 0}}
+	n := 0
+	for i, t := range a.at {
+		if a.ok[i] == ok {
+			n++
+			out = append(out, point{secs(t), float64(n)})
+		}
+	}
+	return out
 }
 
 // fire sends n GET requests at once, one goroutine each, with apiKey as the

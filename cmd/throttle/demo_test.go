@@ -92,6 +92,17 @@ func TestDemo(t *testing.T) {
 	if !contains(texts, "Throttled client (50/1s, burst 4) against the fake vendor") || !contains(texts, "configured rate") {
 		t.Errorf("chart texts %q", texts)
 	}
+	// The comparison the demo prints: each client's successes and 429s.
+	if !contains(texts, "Answers over time: the plain client against the throttled one") || !contains(texts, "throttled client: successes (30)") || !contains(texts, "throttled client: 429s (0)") {
+		t.Errorf("the chart does not compare the clients; texts %q", texts)
+	}
+	plain := false
+	for _, x := range texts {
+		plain = plain || strings.HasPrefix(x, "plain client: 429s (")
+	}
+	if !plain {
+		t.Errorf("no plain client's 429s in the chart; texts %q", texts)
+	}
 }
 
 func TestDemoErrors(t *testing.T) {
@@ -101,6 +112,8 @@ func TestDemoErrors(t *testing.T) {
 		{"--quota 5/0s", `--quota "5/0s": rate "5/0s": period must be a positive duration such as 1s, 1m or 1h`},
 		{"--quota 0/1s", `--quota "0/1s": a quota that never refills would leave the demo waiting forever`},
 		{"extra", `unexpected argument "extra"`},
+		{"--quota 1/1h", "--quota 1/1h with --requests 300: the throttled client would take about 12 days (after its burst of 9, the other 291 go at 1/1h), and the demo runs at most 10 minutes: give a faster --quota or fewer --requests"},
+		{"--quota 1/1s --requests 700", "--quota 1/1s with --requests 700: the throttled client would take about 12 minutes (after its burst of 9, the other 691 go at 1/1s), and the demo runs at most 10 minutes: give a faster --quota or fewer --requests"},
 	} {
 		stdout, stderr, code := runCmd(t, "", append([]string{"demo"}, strings.Fields(tt.args)...)...)
 		if code != 2 || stdout != "" || stderr != "throttle demo: "+tt.want+"\n" {

@@ -58,6 +58,12 @@ func parseLimit(s string) (limitSpec, error) {
 	}
 	parts := strings.Split(rest, ",")
 	l := limitSpec{name: name, rateText: parts[0], perRequest: name == "requests"}
+	if err := needPeriod(parts[0]); err != nil {
+		return l, err
+	}
+	if err := once(parts[1:]); err != nil {
+		return l, err
+	}
 	r, err := trace.ParseRate(parts[0])
 	if err != nil {
 		return l, fmt.Errorf("rate %q: %w", parts[0], err)
@@ -98,6 +104,29 @@ func parseLimit(s string) (limitSpec, error) {
 		return l, err
 	}
 	return l, nil
+}
+
+// needPeriod refuses a rate written without its period: "requests=5" could
+// mean 5 a second or 5 a minute, and a quota's period is what a vendor
+// documents.
+func needPeriod(rate string) error {
+	if rate != "" && !strings.Contains(rate, "/") {
+		return fmt.Errorf("rate %q has no period: write tokens per period, such as %s/1s or %s/1m", rate, rate, rate)
+	}
+	return nil
+}
+
+// once refuses an option given twice, which would otherwise keep the last.
+func once(opts []string) error {
+	seen := map[string]string{}
+	for _, opt := range opts {
+		k, _, _ := strings.Cut(opt, "=")
+		if prev, ok := seen[k]; ok {
+			return fmt.Errorf("%s given twice (%s and %s): give it once", k, prev, opt)
+		}
+		seen[k] = opt
+	}
+	return nil
 }
 
 // exactRate converts a written rate to the library's whole tokens per

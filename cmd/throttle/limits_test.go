@@ -21,7 +21,7 @@ func TestParseLimit(t *testing.T) {
 		{"requests=5/1s,per=cost", throttle.Per(5, time.Second), 5, false},
 		{"calls=5/1s,per=request", throttle.Per(5, time.Second), 5, true},
 		{"r=0.5/1s,burst=1", throttle.Per(5, 10*time.Second), 1, false},
-		{"r=2.5,burst=3", throttle.Per(25, 10*time.Second), 3, false},
+		{"r=2.5/1s,burst=3", throttle.Per(25, 10*time.Second), 3, false},
 		{"r=1e3/1h", throttle.Per(1000, time.Hour), 1000, false},
 		{"r=0/1s,burst=4", throttle.Per(0, time.Second), 4, false},
 	}
@@ -37,7 +37,8 @@ func TestParseLimit(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "=5/1s", "r", "r=", "r=x", "r=5/0s", "r=5/1s,burst=", "r=5/1s,burst=-1", "r=5/1s,per=", "a b=5/1s",
-		"r=0.0000000000000000001/1s,burst=1", "r=1/1h,burst=1.5"} {
+		"r=0.0000000000000000001/1s,burst=1", "r=1/1h,burst=1.5",
+		"requests=5", "r=2.5,burst=3", "r=5/1s,burst=5,burst=1", "r=5/1s,per=cost,per=request"} {
 		if _, err := parseLimit(bad); err == nil {
 			t.Errorf("parseLimit(%q) accepted", bad)
 		}

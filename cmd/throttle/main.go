@@ -98,6 +98,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if c.name != args[0] {
 			continue
 		}
+		if !chartsBuiltIn && wantsChart(args[1:]) {
+			return runChartBuild(e, args)
+		}
 		err := c.run(e, args[1:])
 		var ue *usageError
 		switch {

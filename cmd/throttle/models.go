@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"math"
+	"math/big"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -14,10 +14,10 @@ import (
 // runs the same trace through each algorithm, all set to the limit's rate
 // and burst.
 //
-// Only the token bucket is the library, exact. The others are reference
-// models written here for the comparison, in float64 nanoseconds (exact to
-// well under a nanosecond for the first hundred days of a trace), each
-// rounding the instants it reports up to the next whole nanosecond. With
+// Only the token bucket is the library. The others are reference models
+// written here for the comparison, exact as the library is: integer time
+// and rational rates (see params), each rounding the instants it reports
+// up to the next whole nanosecond. With
 // burst B and rate R tokens per period P, each token takes T = P/R and a
 // window lasts W = B*T: the burst's worth of the rate, P itself when the
 // burst is the default, R.
@@ -42,30 +42,59 @@ func algorithms() []algorithm {
 	return []algorithm{
 		{"token bucket (throttle)", newBucketModel},
 		{"GCRA", func(l limitSpec) limitModel { return &gcra{p: paramsOf(l)} }},
-		{"fixed window", func(l limitSpec) limitModel { return &fixedWindow{p: paramsOf(l), n: -1} }},
+		{"fixed window", func(l limitSpec) limitModel { return &fixedWindow{p: paramsOf(l)} }},
 		{"sliding window log", func(l limitSpec) limitModel { return &slidingLog{p: paramsOf(l)} }},
-		{"sliding window counter", func(l limitSpec) limitModel { return &slidingCounter{p: paramsOf(l), n: -1} }},
+		{"sliding window counter", func(l limitSpec) limitModel { return &slidingCounter{p: paramsOf(l)} }},
 		{"leaky bucket queue (pacing)", func(l limitSpec) limitModel { return &leakyQueue{p: paramsOf(l)} }},
 	}
 }
 
-// params are a limit's burst, token time and window, in float64 ns.
+// params are a limit's burst B, and its rate as R tokens every P ns. The
+// models count time in units of 1/R ns, so that a token, P/R ns, is P of
+// them and a window, B*P/R ns, is B*P: integers, whatever the rate, where
+// float64 nanoseconds drift for a token of a fractional number of them
+// (7 a second: 142857142.857... ns).
 type params struct {
-	burst float64
-	t, w  float64 // T and W above
+	burst int64
+	p, r  uint64 // P and R
+	bp    u128   // B*P, the window in 1/R ns
 }
 
 func paramsOf(l limitSpec) params {
-	t := float64(l.rate.Period()) / float64(l.rate.Tokens())
-	return params{burst: float64(l.capacity), t: t, w: float64(l.capacity) * t}
+	p, r := uint64(l.rate.Period()), uint64(l.rate.Tokens())
+	return params{burst: l.capacity, p: p, r: r, bp: mul(uint64(l.capacity), p)}
 }
 
-// ceilNS rounds an instant in float64 ns up to a whole nanosecond.
-func ceilNS(f float64) time.Duration {
-	if f >= float64(never) {
+// scaled returns the instant t in 1/R ns.
+func (p params) scaled(t time.Duration) u128 { return mul(uint64(t), p.r) }
+
+// tokens returns n tokens' worth of time in 1/R ns.
+func (p params) tokens(n int64) u128 { return mul(uint64(n), p.p) }
+
+// instant rounds x, in 1/R ns, up to a whole nanosecond.
+func (p params) instant(x u128) time.Duration { return x.ceilDiv(p.r) }
+
+// window returns the window of fixed windows [n*W, (n+1)*W) holding t.
+func (p params) window(t time.Duration) uint64 { return p.scaled(t).floorDiv(p.bp) }
+
+// windowStart returns the first nanosecond of window n.
+func (p params) windowStart(n uint64) time.Duration {
+	if p.bp.hi == 0 {
+		return mul(n, p.bp.lo).ceilDiv(p.r) // the common case, in 128 bits
+	}
+	return bigInstant(new(big.Int).Mul(new(big.Int).SetUint64(n), p.bp.big()), new(big.Int).SetUint64(p.r))
+}
+
+// bigInstant returns num/den rounded up, saturating at never.
+func bigInstant(num, den *big.Int) time.Duration {
+	q, m := new(big.Int).QuoRem(num, den, new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsInt64() || q.Int64() > int64(never) {
 		return never
 	}
-	return time.Duration(math.Ceil(f))
+	return time.Duration(q.Int64())
 }
 
 // bucketModel is the library's own Bucket, on a fake clock of its own:
@@ -113,20 +142,24 @@ func (m *bucketModel) take(t, _ time.Duration, cost int64) {
 // gcra is the generic cell rate algorithm: a theoretical arrival time tat
 // that each request pushes cost*T further; a request is admitted while tat
 // stays within the burst's worth, B*T, of now. It is the token bucket in
-// other terms, so it decides as the bucket does, to the rounding of T.
+// other terms, so it decides as the bucket does, exactly.
 type gcra struct {
 	p   params
-	tat float64
+	tat u128 // in 1/R ns
 }
 
 func (m *gcra) ready(t time.Duration, cost int64) time.Duration {
-	return max(t, ceilNS(m.tat-(m.p.burst-float64(cost))*m.p.t))
+	need := m.p.tokens(m.p.burst - cost)
+	if !need.less(m.tat) {
+		return t
+	}
+	return max(t, m.p.instant(m.tat.minus(need)))
 }
 
 func (m *gcra) leave(t time.Duration, _ int64) time.Duration { return t }
 
 func (m *gcra) take(t, _ time.Duration, cost int64) {
-	m.tat = max(m.tat, float64(t)) + float64(cost)*m.p.t
+	m.tat = maxU(m.tat, m.p.scaled(t)).plus(m.p.tokens(cost))
 }
 
 // fixedWindow counts the tokens admitted in windows [n*W, (n+1)*W) from
@@ -134,30 +167,25 @@ func (m *gcra) take(t, _ time.Duration, cost int64) {
 // up to twice the burst passes around a window's end.
 type fixedWindow struct {
 	p     params
-	n     int64 // window of count
-	count float64
+	n     uint64 // window of count
+	count int64
+	any   bool // count is of window n
 }
 
-func (m *fixedWindow) window(t time.Duration) int64 { return int64(float64(t) / m.p.w) }
-
 func (m *fixedWindow) ready(t time.Duration, cost int64) time.Duration {
-	if m.window(t) != m.n || m.count+float64(cost) <= m.p.burst {
+	if !m.any || m.p.window(t) != m.n || m.count+cost <= m.p.burst {
 		return t
 	}
-	at := max(t+1, ceilNS(float64(m.n+1)*m.p.w))
-	for m.window(at) == m.n {
-		at++ // the float division put it back in the window
-	}
-	return at
+	return max(t+1, m.p.windowStart(m.n+1))
 }
 
 func (m *fixedWindow) leave(t time.Duration, _ int64) time.Duration { return t }
 
 func (m *fixedWindow) take(t, _ time.Duration, cost int64) {
-	if n := m.window(t); n != m.n {
-		m.n, m.count = n, 0
+	if n := m.p.window(t); !m.any || n != m.n {
+		m.n, m.count, m.any = n, 0, true
 	}
-	m.count += float64(cost)
+	m.count += cost
 }
 
 // slidingLog keeps every admitted request of the last W and admits while
@@ -167,17 +195,23 @@ type slidingLog struct {
 	p     params
 	log   []logEntry // oldest first
 	first int        // entries before first have left the window
-	sum   float64    // tokens of log[first:]
+	sum   int64      // tokens of log[first:]
 }
 
 type logEntry struct {
 	t    time.Duration
-	cost float64
+	cost int64
+}
+
+// gone reports whether a request at e has left the window (t-W, t]: t-e
+// >= W, in 1/R ns (t-e)*R >= B*P.
+func (m *slidingLog) gone(e, t time.Duration) bool {
+	return t >= e && !m.p.scaled(t-e).less(m.p.bp)
 }
 
 // prune drops the entries that left the window (t-W, t].
 func (m *slidingLog) prune(t time.Duration) {
-	for m.first < len(m.log) && float64(m.log[m.first].t) <= float64(t)-m.p.w {
+	for m.first < len(m.log) && m.gone(m.log[m.first].t, t) {
 		m.sum -= m.log[m.first].cost
 		m.first++
 	}
@@ -189,20 +223,20 @@ func (m *slidingLog) prune(t time.Duration) {
 
 func (m *slidingLog) ready(t time.Duration, cost int64) time.Duration {
 	m.prune(t)
-	excess := m.sum + float64(cost) - m.p.burst
+	excess := m.sum + cost - m.p.burst
 	if excess <= 0 {
 		return t
 	}
-	// Wait until enough of the oldest entries leave.
+	// Wait until enough of the oldest entries leave: e leaves at the
+	// first whole nanosecond at least W after it.
+	w := m.p.instant(m.p.bp)
 	for _, e := range m.log[m.first:] {
 		excess -= e.cost
 		if excess <= 0 {
-			// e leaves once t-W >= e.t.
-			at := max(t, ceilNS(float64(e.t)+m.p.w))
-			for float64(e.t) > float64(at)-m.p.w {
-				at++ // rounding
+			if e.t > never-w {
+				return never
 			}
-			return at
+			return max(t, e.t+w)
 		}
 	}
 	return never // cost above the burst, which simulate refuses before
@@ -212,8 +246,8 @@ func (m *slidingLog) leave(t time.Duration, _ int64) time.Duration { return t }
 
 func (m *slidingLog) take(t, _ time.Duration, cost int64) {
 	m.prune(t)
-	m.log = append(m.log, logEntry{t, float64(cost)})
-	m.sum += float64(cost)
+	m.log = append(m.log, logEntry{t, cost})
+	m.sum += cost
 }
 
 // slidingCounter is the weighted two-window approximation of the sliding
@@ -223,53 +257,61 @@ func (m *slidingLog) take(t, _ time.Duration, cost int64) {
 // burst. Two counters a key, whatever the traffic.
 type slidingCounter struct {
 	p         params
-	n         int64 // window of cur
-	prev, cur float64
+	n         uint64 // window of cur
+	any       bool   // a request was taken: n, prev and cur hold
+	prev, cur int64
 }
 
-func (m *slidingCounter) window(t time.Duration) int64 { return int64(float64(t) / m.p.w) }
-
 // counts returns the previous and the current window's counts at window n.
-func (m *slidingCounter) counts(n int64) (prev, cur float64) {
-	switch n {
-	case m.n:
+func (m *slidingCounter) counts(n uint64) (prev, cur int64) {
+	switch {
+	case !m.any:
+		return 0, 0
+	case n == m.n:
 		return m.prev, m.cur
-	case m.n + 1:
+	case n == m.n+1:
 		return m.cur, 0
 	}
 	return 0, 0
 }
 
 func (m *slidingCounter) ready(t time.Duration, cost int64) time.Duration {
-	c := float64(cost)
-	for n := m.window(t); ; n++ {
+	for n := m.p.window(t); ; n++ {
 		prev, cur := m.counts(n)
-		start := float64(n) * m.p.w
-		// The estimate prev*(1-x/W)+cur falls as x, the time into the
-		// window, grows: solve for the x at which the cost fits.
-		room := m.p.burst - cur - c
+		// The estimate prev*(W-x)/W + cur, x the time into the window,
+		// falls as x grows: the cost fits once prev*(W-x) <= room*W, at
+		// x = W*(prev-room)/prev.
+		room := m.p.burst - cur - cost
 		if room < 0 {
 			continue // not before the next window
 		}
-		x := 0.0
+		var at time.Duration
 		if prev > room {
-			x = m.p.w * (1 - room/prev)
+			// At t*R >= n*B*P + B*P*(prev-room)/prev: t >= B*P*(n*prev +
+			// prev - room) / (R*prev).
+			k := mul(n, uint64(prev)).plus(u128{lo: uint64(prev - room)})
+			if d := mul(m.p.r, uint64(prev)); k.hi == 0 && m.p.bp.hi == 0 && d.hi == 0 {
+				at = mul(k.lo, m.p.bp.lo).ceilDiv(d.lo) // the common case, in 128 bits
+			} else {
+				at = bigInstant(new(big.Int).Mul(k.big(), m.p.bp.big()), d.big())
+			}
+		} else {
+			at = m.p.windowStart(n)
 		}
-		at := max(t, ceilNS(start+x))
-		if m.window(at) != n {
-			continue // rounding pushed it into the next window
+		at = max(t, at)
+		if at == never || m.p.window(at) == n {
+			return at
 		}
-		return at
 	}
 }
 
 func (m *slidingCounter) leave(t time.Duration, _ int64) time.Duration { return t }
 
 func (m *slidingCounter) take(t, _ time.Duration, cost int64) {
-	n := m.window(t)
+	n := m.p.window(t)
 	m.prev, m.cur = m.counts(n)
-	m.n = n
-	m.cur += float64(cost)
+	m.n, m.any = n, true
+	m.cur += cost
 }
 
 // leakyQueue is the leaky bucket as a queue: admitted requests leave one
@@ -279,17 +321,30 @@ func (m *slidingCounter) take(t, _ time.Duration, cost int64) {
 // burst, the queue's size. It is what throttle.Pace does, with a queue.
 type leakyQueue struct {
 	p    params
-	free float64 // when the queue is empty again
+	free u128 // when the queue is empty again, in 1/R ns
 }
 
 func (m *leakyQueue) ready(t time.Duration, cost int64) time.Duration {
-	return max(t, ceilNS(m.free-(m.p.burst-float64(cost))*m.p.t))
+	need := m.p.tokens(m.p.burst - cost)
+	if !need.less(m.free) {
+		return t
+	}
+	return max(t, m.p.instant(m.free.minus(need)))
 }
 
 func (m *leakyQueue) leave(t time.Duration, _ int64) time.Duration {
-	return max(t, ceilNS(m.free))
+	return max(t, m.p.instant(m.free))
 }
 
-func (m *leakyQueue) take(_, dep time.Duration, cost int64) {
-	m.free = max(m.free, float64(dep)) + float64(cost)*m.p.t
+func (m *leakyQueue) take(t, dep time.Duration, cost int64) {
+	// The queue runs on its own exact time: the request leaves at the
+	// later of t and free, and a departure reported at the whole
+	// nanosecond after that is that instant, rounded; one held later (by
+	// another limit, or the key's previous request) restarts the queue
+	// there.
+	base := maxU(m.free, m.p.scaled(t))
+	if m.p.instant(base) != dep {
+		base = maxU(base, m.p.scaled(dep))
+	}
+	m.free = base.plus(m.p.tokens(cost))
 }

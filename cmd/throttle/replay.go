@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -198,8 +199,12 @@ func replay(cfg replayConfig, entries []replayEntry) ([]bool, error) {
 			k = max(k, en.cost.Places())
 		}
 	}
-	scaleErr := func(what string, d trace.Decimal, err error) error {
-		return usagef("%s %s: %v: too large once every value is scaled by 10^%d to whole units", what, d, err, k)
+	scaleErr := func(what string, d trace.Decimal, _ error) error {
+		if k == 0 {
+			return usagef("%s %s is too large: replay counts whole tokens exactly in 64 bits, up to %d", what, d, int64(math.MaxInt64))
+		}
+		return usagef("%s %s is too large: replay counts exactly in %s of a token, as the finest value given has %s, and %s %s is more than 64 bits hold (%d)",
+			what, d, fractionName(k), plural(uint64(k), "decimal place"), trace.Decimal{Coef: d.Coef, Exp: d.Exp + int32(k)}, fractionName(k), int64(math.MaxInt64))
 	}
 	capacity, err := cfg.capacity.Scaled(k)
 	if err != nil {
@@ -265,4 +270,21 @@ func seconds(d time.Duration) string {
 		s += "." + strings.TrimRight(fmt.Sprintf("%09d", int64(ns)), "0")
 	}
 	return s
+}
+
+// fractionName names the unit 10^-k: tenths, hundredths, ...
+func fractionName(k int) string {
+	switch k {
+	case 1:
+		return "tenths"
+	case 2:
+		return "hundredths"
+	case 3:
+		return "thousandths"
+	case 6:
+		return "millionths"
+	case 9:
+		return "billionths"
+	}
+	return fmt.Sprintf("units of 10^-%d", k)
 }

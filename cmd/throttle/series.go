@@ -26,12 +26,15 @@ type series struct {
 	bins   []bin
 	lv     []levelAgg // bin j, line i at j*lines+i
 	spent  []windows  // per limit
+	waited uint64     // requests that waited, in wait mode
+	wait   time.Duration
 }
 
 type bin struct {
 	accepted, rejected uint64
 	acceptMark         mark // accepted decision with the lowest headroom
 	rejectMark         mark
+	waitMark           mark // the longest wait, in seconds, at its grant
 }
 
 // mark is a decision drawn on the chart: its instant and the lowest level
@@ -44,6 +47,12 @@ type mark struct {
 
 func (m *mark) keepLowest(o mark) {
 	if o.set && (!m.set || o.v < m.v) {
+		*m = o
+	}
+}
+
+func (m *mark) keepHighest(o mark) {
+	if o.set && (!m.set || o.v > m.v) {
 		*m = o
 	}
 }
@@ -111,6 +120,7 @@ func (s *series) halve() {
 		a.rejected += b.rejected
 		a.acceptMark.keepLowest(b.acceptMark)
 		a.rejectMark.keepLowest(b.rejectMark)
+		a.waitMark.keepHighest(b.waitMark)
 		s.bins[j] = a
 		for i := range L {
 			la := s.lv[2*j*L+i]
@@ -156,6 +166,35 @@ func (s *series) add(t time.Duration, ok bool, line int, before, after []float64
 		b.rejected++
 		b.rejectMark.keepLowest(m)
 	}
+}
+
+// counts returns the decisions accepted and rejected.
+func (s *series) counts() (accepted, rejected uint64) {
+	for _, b := range s.bins {
+		accepted += b.accepted
+		rejected += b.rejected
+	}
+	return accepted, rejected
+}
+
+// addWait records a request granted at t after waiting wait > 0.
+func (s *series) addWait(t, wait time.Duration) {
+	j := s.index(t)
+	s.end = max(s.end, t)
+	s.waited++
+	s.wait = max(s.wait, wait)
+	s.bins[j].waitMark.keepHighest(mark{t: t, v: wait.Seconds(), set: true})
+}
+
+// waits returns the longest wait of each bin, in seconds, at its grant.
+func (s *series) waits() []point {
+	var out []point
+	for _, b := range s.bins {
+		if b.waitMark.set {
+			out = append(out, point{secs(b.waitMark.t), b.waitMark.v})
+		}
+	}
+	return out
 }
 
 // point is one point of a drawn series, in seconds and percent.

@@ -246,6 +246,9 @@ func (s *simulator) add(req trace.Request, line int) error {
 		st.waits.record(wait)
 		if wait > 0 {
 			st.waited++
+			if s.series != nil {
+				s.series.addWait(k.now, wait)
+			}
 		}
 	}
 	t := k.now

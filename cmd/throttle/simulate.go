@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
-	"gonum.org/v1/plot"
 )
 
 const simulateSynopsis = `simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--compare] [--chart FILE.png|.svg|.pdf] TRACE.csv
@@ -130,16 +129,7 @@ func runSimulate(e *env, args []string) error {
 		}
 	}
 	if chart != nil {
-		keys := chartKeys{drawn: sim.drawn, total: sim.stats.keys.len()}
-		var extra []*plot.Plot
-		if sim.cmp != nil {
-			p, err := comparePlot(sim.cmp)
-			if err != nil {
-				return fmt.Errorf("--chart: %w", err)
-			}
-			extra = append(extra, p)
-		}
-		if err := writeChart(chart, sim.series, cfg.limits, "Level of each limit: "+name, keys, extra...); err != nil {
+		if err := writeSimulateChart(chart, sim, cfg.limits, name); err != nil {
 			return fmt.Errorf("--chart: %w", err)
 		}
 		chart.report(e.stdout)

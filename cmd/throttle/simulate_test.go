@@ -190,7 +190,9 @@ func TestChartGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Level of each limit: testdata/llm.csv", "Tokens spent in each window of the limit's period", "requests, per 1s window", "tokens, per 1s window", "requests 5/1s", "tokens 3000/1s",
-		"accepted", "rejected", "configured rate", "time (s)", "level (% of burst)", "tokens a window, % of rate"} {
+		"accepted (55)", "rejected (5)", "configured rate", "time (s)", "level (% of burst)", "tokens a window, % of rate",
+		// Time ticks at round values, every 5 s.
+		"5", "10", "15", "20"} {
 		if !contains(texts, want) {
 			t.Errorf("chart has no text %q; texts: %q", want, texts)
 		}
@@ -219,8 +221,9 @@ func TestChartGolden(t *testing.T) {
 	if got := len(paths[fmt.Sprintf("fill:%s", hexColor(acceptColor))]); got != acc+1 {
 		t.Errorf("%d accepted glyphs, want %d marks + 1 in the legend", got, acc)
 	}
-	// A cross is drawn as two strokes.
-	if got := len(paths[fmt.Sprintf("fill:none;stroke:%s;stroke-width:0.5", hexColor(rejectColor))]); got != 2*(rej+1) {
+	// A cross is drawn as two strokes, thick, to be found among many
+	// acceptances.
+	if got := len(paths[fmt.Sprintf("fill:none;stroke:%s;stroke-width:1.5", hexColor(rejectColor))]); got != 2*(rej+1) {
 		t.Errorf("%d rejected strokes, want two for each of %d marks + 1 in the legend", got, rej)
 	}
 	var shape strings.Builder
@@ -238,6 +241,72 @@ func TestChartGolden(t *testing.T) {
 }
 
 func contains(ss []string, s string) bool { return slices.Contains(ss, s) }
+
+// chartTexts runs args, which write an SVG chart to the file named last
+// before the trace, and returns the chart's texts.
+func chartTexts(t *testing.T, stdin string, args ...string) []string {
+	t.Helper()
+	svg := filepath.Join(t.TempDir(), "c.svg")
+	args = append(args[:len(args)-1:len(args)-1], "--chart", svg, args[len(args)-1])
+	_, stderr, code := runCmd(t, stdin, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	f, err := os.Open(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	texts, _ := svgShape(t, f)
+	return texts
+}
+
+// TestChartLegendAndWaits: a legend names only what is drawn (no
+// "rejected" entry when nothing was rejected), and a wait-mode chart
+// shows the waits, with how many there were and the longest.
+func TestChartLegendAndWaits(t *testing.T) {
+	wait := chartTexts(t, "", "simulate", "--mode", "wait", "--limit", "requests=5/1s", "--limit", "tokens=3000/1s", "testdata/llm.csv")
+	for _, x := range wait {
+		if strings.HasPrefix(x, "rejected") {
+			t.Errorf("wait mode rejects nothing, but the legend has %q", x)
+		}
+	}
+	for _, want := range []string{"accepted (60)", "Waits: 17 requests waited, the longest 906ms (longest of each time bin, at its grant)", "wait (ms)", "longest wait of the bin"} {
+		if !contains(wait, want) {
+			t.Errorf("wait-mode chart has no text %q; texts %q", want, wait)
+		}
+	}
+	reject := chartTexts(t, "", "simulate", "--mode", "reject", "--limit", "requests=5/1s", "testdata/llm.csv")
+	for _, x := range reject {
+		if strings.HasPrefix(x, "Waits:") {
+			t.Errorf("a reject-mode chart has a waits panel: %q", x)
+		}
+	}
+}
+
+// TestRoundTicks: time ticks fall on round values, whatever the span.
+func TestRoundTicks(t *testing.T) {
+	for _, tt := range []struct {
+		args  []string
+		stdin string
+		ticks []string
+	}{
+		{[]string{"simulate", "--mode", "reject", "--limit", "requests=5/1s", "-"}, "0\n0.2\n0.4\n0.6\n0.8\n1.3\n", []string{"0.0", "0.5", "1.0", "1.5", "2.0"}},
+		{[]string{"simulate", "--mode", "reject", "--limit", "requests=5/1m", "-"}, "0\n100\n250\n400\n", []string{"0", "100", "200", "300", "400"}},
+	} {
+		texts := chartTexts(t, tt.stdin, tt.args...)
+		for _, want := range tt.ticks {
+			if !contains(texts, want) {
+				t.Errorf("%s: no tick %q; texts %q", tt.stdin, want, texts)
+			}
+		}
+		for _, x := range texts {
+			if strings.HasSuffix(x, ".50") || strings.HasSuffix(x, ".25") {
+				t.Errorf("%s: a tick at %q", tt.stdin, x)
+			}
+		}
+	}
+}
 
 func containsInt(xs []int, x int) bool { return slices.Contains(xs, x) }
 
