@@ -37,9 +37,12 @@ func (t *Transport) heedSignals(l *Limiter, status int, sig *headers.Signals, cl
 		if q.Remaining < 0 {
 			continue
 		}
-		if b := quotaBucket(l, q); b != nil {
-			b.Drain(q.Remaining)
+		b := quotaBucket(l, q)
+		if b == nil {
+			continue
 		}
+		// A rounded count is a hint within its rounding.
+		b.Drain(q.MostRemaining())
 	}
 	if !throttledBy(status, sig) {
 		return
@@ -53,16 +56,43 @@ func (t *Transport) heedSignals(l *Limiter, status int, sig *headers.Signals, cl
 	for _, b := range l.bs {
 		b.Drain(0)
 	}
+	t.restoreAtReset(l, sig, d, clock)
+}
+
+// restoreAtReset gives the buckets whose server quota is restored at once
+// at the end of a window (a reset that is not a continuous refill to full,
+// see headers.Quota.RefillsToFull), and which the pause d holds through
+// that reset, the server's level when the pause ends: its limit, never
+// above their capacity. Paused, the client spent nothing since the server
+// said 0 was left, so at the reset the server has its whole limit; refilled
+// at the configured rate instead, a bucket of 5,000 an hour would release
+// one call every 0.72 s long after the server reset.
+func (t *Transport) restoreAtReset(l *Limiter, sig *headers.Signals, d time.Duration, clock clockwork.Clock) {
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if q.Remaining != 0 || q.Limit <= 0 || q.Reset <= 0 || q.Reset > d || q.RefillsToFull() ||
+			sig.Capped && q.Reset >= t.maxPause {
+			continue
+		}
+		if b := quotaBucket(l, q); b != nil {
+			t.resets.at(b, q.Limit, d, clock)
+		}
+	}
 }
 
 // throttledBy reports whether a response says the client went over a
-// quota: a 429, a 403 with a remaining count of 0 (GitHub's primary rate
-// limit), or a 503 or 529 with Retry-After.
+// quota: a 429; a 403 with a remaining count of 0 (GitHub's primary rate
+// limit) or with Retry-After (GitHub's secondary limits, whose wait
+// secondaryWait supplies when the server named none); or a 503 or 529 with
+// Retry-After.
 func throttledBy(status int, sig *headers.Signals) bool {
 	switch status {
 	case http.StatusTooManyRequests:
 		return true
 	case http.StatusForbidden:
+		if sig.HasRetryAfter {
+			return true
+		}
 		for _, q := range sig.Quotas {
 			if q.Remaining == 0 {
 				return true

@@ -51,7 +51,7 @@ func TestTransportHeedsSignals(t *testing.T) {
 		{"X-RateLimit", 200, http.Header{"X-Ratelimit-Limit": {"60"}, "X-Ratelimit-Remaining": {"2"}, "X-Ratelimit-Reset": {"1900000000"}, "Date": {date}}, 2, 999, 0, 0},
 		{"x-rate-limit", 200, http.Header{"X-Rate-Limit-Remaining": {"1"}}, 1, 999, 0, 0},
 		{"OpenAI", 200, http.Header{"X-Ratelimit-Remaining-Requests": {"6"}, "X-Ratelimit-Remaining-Tokens": {"250"}, "X-Ratelimit-Reset-Tokens": {"6m0s"}}, 6, 250, 0, 0},
-		{"Anthropic", 200, http.Header{"Anthropic-Ratelimit-Requests-Remaining": {"7"}, "Anthropic-Ratelimit-Tokens-Remaining": {"0"}, "Anthropic-Ratelimit-Tokens-Reset": {"2030-01-02T03:05:05Z"}}, 7, 0, 0, 0},
+		{"Anthropic", 200, http.Header{"Anthropic-Ratelimit-Requests-Remaining": {"7"}, "Anthropic-Ratelimit-Tokens-Remaining": {"0"}, "Anthropic-Ratelimit-Tokens-Reset": {"2030-01-02T03:05:05Z"}}, 7, 499, 0, 0},
 		{"Anthropic input tokens, no such bucket", 200, http.Header{"Anthropic-Ratelimit-Input-Tokens-Remaining": {"3"}}, 9, 999, 0, 0},
 		{"never raised", 200, http.Header{"X-Ratelimit-Remaining": {"500"}, "X-Ratelimit-Remaining-Tokens": {"5000"}}, 9, 999, 0, 0},
 		{"malformed", 200, http.Header{"X-Ratelimit-Remaining": {"-1"}, "Ratelimit": {"???"}, "Retry-After": {"soon"}}, 9, 999, 0, 3},

@@ -3,6 +3,7 @@ package throttle
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -91,9 +92,17 @@ type Transport struct {
 	retries  int
 	initial  time.Duration
 	maxWait  time.Duration
+	// refusalWait bounds the wait for a refusal's body (refusalWait; tests
+	// shorten it).
+	refusalWait time.Duration
 
-	requests, sent, retried, throttled, malformed, failed atomic.Int64
-	waited                                                atomic.Int64
+	requests, sent, retried, throttled, malformed, failed, refused atomic.Int64
+	waited                                                         atomic.Int64
+	// secondary counts GitHub secondary limits in a row that named no wait,
+	// for the growing pause of secondaryWait.
+	secondary atomic.Int64
+	resets    windowResets
+	inFlight  flightBook
 }
 
 // TransportOption configures a Transport.
@@ -162,6 +171,8 @@ func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...Transport
 		retries:  DefaultRetries,
 		initial:  500 * time.Millisecond,
 		maxWait:  30 * time.Second,
+
+		refusalWait: refusalWait,
 	}
 	for _, opt := range opts {
 		opt(t)
@@ -177,7 +188,11 @@ type TransportStats struct {
 	Throttled int64         // responses that said the client went over the quota
 	Malformed int64         // malformed rate-limit header fields ignored
 	Failed    int64         // RoundTrip calls that returned an error, or a refusal of the Transport's own (RefusalHeader)
-	Waited    time.Duration // total time requests waited before being sent
+	// Refused counts responses that refused the account rather than the
+	// pace (a spent credit or a spend cap; see Transport): returned after
+	// their one attempt, pausing nothing. They are not in Throttled.
+	Refused int64
+	Waited  time.Duration // total time requests waited before being sent
 }
 
 // Stats returns the counters of t.
@@ -189,6 +204,7 @@ func (t *Transport) Stats() TransportStats {
 		Throttled: t.throttled.Load(),
 		Malformed: t.malformed.Load(),
 		Failed:    t.failed.Load(),
+		Refused:   t.refused.Load(),
 		Waited:    time.Duration(t.waited.Load()),
 	}
 }
@@ -274,6 +290,11 @@ type exchange struct {
 	// The last response refuses the request itself (too large), not the
 	// client's pace: it is neither heeded as a throttle nor retried.
 	aboutRequest bool
+	// What the body of the last 429 or 403 said (see readRefusal), and
+	// whether it stalled instead: a refusal whose body has not come is
+	// returned as it is, never retried (its body cannot be kept).
+	refusal headers.Refusal
+	stalled bool
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
@@ -289,7 +310,14 @@ func (x *exchange) send() (*http.Response, error) {
 	if taken {
 		w, err := x.l.take(x.ctx, x.costs)
 		if err != nil {
-			return nil, err
+			var wait *WaitError
+			if t.settle == nil || !errors.As(err, &wait) || !t.fitsAfterGiveBack(x.ctx, x.l, x.costs, x.clock) {
+				return nil, err
+			}
+			// What is in flight will likely give back enough in time.
+			if w, err = x.takeHoping(); err != nil {
+				return nil, err
+			}
 		}
 		waited = w
 	}
@@ -331,9 +359,16 @@ func (x *exchange) send() (*http.Response, error) {
 	}
 	x.n++
 	t.sent.Add(1)
+	booked := t.settle != nil && taken
+	if booked {
+		t.inFlight.add(x.l.bs, x.costs)
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		// The costs stay spent: the request may have reached the server.
+		if booked {
+			t.inFlight.settled(x.l.bs, x.costs, x.costs)
+		}
 		if release != nil {
 			release()
 		}
@@ -343,13 +378,31 @@ func (x *exchange) send() (*http.Response, error) {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
 	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
-	x.aboutRequest = false
-	if t.settle != nil && taken {
-		// Before heed: a refund must not undo the emptying after a 429.
-		x.aboutRequest = t.settle(resp, newPermit(x.l.bs, x.costs), &x.sig)
-	}
 	status := resp.StatusCode
-	if x.aboutRequest {
+	x.refusal, x.stalled = headers.Refusal{}, false
+	if status == http.StatusTooManyRequests || status == http.StatusForbidden {
+		x.readRefusal(resp)
+		if x.refusal.Secondary {
+			t.secondaryWait(&x.sig)
+		}
+	} else if status < 300 && t.secondary.Load() != 0 {
+		t.secondary.Store(0)
+	}
+	x.aboutRequest = false
+	if booked {
+		// Before heed: a refund must not undo the emptying after a 429.
+		p := newPermit(x.l.bs, x.costs)
+		p.booked = &t.inFlight
+		x.aboutRequest = t.settle(resp, p, &x.sig)
+	}
+	switch {
+	case x.refusal.Billing != "":
+		// Heeded as the 402 it means: the quotas it reports, no pause.
+		status = http.StatusPaymentRequired
+		t.refused.Add(1)
+		observeRefused(x.l.bs, x.costs, x.refusal.Billing)
+		noRetryForSDK(x.req, resp)
+	case x.aboutRequest:
 		// Heeded as the 413 it means: the quotas it reports, no pause.
 		status = http.StatusRequestEntityTooLarge
 		noRetryForSDK(x.req, resp)
@@ -428,6 +481,12 @@ const drainBytes = 4 << 10
 func (x *exchange) keepLast() {
 	r := x.last
 	if r == nil {
+		return
+	}
+	if pb, ok := r.Body.(*peekedBody); ok && !pb.complete() {
+		// The rest may never come: reading on could block.
+		r.Body.Close()
+		x.last = nil
 		return
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, keepBytes+1))
