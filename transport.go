@@ -182,12 +182,12 @@ func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...Transport
 
 // TransportStats counts what a Transport did since it was made.
 type TransportStats struct {
-	Requests  int64         // calls of RoundTrip
-	Sent      int64         // attempts handed to the base transport
-	Retried   int64         // attempts that were retried
-	Throttled int64         // responses that said the client went over the quota
-	Malformed int64         // malformed rate-limit header fields ignored
-	Failed    int64         // RoundTrip calls that returned an error, or a refusal of the Transport's own (RefusalHeader)
+	Requests  int64 // calls of RoundTrip
+	Sent      int64 // attempts handed to the base transport
+	Retried   int64 // attempts that were retried
+	Throttled int64 // responses that said the client went over the quota
+	Malformed int64 // malformed rate-limit header fields ignored
+	Failed    int64 // RoundTrip calls that returned an error, or a refusal of the Transport's own (RefusalHeader)
 	// Refused counts responses that refused the account rather than the
 	// pace (a spent credit or a spend cap; see Transport): returned after
 	// their one attempt, pausing nothing. They are not in Throttled.

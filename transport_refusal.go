@@ -44,7 +44,7 @@ type peekedBody struct {
 	pending chan peekResult // until the prefix has been read
 	head    []byte
 	off     int
-	err     error // what follows head: nil (read on from rc), io.EOF, or a read error
+	err     error       // what follows head: nil (read on from rc), io.EOF, or a read error
 	whole   atomic.Bool // head is the whole body, and rc is closed
 }
 
