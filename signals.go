@@ -13,22 +13,27 @@ const StatusOverloaded = 529
 
 // heed applies what a response said to l: reported remaining counts lower
 // the matching buckets, and a response that says the client went over the
-// quota pauses the whole limiter and empties its buckets, so that every
-// goroutine waits and the waiters are released at the configured rate once
-// the pause ends.
+// quota pauses the whole limiter and sets each bucket to the cost of the
+// refused request (or to what the server reports remaining, if less), so
+// that every goroutine waits, one call (the refused one's retry, or the
+// next in line) goes when the pause ends, and the others are released at
+// the configured rate after it. Emptied to 0, the buckets would hold even
+// that one call back for a refill at the configured rate (1.2 s at 50 a
+// minute) on top of the pause: an SDK that retries itself would pay it on
+// every attempt.
 //
 // A success that carries no signal, most responses, needs nothing; that
 // test is kept small enough to inline, so that such a response makes no
 // call here at all.
-func (t *Transport) heed(l *Limiter, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heed(l *Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
 		return
 	}
-	t.heedSignals(l, status, sig, clock)
+	t.heedSignals(l, costs, status, sig, clock)
 }
 
 // heedSignals is heed for a response that said something.
-func (t *Transport) heedSignals(l *Limiter, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heedSignals(l *Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if n := len(sig.Malformed); n > 0 {
 		t.malformed.Add(int64(n))
 	}
@@ -53,8 +58,14 @@ func (t *Transport) heedSignals(l *Limiter, status int, sig *headers.Signals, cl
 		d = t.initial
 	}
 	l.PauseUntil(clock.Now().Add(d))
-	for _, b := range l.bs {
-		b.Drain(0)
+	for i, b := range l.bs {
+		n := costs[i]
+		for j := range sig.Quotas {
+			if q := &sig.Quotas[j]; q.Remaining >= 0 && quotaBucket(l, q) == b {
+				n = min(n, q.MostRemaining())
+			}
+		}
+		b.levelTo(n)
 	}
 	t.restoreAtReset(l, sig, d, clock)
 }
@@ -143,4 +154,20 @@ func quotaBucket(l *Limiter, q *headers.Quota) *Bucket {
 		return l.bs[0]
 	}
 	return nil
+}
+
+// levelTo sets the level of b to n, at most its capacity: the one call
+// that goes when a pause ends, whatever the level was, debt included (the
+// server's refusal supersedes what the client had counted).
+func (b *Bucket) levelTo(n int64) {
+	g := b.lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	n = min(max(n, 0), b.capacity)
+	if b.lvl.tokens != n || b.lvl.frac != 0 {
+		b.lvl.tokens, b.lvl.frac = n, 0
+		g.changed(now)
+	}
 }

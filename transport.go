@@ -407,7 +407,7 @@ func (x *exchange) send() (*http.Response, error) {
 		status = http.StatusRequestEntityTooLarge
 		noRetryForSDK(x.req, resp)
 	}
-	t.heed(x.l, status, &x.sig, x.clock)
+	t.heed(x.l, x.costs, status, &x.sig, x.clock)
 	if x.l.auto != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		x.l.auto.response(x.req, x.l, x.costs, status, &x.sig)
