@@ -17,7 +17,12 @@ const StatusOverloaded = 529
 // refused request (or to what the server reports remaining, if less), so
 // that every goroutine waits, one call (the refused one's retry, or the
 // next in line) goes when the pause ends, and the others are released at
-// the configured rate after it. Emptied to 0, the buckets would hold even
+// the configured rate after it. A bucket whose quota the server reports
+// still holding the call (GitHub's secondary limit, a 403 with
+// retry-after while 4,990 of the hour remain) keeps its level, lowered to
+// the report: the refusal was another limit's, which the pause heeds, and
+// this quota's rate (5,000 an hour) would hold the calls queued behind the
+// pause for 0.72 s each. Emptied to 0, the buckets would hold even
 // that one call back for a refill at the configured rate (1.2 s at 50 a
 // minute) on top of the pause: an SDK that retries itself would pay it on
 // every attempt.
@@ -59,13 +64,22 @@ func (t *Transport) heedSignals(l *Limiter, costs []int64, status int, sig *head
 	}
 	l.PauseUntil(clock.Now().Add(d))
 	for i, b := range l.bs {
-		n := costs[i]
+		n, holds := costs[i], false
 		for j := range sig.Quotas {
-			if q := &sig.Quotas[j]; q.Remaining >= 0 && quotaBucket(l, q) == b {
-				n = min(n, q.MostRemaining())
+			q := &sig.Quotas[j]
+			if q.Remaining < 0 || quotaBucket(l, q) != b {
+				continue
 			}
+			if q.Remaining > 0 && q.Remaining >= costs[i] {
+				holds = true
+				continue
+			}
+			holds, n = false, min(n, q.MostRemaining())
+			break
 		}
-		b.levelTo(n)
+		if !holds {
+			b.levelTo(n)
+		}
 	}
 	t.restoreAtReset(l, sig, d, clock)
 }
