@@ -34,20 +34,48 @@ const DefaultRetries = 3
 // pause and queues in FIFO order; a context that ends first, or whose
 // deadline is too near for the permit, fails the request before it is sent
 // and spends nothing (a *WaitError matches context.DeadlineExceeded). With
-// WithInFlight it then waits for one of a fixed number of in-flight slots,
-// released when the response body is closed.
+// WithLLM the deadline decision counts what the permits in flight will
+// likely give back when they settle: for each bucket whose wait passes the
+// deadline, the tokens its unsettled attempts reserved, times the share of
+// their reservations that this Transport's settled attempts on that bucket
+// did not use (all of it before any has settled), turned into time at the
+// bucket's rate and taken off its wait; when every bucket then fits the
+// deadline the request queues instead of failing, and fails with the
+// context's error if its deadline comes first. With WithInFlight it then
+// waits for one of a fixed number of in-flight slots, released when the
+// response body is closed.
 //
 // On every response RoundTrip reads the rate-limit headers the server sent
 // (Retry-After, Retry-After-Ms, the IETF RateLimit fields and their older
 // form, X-RateLimit-*, OpenAI's and Anthropic's): a reported remaining count
 // lowers the matching bucket's level, never raises it (see Signals below for
-// the matching). Malformed values are ignored and counted in Stats. A 429,
-// a 403 reporting a remaining count of 0 (GitHub's primary limit), and a 503
-// or 529 with Retry-After pause the whole Limiter until the instant the
-// server named (or, with no hint, the initial back-off), capped at the
-// MaxPause, and empty its buckets, so that every goroutine waits, not only
-// the one that was refused, and waiters are released at the configured rate
-// when the pause ends, not in a burst.
+// the matching; a count the server rounds, as Anthropic rounds tokens to the
+// thousand, lowers it to the most the rounding allows). Malformed values are
+// ignored and counted in Stats. The body of a 429 or 403 is read too, up to
+// 16 KiB and for at most 200 ms, and handed back to the caller intact (the
+// bytes read, then the rest): Google's google.rpc.RetryInfo retryDelay
+// counts as a Retry-After; a billing refusal (OpenAI's insufficient_quota
+// and spend-limit codes, Anthropic's spend caps) is returned at once after
+// its one attempt, never retried (x-should-retry: false for an SDK that
+// retries itself), pauses and drains nothing, and counts in Stats.Refused
+// and as an EventRefused; a refusal whose body has not come within the time
+// is returned as it is, not retried. A 429, a 403 reporting a remaining
+// count of 0 (GitHub's primary limit) or carrying Retry-After (GitHub's
+// secondary limit; one that names no wait, its body saying "secondary rate
+// limit", waits a minute, doubling with each such refusal in a row until a
+// success, within the MaxPause), and a 503 or 529 with Retry-After pause
+// the whole Limiter until the instant the server named (or, with no hint,
+// the initial back-off), capped at the MaxPause, so that every goroutine
+// waits, not only the one that was refused. A reset that is the time until
+// the quota is full again (OpenAI's, Anthropic's) is not waited whole: the
+// pause lasts one unit's refill (see headers.Quota.Wait). The pause sets
+// each bucket to the refused request's cost, or to the remaining count the
+// server reports if lower, so that one call goes when the pause ends and
+// the others follow at the configured rate, not in a burst; a bucket whose
+// quota the server reports still holding the call keeps its level. When
+// the pause holds through the end of a server's window (GitHub's
+// x-ratelimit-reset with remaining 0), the bucket gets the server's level
+// back at that instant, its whole limit (never above its capacity).
 //
 // A refused request is retried, with exponential back-off and jitter
 // (github.com/cenkalti/backoff/v4) and the server's Retry-After as the
@@ -64,8 +92,9 @@ const DefaultRetries = 3
 // is read (up to 16 KiB, so it can still be returned if the next permit
 // cannot be had before the deadline) and closed. Requests of SDKs that
 // retry on their own (X-Stainless-Retry-Count) are left to their retries,
-// unless WithSDKRetries, and get the Transport's own refusals as responses;
-// see RefusalHeader.
+// unless WithSDKRetries, and get the Transport's own refusals as responses
+// whose body ends in the refusal's error, which the SDKs return as the
+// call's error; see RefusalHeader.
 //
 // RoundTrip never modifies the caller's request: a retry sends a clone with
 // a fresh body from GetBody. Errors of the base transport are returned as
