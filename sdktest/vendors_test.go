@@ -483,6 +483,66 @@ func caseAnthropicRefusedAnyway(t *testing.T) (row, []string) {
 	return r, bad
 }
 
+// caseAnthropicRounded: ten calls one after another, each writing 100
+// output tokens, against an output-tokens quota of 8,000 a minute of which
+// 950 remain; the fake reports what remains rounded to the nearest
+// thousand, as Anthropic does, so from the fifth call on it says 0 while
+// 450 remain. Taken as exact, each call after it would wait 0.75 s for a
+// refill the server does not need.
+func caseAnthropicRounded(t *testing.T) row {
+	tl := newTally()
+	out := newContinuous(8000, 950, 8000.0/60)
+	srv := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		call := r.Header.Get("X-Call")
+		tl.attempt(call)
+		ok, left, reset := out.take(100)
+		now := time.Now()
+		headers.SetAnthropic(w.Header(), "requests", 4000, 3999, 15*time.Millisecond, now)
+		headers.SetAnthropic(w.Header(), "output-tokens", 8000, int64(math.Round(left/1000))*1000, reset, now)
+		if !ok {
+			tl.refuse(call)
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil((100-left)/(8000.0/60)))))
+			writeJSON(w, 429, map[string]any{"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": "This request would exceed your organization's rate limit of 8,000 output tokens per minute."}})
+			return
+		}
+		msg := map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-5-5",
+			"content": []any{map[string]any{"type": "text", "text": "ok"}}, "stop_reason": "max_tokens",
+			"usage": map[string]any{"input_tokens": 9, "output_tokens": 100}}
+		writeJSON(w, 200, msg)
+	})
+	req, err := throttle.New(4000, throttle.Per(4000, time.Minute), throttle.WithName("requests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otpm, err := throttle.New(8000, throttle.Per(8000, time.Minute), throttle.WithName("output-tokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := throttle.NewLimiter(req, otpm)
+	hc, _ := llmClient(t, l)
+	c := anthropicClient(srv.URL, hc)
+	start := time.Now()
+	failed := 0
+	for i := range 10 {
+		ctx, cancel := context.WithTimeout(context.Background(), callDeadline)
+		_, err := c.Messages.New(ctx, anthropic.MessageNewParams{
+			Model: anthropic.ModelClaudeHaiku5_5, MaxTokens: 100,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Write a story."))},
+		}, aoption.WithHeader("X-Call", "c"+strconv.Itoa(i)))
+		cancel()
+		if err != nil {
+			failed++
+		}
+	}
+	// The quota's floor: 1,000 tokens written, 950 there, 133 a second.
+	floor := time.Duration((1000.0 - 950) / (8000.0 / 60) * float64(time.Second))
+	r := row{name: "Anthropic: 10 calls of 100 output tokens, 950 of 8,000/min left, counts rounded to the thousand (anthropic-sdk-go)",
+		calls: 10, failed: failed, took: time.Since(start), floor: floor}
+	tl.fill(&r)
+	return r
+}
+
 func median(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
@@ -848,6 +908,7 @@ func TestVendors(t *testing.T) {
 	add(r, bad...)
 	r, bad = caseAnthropicRefusedAnyway(t)
 	add(r, bad...)
+	add(caseAnthropicRounded(t))
 	add(caseGemini(t))
 	add(caseGitHubSecondary(t))
 	add(caseGitHubPrimary(t))
