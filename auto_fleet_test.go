@@ -66,12 +66,12 @@ func heedTell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Reque
 	}
 	var sig headers.Signals
 	headers.ParseClock(&sig, h, clk, DefaultMaxPause)
-	tr := NewTransport(nil, a.Limiter)
-	tr.heed(l, status, &sig, clk)
 	costs := make([]int64, len(l.bs))
 	for i := range costs {
 		costs[i] = 1
 	}
+	tr := NewTransport(nil, a.Limiter)
+	tr.heed(l, costs, status, &sig, clk)
 	l.auto.response(req, l, costs, status, &sig, DefaultMaxPause)
 	return l
 }

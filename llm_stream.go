@@ -60,6 +60,7 @@ func (b *usageBody) finish(eof bool) {
 	u, inOK, outOK := b.s.fields.usage()
 	if !b.s.sse && (!inOK || !outOK) {
 		// A JSON body without its usage: nothing better than the estimate.
+		b.keep()
 		return
 	}
 	if b.s.sse {
@@ -75,10 +76,12 @@ func (b *usageBody) finish(eof bool) {
 		}
 		if !inOK {
 			if b.req == nil {
-				return // a base transport that does not say what it sent
+				b.keep() // a base transport that does not say what it sent
+				return
 			}
 			in, _, err := b.c.estimateRequest(b.req)
 			if err != nil {
+				b.keep()
 				return
 			}
 			u.Input = in
@@ -89,6 +92,13 @@ func (b *usageBody) finish(eof bool) {
 		return
 	}
 	b.c.settleUsage(b.p, u)
+}
+
+// keep ends the permit at its estimate.
+func (b *usageBody) keep() {
+	if b.p != nil {
+		b.p.keep()
+	}
 }
 
 // settleUsage settles p to u on the token buckets; requests stay as taken.
@@ -121,32 +131,36 @@ func (c LLM) settle(resp *http.Response, p *permit, sig *headers.Signals) (about
 			aboutRequest = c.tooLarge(resp, sig)
 		}
 		c.settleUsage(p, Usage{})
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		if resp.Body == nil || resp.Body == http.NoBody {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300 && resp.Body != nil && resp.Body != http.NoBody:
+		if c.readUsage(resp, &usageBody{p: p}) {
 			return false
 		}
-		c.readUsage(resp, &usageBody{p: p})
+		p.keep()
+	default:
+		p.keep()
 	}
 	return aboutRequest
 }
 
 // readUsage hands resp's body to the caller through b, which reads the
 // usage as the caller reads and settles at EOF or Close, when the body is
-// JSON or an event stream; it leaves any other body alone.
-func (c LLM) readUsage(resp *http.Response, b *usageBody) {
+// JSON or an event stream, and reports whether it did; it leaves any other
+// body alone.
+func (c LLM) readUsage(resp *http.Response, b *usageBody) bool {
 	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil {
-		return
+		return false
 	}
 	switch {
 	case mt == "text/event-stream":
 		b.s.sse = true
 	case mt == "application/json" || len(mt) > 5 && mt[len(mt)-5:] == "+json":
 	default:
-		return
+		return false
 	}
 	b.rc, b.c, b.req = resp.Body, c, resp.Request
 	resp.Body = b
+	return true
 }
 
 // tooLargeBody is the most of a 429's body read to tell a request too large
@@ -178,6 +192,10 @@ func (c LLM) tooLarge(resp *http.Response, sig *headers.Signals) bool {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return false
 	}
+	if head, _, ok := peekedHead(resp.Body); ok {
+		// The Transport read the prefix, within its bounds of size and time.
+		return saysTooLarge(head)
+	}
 	head := make([]byte, tooLargeBody)
 	n, err := io.ReadFull(resp.Body, head)
 	head = head[:n]
@@ -191,6 +209,13 @@ func (c LLM) tooLarge(resp *http.Response, sig *headers.Signals) bool {
 		resp.Body = bodyReadCloser{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
 		return false
 	}
+	return saysTooLarge(head)
+}
+
+// saysTooLarge reports whether the head of a 429's body refuses the request
+// or the account: "Request too large", request_too_large, or
+// insufficient_quota (which the Transport also tells as a billing refusal).
+func saysTooLarge(head []byte) bool {
 	lower := bytes.ToLower(head)
 	for _, s := range [...]string{"request too large", "request_too_large", "insufficient_quota"} {
 		if bytes.Contains(lower, []byte(s)) {

@@ -307,16 +307,21 @@ func TestStainlessRequests(t *testing.T) {
 	if err != nil || resp.StatusCode != 429 || sent != 1 {
 		t.Fatalf("%v, %v after %d attempts; want the 429 after one", resp, err, sent)
 	}
-	// Drained and paused: the next permit is a minute away.
+	// Paused: the next permit comes when the pause ends, a second away.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	ctx2, cancel2 := clockwork.WithTimeout(ctx, fc, 10*time.Second)
+	ctx2, cancel2 := clockwork.WithTimeout(ctx, fc, 500*time.Millisecond)
 	defer cancel2()
 	resp, err = tr.RoundTrip(req.WithContext(ctx2))
 	if err != nil {
 		t.Fatalf("error %v, want a response", err)
 	}
-	b, _ := io.ReadAll(resp.Body)
+	b, rerr := io.ReadAll(resp.Body)
+	// The body ends in the refusal itself, which the SDKs return.
+	var we *throttle.WaitError
+	if !errors.As(rerr, &we) || !errors.Is(rerr, context.DeadlineExceeded) {
+		t.Errorf("reading the refusal's body: %v, want the *WaitError", rerr)
+	}
 	if resp.StatusCode != 429 || resp.Header.Get("X-Should-Retry") != "false" || resp.Header.Get(throttle.RefusalHeader) != "deadline" ||
 		!strings.Contains(string(b), "past the context deadline") || sent != 1 {
 		t.Errorf("status %d, headers %v, body %s, %d sent", resp.StatusCode, resp.Header, b, sent)

@@ -13,6 +13,11 @@ const (
 	EventPaused                         // PauseUntil stopped grants
 	EventSettled                        // a Permit was settled or cancelled
 	EventTuned                          // Auto changed a limit's rate or capacity
+	// EventRefused: a server refused the account itself (a spent credit, a
+	// spend cap; see Transport), which no wait cures: the request came back
+	// after one attempt and nothing was paused. Reason holds the vendor's
+	// code.
+	EventRefused
 )
 
 // Event describes one decision of a bucket.
@@ -33,6 +38,9 @@ type Event struct {
 	// Rate is, for EventTuned, the limit's new rate; Cost is then its new
 	// capacity.
 	Rate Rate
+	// Reason is, for EventRefused, the server's code for the refusal, such
+	// as "insufficient_quota" or "enforced_spend_limit_reached".
+	Reason string
 }
 
 // Observer receives a bucket's events. It is called outside the bucket's

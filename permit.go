@@ -13,6 +13,9 @@ type permit struct {
 	costs   []int64
 	settled atomic.Bool
 	small   [2]int64 // costs, for the usual requests-and-tokens pair, without another allocation
+	// booked, if set, is told the costs and the actual use once the permit
+	// is settled, or kept as it is (see keep): a Transport's flightBook.
+	booked *flightBook
 }
 
 // newPermit records a copy of costs taken from bs.
@@ -59,7 +62,18 @@ func (p *permit) Settle(actual ...int64) error {
 		return ErrSettled
 	}
 	settle(p.bs, p.costs, actual)
+	if p.booked != nil {
+		p.booked.settled(p.bs, p.costs, actual)
+	}
 	return nil
+}
+
+// keep ends a permit that will not be settled, its costs staying as taken,
+// without the work and the event of a settlement.
+func (p *permit) keep() {
+	if p.settled.CompareAndSwap(false, true) && p.booked != nil {
+		p.booked.settled(p.bs, p.costs, p.costs)
+	}
 }
 
 // settle corrects costs taken from bs to actual.

@@ -55,6 +55,10 @@ var snippetImports = map[string]string{
 	"clockwork":    "github.com/jonboulle/clockwork",
 	"openai":       "github.com/openai/openai-go/v3",
 	"option":       "github.com/openai/openai-go/v3/option",
+	"anthropic":    "github.com/anthropics/anthropic-sdk-go/v2",
+	"aoption":      "github.com/anthropics/anthropic-sdk-go/v2/option",
+	"genai":        "google.golang.org/genai",
+	"github":       "github.com/google/go-github/v93/github",
 	"redis":        "github.com/redis/go-redis/v9",
 	"otel":         "go.opentelemetry.io/otel",
 	"context":      "context",
@@ -295,7 +299,7 @@ func wrapSnippet(pkg string, s snippet) string {
 func importLines(names []string) string {
 	var b strings.Builder
 	for _, name := range names {
-		fmt.Fprintf(&b, "import %q\n", snippetImports[name])
+		fmt.Fprintf(&b, "import %s %q\n", name, snippetImports[name])
 	}
 	return b.String()
 }

@@ -29,7 +29,7 @@ func (x *exchange) retryable(resp *http.Response, sig *headers.Signals) bool {
 
 // retryableFailure is retryable for a status of 400 or above.
 func (x *exchange) retryableFailure(resp *http.Response, sig *headers.Signals) bool {
-	if x.aboutRequest || !x.t.retrySDK && retriesItself(x.req) {
+	if x.aboutRequest || x.stalled || x.refusal.Billing != "" || !x.t.retrySDK && retriesItself(x.req) {
 		return false
 	}
 	if !shouldRetry(x.req, resp.StatusCode, sig) {

@@ -192,9 +192,10 @@ func TestRetryWaits(t *testing.T) {
 	advanceUntil(t, fc, done, 1, 10*time.Millisecond)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	// Each retry waits out the pause, then one token at 10 per second
-	// from the emptied bucket.
-	want := []time.Duration{0, 3*time.Second + 100*time.Millisecond, 8*time.Second + 200*time.Millisecond}
+	// Each retry goes when the pause ends: the bucket is lowered to the
+	// refused call's cost, not emptied, so that its retry waits for no
+	// refill on top of the server's wait.
+	want := []time.Duration{0, 3 * time.Second, 8 * time.Second}
 	if len(rec.arrivals) != len(want) {
 		t.Fatalf("%d attempts, want %d", len(rec.arrivals), len(want))
 	}
@@ -257,10 +258,11 @@ func TestTransportDeadlines(t *testing.T) {
 	})
 
 	t.Run("next permit past the deadline", func(t *testing.T) {
-		// The retry fits the deadline, but the permit after it does not:
+		// The retry fits the deadline, but the permit after it does not
+		// (the server says nothing remains: the bucket refills from 0):
 		// the caller gets the 429, kept in memory while the retry waited.
 		fc := clockwork.NewFakeClockAt(epoch)
-		rec := newRecorder(t, fc, script([]int{429}, retryAfter("1")))
+		rec := newRecorder(t, fc, script([]int{429}, http.Header{"Retry-After": {"1"}, "X-Ratelimit-Remaining": {"0"}}))
 		l := newLimiter(t, fc, 1, throttle.Per(1, 10*time.Second))
 		tr := throttle.NewTransport(newBase(t), throttle.Shared(l))
 		ctx, cancel := clockwork.WithTimeout(context.Background(), fc, 5*time.Second)

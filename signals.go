@@ -13,22 +13,32 @@ const StatusOverloaded = 529
 
 // heed applies what a response said to l: reported remaining counts lower
 // the matching buckets, and a response that says the client went over the
-// quota pauses the whole limiter and empties its buckets, so that every
-// goroutine waits and the waiters are released at the configured rate once
-// the pause ends.
+// quota pauses the whole limiter and sets each bucket to the cost of the
+// refused request (or to what the server reports remaining, if less), so
+// that every goroutine waits, one call (the refused one's retry, or the
+// next in line) goes when the pause ends, and the others are released at
+// the configured rate after it. A bucket whose quota the server reports
+// still holding the call (GitHub's secondary limit, a 403 with
+// retry-after while 4,990 of the hour remain) keeps its level, lowered to
+// the report: the refusal was another limit's, which the pause heeds, and
+// this quota's rate (5,000 an hour) would hold the calls queued behind the
+// pause for 0.72 s each. Emptied to 0, the buckets would hold even
+// that one call back for a refill at the configured rate (1.2 s at 50 a
+// minute) on top of the pause: an SDK that retries itself would pay it on
+// every attempt.
 //
 // A success that carries no signal, most responses, needs nothing; that
 // test is kept small enough to inline, so that such a response makes no
 // call here at all.
-func (t *Transport) heed(l *Limiter, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heed(l *Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
 		return
 	}
-	t.heedSignals(l, status, sig, clock)
+	t.heedSignals(l, costs, status, sig, clock)
 }
 
 // heedSignals is heed for a response that said something.
-func (t *Transport) heedSignals(l *Limiter, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heedSignals(l *Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if n := len(sig.Malformed); n > 0 {
 		t.malformed.Add(int64(n))
 	}
@@ -37,9 +47,12 @@ func (t *Transport) heedSignals(l *Limiter, status int, sig *headers.Signals, cl
 		if q.Remaining < 0 {
 			continue
 		}
-		if b := quotaBucket(l, q); b != nil {
-			b.Drain(q.Remaining)
+		b := quotaBucket(l, q)
+		if b == nil {
+			continue
 		}
+		// A rounded count is a hint within its rounding.
+		b.Drain(q.MostRemaining())
 	}
 	if !throttledBy(status, sig) {
 		return
@@ -50,19 +63,61 @@ func (t *Transport) heedSignals(l *Limiter, status int, sig *headers.Signals, cl
 		d = t.initial
 	}
 	l.PauseUntil(clock.Now().Add(d))
-	for _, b := range l.bs {
-		b.Drain(0)
+	for i, b := range l.bs {
+		n, holds := costs[i], false
+		for j := range sig.Quotas {
+			q := &sig.Quotas[j]
+			if q.Remaining < 0 || quotaBucket(l, q) != b {
+				continue
+			}
+			if q.Remaining > 0 && q.Remaining >= costs[i] {
+				holds = true
+				continue
+			}
+			holds, n = false, min(n, q.MostRemaining())
+			break
+		}
+		if !holds {
+			b.levelTo(n)
+		}
+	}
+	t.restoreAtReset(l, sig, d, clock)
+}
+
+// restoreAtReset gives the buckets whose server quota is restored at once
+// at the end of a window (a reset that is not a continuous refill to full,
+// see headers.Quota.RefillsToFull), and which the pause d holds through
+// that reset, the server's level when the pause ends: its limit, never
+// above their capacity. Paused, the client spent nothing since the server
+// said 0 was left, so at the reset the server has its whole limit; refilled
+// at the configured rate instead, a bucket of 5,000 an hour would release
+// one call every 0.72 s long after the server reset.
+func (t *Transport) restoreAtReset(l *Limiter, sig *headers.Signals, d time.Duration, clock clockwork.Clock) {
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if q.Remaining != 0 || q.Limit <= 0 || q.Reset <= 0 || q.Reset > d || q.RefillsToFull() ||
+			sig.Capped && q.Reset >= t.maxPause {
+			continue
+		}
+		if b := quotaBucket(l, q); b != nil {
+			t.resets.at(b, q.Limit, d, clock)
+		}
 	}
 }
 
 // throttledBy reports whether a response says the client went over a
-// quota: a 429, a 403 with a remaining count of 0 (GitHub's primary rate
-// limit), or a 503 or 529 with Retry-After.
+// quota: a 429; a 403 with a remaining count of 0 (GitHub's primary rate
+// limit) or with Retry-After (GitHub's secondary limits, whose wait
+// secondaryWait supplies when the server named none); or a 503 or 529 with
+// Retry-After.
 func throttledBy(status int, sig *headers.Signals) bool {
 	switch status {
 	case http.StatusTooManyRequests:
 		return true
 	case http.StatusForbidden:
+		if sig.HasRetryAfter {
+			return true
+		}
 		for _, q := range sig.Quotas {
 			if q.Remaining == 0 {
 				return true
@@ -113,4 +168,20 @@ func quotaBucket(l *Limiter, q *headers.Quota) *Bucket {
 		return l.bs[0]
 	}
 	return nil
+}
+
+// levelTo sets the level of b to n, at most its capacity: the one call
+// that goes when a pause ends, whatever the level was, debt included (the
+// server's refusal supersedes what the client had counted).
+func (b *Bucket) levelTo(n int64) {
+	g := b.lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	n = min(max(n, 0), b.capacity)
+	if b.lvl.tokens != n || b.lvl.frac != 0 {
+		b.lvl.tokens, b.lvl.frac = n, 0
+		g.changed(now)
+	}
 }

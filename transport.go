@@ -3,6 +3,7 @@ package throttle
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,20 +34,48 @@ const DefaultRetries = 3
 // pause and queues in FIFO order; a context that ends first, or whose
 // deadline is too near for the permit, fails the request before it is sent
 // and spends nothing (a *WaitError matches context.DeadlineExceeded). With
-// WithInFlight it then waits for one of a fixed number of in-flight slots,
-// released when the response body is closed.
+// WithLLM the deadline decision counts what the permits in flight will
+// likely give back when they settle: for each bucket whose wait passes the
+// deadline, the tokens its unsettled attempts reserved, times the share of
+// their reservations that this Transport's settled attempts on that bucket
+// did not use (all of it before any has settled), turned into time at the
+// bucket's rate and taken off its wait; when every bucket then fits the
+// deadline the request queues instead of failing, and fails with the
+// context's error if its deadline comes first. With WithInFlight it then
+// waits for one of a fixed number of in-flight slots, released when the
+// response body is closed.
 //
 // On every response RoundTrip reads the rate-limit headers the server sent
 // (Retry-After, Retry-After-Ms, the IETF RateLimit fields and their older
 // form, X-RateLimit-*, OpenAI's and Anthropic's): a reported remaining count
 // lowers the matching bucket's level, never raises it (see Signals below for
-// the matching). Malformed values are ignored and counted in Stats. A 429,
-// a 403 reporting a remaining count of 0 (GitHub's primary limit), and a 503
-// or 529 with Retry-After pause the whole Limiter until the instant the
-// server named (or, with no hint, the initial back-off), capped at the
-// MaxPause, and empty its buckets, so that every goroutine waits, not only
-// the one that was refused, and waiters are released at the configured rate
-// when the pause ends, not in a burst.
+// the matching; a count the server rounds, as Anthropic rounds tokens to the
+// thousand, lowers it to the most the rounding allows). Malformed values are
+// ignored and counted in Stats. The body of a 429 or 403 is read too, up to
+// 16 KiB and for at most 200 ms, and handed back to the caller intact (the
+// bytes read, then the rest): Google's google.rpc.RetryInfo retryDelay
+// counts as a Retry-After; a billing refusal (OpenAI's insufficient_quota
+// and spend-limit codes, Anthropic's spend caps) is returned at once after
+// its one attempt, never retried (x-should-retry: false for an SDK that
+// retries itself), pauses and drains nothing, and counts in Stats.Refused
+// and as an EventRefused; a refusal whose body has not come within the time
+// is returned as it is, not retried. A 429, a 403 reporting a remaining
+// count of 0 (GitHub's primary limit) or carrying Retry-After (GitHub's
+// secondary limit; one that names no wait, its body saying "secondary rate
+// limit", waits a minute, doubling with each such refusal in a row until a
+// success, within the MaxPause), and a 503 or 529 with Retry-After pause
+// the whole Limiter until the instant the server named (or, with no hint,
+// the initial back-off), capped at the MaxPause, so that every goroutine
+// waits, not only the one that was refused. A reset that is the time until
+// the quota is full again (OpenAI's, Anthropic's) is not waited whole: the
+// pause lasts one unit's refill (see headers.Quota.Wait). The pause sets
+// each bucket to the refused request's cost, or to the remaining count the
+// server reports if lower, so that one call goes when the pause ends and
+// the others follow at the configured rate, not in a burst; a bucket whose
+// quota the server reports still holding the call keeps its level. When
+// the pause holds through the end of a server's window (GitHub's
+// x-ratelimit-reset with remaining 0), the bucket gets the server's level
+// back at that instant, its whole limit (never above its capacity).
 //
 // A refused request is retried, with exponential back-off and jitter
 // (github.com/cenkalti/backoff/v4) and the server's Retry-After as the
@@ -63,8 +92,9 @@ const DefaultRetries = 3
 // is read (up to 16 KiB, so it can still be returned if the next permit
 // cannot be had before the deadline) and closed. Requests of SDKs that
 // retry on their own (X-Stainless-Retry-Count) are left to their retries,
-// unless WithSDKRetries, and get the Transport's own refusals as responses;
-// see RefusalHeader.
+// unless WithSDKRetries, and get the Transport's own refusals as responses
+// whose body ends in the refusal's error, which the SDKs return as the
+// call's error; see RefusalHeader.
 //
 // RoundTrip never modifies the caller's request: a retry sends a clone with
 // a fresh body from GetBody. Errors of the base transport are returned as
@@ -91,9 +121,17 @@ type Transport struct {
 	retries  int
 	initial  time.Duration
 	maxWait  time.Duration
+	// refusalWait bounds the wait for a refusal's body (refusalWait; tests
+	// shorten it).
+	refusalWait time.Duration
 
-	requests, sent, retried, throttled, malformed, failed atomic.Int64
-	waited                                                atomic.Int64
+	requests, sent, retried, throttled, malformed, failed, refused atomic.Int64
+	waited                                                         atomic.Int64
+	// secondary counts GitHub secondary limits in a row that named no wait,
+	// for the growing pause of secondaryWait.
+	secondary atomic.Int64
+	resets    windowResets
+	inFlight  flightBook
 }
 
 // TransportOption configures a Transport.
@@ -165,6 +203,8 @@ func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...Transport
 		retries:  DefaultRetries,
 		initial:  500 * time.Millisecond,
 		maxWait:  30 * time.Second,
+
+		refusalWait: refusalWait,
 	}
 	for _, opt := range opts {
 		opt(t)
@@ -174,13 +214,17 @@ func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...Transport
 
 // TransportStats counts what a Transport did since it was made.
 type TransportStats struct {
-	Requests  int64         // calls of RoundTrip
-	Sent      int64         // attempts handed to the base transport
-	Retried   int64         // attempts that were retried
-	Throttled int64         // responses that said the client went over the quota
-	Malformed int64         // malformed rate-limit header fields ignored
-	Failed    int64         // RoundTrip calls that returned an error, or a refusal of the Transport's own (RefusalHeader)
-	Waited    time.Duration // total time requests waited before being sent
+	Requests  int64 // calls of RoundTrip
+	Sent      int64 // attempts handed to the base transport
+	Retried   int64 // attempts that were retried
+	Throttled int64 // responses that said the client went over the quota
+	Malformed int64 // malformed rate-limit header fields ignored
+	Failed    int64 // RoundTrip calls that returned an error, or a refusal of the Transport's own (RefusalHeader)
+	// Refused counts responses that refused the account rather than the
+	// pace (a spent credit or a spend cap; see Transport): returned after
+	// their one attempt, pausing nothing. They are not in Throttled.
+	Refused int64
+	Waited  time.Duration // total time requests waited before being sent
 }
 
 // Stats returns the counters of t.
@@ -192,6 +236,7 @@ func (t *Transport) Stats() TransportStats {
 		Throttled: t.throttled.Load(),
 		Malformed: t.malformed.Load(),
 		Failed:    t.failed.Load(),
+		Refused:   t.refused.Load(),
 		Waited:    time.Duration(t.waited.Load()),
 	}
 }
@@ -277,6 +322,11 @@ type exchange struct {
 	// The last response refuses the request itself (too large), not the
 	// client's pace: it is neither heeded as a throttle nor retried.
 	aboutRequest bool
+	// What the body of the last 429 or 403 said (see readRefusal), and
+	// whether it stalled instead: a refusal whose body has not come is
+	// returned as it is, never retried (its body cannot be kept).
+	refusal headers.Refusal
+	stalled bool
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
@@ -292,7 +342,14 @@ func (x *exchange) send() (*http.Response, error) {
 	if taken {
 		w, err := x.l.take(x.ctx, x.costs)
 		if err != nil {
-			return nil, err
+			var wait *WaitError
+			if t.settle == nil || !errors.As(err, &wait) || !t.fitsAfterGiveBack(x.ctx, x.l, x.costs, x.clock) {
+				return nil, err
+			}
+			// What is in flight will likely give back enough in time.
+			if w, err = x.takeHoping(); err != nil {
+				return nil, err
+			}
 		}
 		waited = w
 	}
@@ -334,9 +391,16 @@ func (x *exchange) send() (*http.Response, error) {
 	}
 	x.n++
 	t.sent.Add(1)
+	booked := t.settle != nil && taken
+	if booked {
+		t.inFlight.add(x.l.bs, x.costs)
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		// The costs stay spent: the request may have reached the server.
+		if booked {
+			t.inFlight.settled(x.l.bs, x.costs, x.costs)
+		}
 		if release != nil {
 			release()
 		}
@@ -346,18 +410,36 @@ func (x *exchange) send() (*http.Response, error) {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
 	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
-	x.aboutRequest = false
-	if t.settle != nil && taken {
-		// Before heed: a refund must not undo the emptying after a 429.
-		x.aboutRequest = t.settle(resp, newPermit(x.l.bs, x.costs), &x.sig)
-	}
 	status := resp.StatusCode
-	if x.aboutRequest {
+	x.refusal, x.stalled = headers.Refusal{}, false
+	if status == http.StatusTooManyRequests || status == http.StatusForbidden {
+		x.readRefusal(resp)
+		if x.refusal.Secondary {
+			t.secondaryWait(&x.sig)
+		}
+	} else if status < 300 && t.secondary.Load() != 0 {
+		t.secondary.Store(0)
+	}
+	x.aboutRequest = false
+	if booked {
+		// Before heed: a refund must not undo the emptying after a 429.
+		p := newPermit(x.l.bs, x.costs)
+		p.booked = &t.inFlight
+		x.aboutRequest = t.settle(resp, p, &x.sig)
+	}
+	switch {
+	case x.refusal.Billing != "":
+		// Heeded as the 402 it means: the quotas it reports, no pause.
+		status = http.StatusPaymentRequired
+		t.refused.Add(1)
+		observeRefused(x.l.bs, x.costs, x.refusal.Billing)
+		noRetryForSDK(x.req, resp)
+	case x.aboutRequest:
 		// Heeded as the 413 it means: the quotas it reports, no pause.
 		status = http.StatusRequestEntityTooLarge
 		noRetryForSDK(x.req, resp)
 	}
-	t.heed(x.l, status, &x.sig, x.clock)
+	t.heed(x.l, x.costs, status, &x.sig, x.clock)
 	if x.l.auto != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		x.l.auto.response(x.req, x.l, x.costs, status, &x.sig, t.maxPause)
@@ -431,6 +513,12 @@ const drainBytes = 4 << 10
 func (x *exchange) keepLast() {
 	r := x.last
 	if r == nil {
+		return
+	}
+	if pb, ok := r.Body.(*peekedBody); ok && !pb.complete() {
+		// The rest may never come: reading on could block.
+		r.Body.Close()
+		x.last = nil
 		return
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, keepBytes+1))

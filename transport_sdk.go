@@ -32,6 +32,15 @@ import (
 // "deadline" (no permit before the context's deadline: a 429) or
 // "oversized" (the estimate exceeds a bucket's capacity, with
 // LLM.RefuseOversized: a 413). A context already done gives its error.
+//
+// The response's body reads as a JSON error in both vendors' shapes, then
+// fails with the refusal's error itself instead of io.EOF: a *WaitError
+// (which matches context.DeadlineExceeded) or an *OversizedError (which
+// matches ErrCostExceedsCapacity). The SDKs decide on the retry from the
+// header, then read the body of the error response, and return a read
+// error as the call's error (openai-go as it is, anthropic-sdk-go wrapped
+// with %w), so the caller tells the limiter's refusal from the vendor's
+// with errors.As or errors.Is, and the SDK does not retry it.
 const RefusalHeader = "Throttle-Refusal"
 
 // WithSDKRetries makes the Transport retry the requests of SDKs that retry
@@ -95,11 +104,28 @@ func refusal(req *http.Request, err error) *http.Response {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(body)),
+		Body:          &refusalBody{r: bytes.NewReader(body), err: err},
 		ContentLength: int64(len(body)),
 		Request:       req,
 	}
 }
+
+// refusalBody yields the JSON of a refusal, then err where a body would
+// end: see RefusalHeader.
+type refusalBody struct {
+	r   *bytes.Reader
+	err error
+}
+
+func (b *refusalBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = b.err
+	}
+	return n, err
+}
+
+func (b *refusalBody) Close() error { return nil }
 
 // noRetryForSDK marks a response that no wait cures (a request too large,
 // a spent account) x-should-retry: false for an SDK that retries on its

@@ -244,8 +244,10 @@ func TestTransportPauseStopsEveryone(t *testing.T) {
 	if got := rec.count(); got != 1 {
 		t.Fatalf("%d requests reached the server during the pause, want none", got-1)
 	}
-	// At 2s the first request's back-off ends and it queues behind the
-	// others; from then on one request goes every 10ms.
+	// At 2s the pause ends: the head of the queue goes at once, on the
+	// token of the refused call's cost left in the bucket, and the first
+	// request's back-off ends and it queues behind the others; from then on
+	// one request goes every 10ms.
 	fc.Advance(time.Nanosecond)
 	drive(t, fc, l, n+1, &finished, 10*time.Millisecond)
 	wg.Wait()
@@ -256,7 +258,7 @@ func TestTransportPauseStopsEveryone(t *testing.T) {
 		t.Fatalf("server saw %d requests, want %d", len(rec.arrivals), n+2)
 	}
 	for i, at := range rec.arrivals[1:] {
-		want := epoch.Add(2*time.Second + time.Duration(i+1)*10*time.Millisecond)
+		want := epoch.Add(2*time.Second + time.Duration(i)*10*time.Millisecond)
 		if !at.Equal(want) {
 			t.Errorf("request %d arrived at +%v, want +%v", i+1, at.Sub(epoch), want.Sub(epoch))
 		}

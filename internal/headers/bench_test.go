@@ -2,6 +2,7 @@ package headers
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -67,4 +68,54 @@ func BenchmarkParseIETF(b *testing.B) {
 
 func BenchmarkParseNoSignals(b *testing.B) {
 	benchmarkParse(b, header("Date", "Sun, 01 Jun 2025 12:00:00 GMT", "Content-Type", "text/html", "Content-Length", "512"))
+}
+
+// manyPolicies is a header with n RateLimit-Policy items, one a line as a
+// hostile or broken server might send them, with a RateLimit for each.
+func manyPolicies(n int) http.Header {
+	h := http.Header{}
+	for i := range n {
+		AddIETF(h, "p"+strconv.Itoa(i), 100, time.Minute, 50, 30*time.Second)
+	}
+	return h
+}
+
+// BenchmarkManyPolicies compares Parse on a header of 10,000 and 100,000
+// policies with a walk over the same values that reads every byte once
+// (http.Header.Values and a byte loop): the least any reader of the field
+// does. Parse must stay linear, within a small factor of the walk.
+func BenchmarkManyPolicies(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		h := manyPolicies(n)
+		b.Run("n="+strconv.Itoa(n)+"/parse", func(b *testing.B) {
+			now := time.Now()
+			b.ReportAllocs()
+			for b.Loop() {
+				Parse(h, now, time.Minute)
+			}
+		})
+		b.Run("n="+strconv.Itoa(n)+"/walk", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				walkValues(h)
+			}
+		})
+	}
+}
+
+var walkSink int
+
+// walkValues reads every byte of the two fields' values.
+func walkValues(h http.Header) {
+	n := 0
+	for _, k := range []string{"Ratelimit-Policy", "Ratelimit"} {
+		for _, v := range h.Values(k) {
+			for i := 0; i < len(v); i++ {
+				if v[i] == ';' {
+					n++
+				}
+			}
+		}
+	}
+	walkSink += n
 }

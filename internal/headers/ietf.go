@@ -17,7 +17,8 @@ import "time"
 // members are returned either way. Several field lines may be joined with
 // ", " into one value, as RFC 9110 allows.
 func ParseRateLimitPolicy(v string) (policies []Quota, ok bool) {
-	return appendPolicies(nil, v)
+	var ix ietfIndex
+	return appendPolicies(nil, &ix, v)
 }
 
 // ParseRateLimit parses one RateLimit field value
@@ -30,12 +31,13 @@ func ParseRateLimitPolicy(v string) (policies []Quota, ok bool) {
 // as by [ParseRateLimitPolicy]. A response's Retry-After takes precedence over
 // t.
 func ParseRateLimit(v string) (limits []Quota, ok bool) {
-	return mergeLimits(nil, 0, v)
+	var ix ietfIndex
+	return mergeLimits(nil, &ix, v)
 }
 
 // appendPolicies appends the policies of v to dst, skipping names already in
-// dst.
-func appendPolicies(dst []Quota, v string) ([]Quota, bool) {
+// dst[ix.from:].
+func appendPolicies(dst []Quota, ix *ietfIndex, v string) ([]Quota, bool) {
 	if !validSFList(v) {
 		return dst, false
 	}
@@ -47,7 +49,7 @@ func appendPolicies(dst []Quota, v string) ([]Quota, bool) {
 		unit, unitOK := sfUnit(m.qu)
 		if !named || m.q.kind != sfInteger || m.q.n < 0 ||
 			m.w.kind != sfNone && (m.w.kind != sfInteger || m.w.n <= 0) ||
-			!unitOK || findIETF(dst, 0, name) >= 0 {
+			!unitOK || ix.find(dst, name) >= 0 {
 			ok = false
 			continue
 		}
@@ -56,6 +58,7 @@ func appendPolicies(dst []Quota, v string) ([]Quota, bool) {
 			window = decimal{whole: uint64(m.w.n), scale: 1}.duration(time.Second)
 		}
 		dst = append(dst, Quota{Family: FamilyIETF, Name: name, Unit: unit, Limit: m.q.n, Remaining: -1, Reset: -1, Window: window})
+		ix.added(dst)
 	}
 	return dst, ok
 }
@@ -77,9 +80,9 @@ func sfUnit(v sfValue) (string, bool) {
 }
 
 // mergeLimits applies the members of RateLimit value v to the IETF quotas in
-// dst[from:] with the same name, appending a quota for each name without one.
-// A name that already has a Remaining was repeated and is skipped.
-func mergeLimits(dst []Quota, from int, v string) ([]Quota, bool) {
+// dst[ix.from:] with the same name, appending a quota for each name without
+// one. A name that already has a Remaining was repeated and is skipped.
+func mergeLimits(dst []Quota, ix *ietfIndex, v string) ([]Quota, bool) {
 	if !validSFList(v) {
 		return dst, false
 	}
@@ -93,9 +96,10 @@ func mergeLimits(dst []Quota, from int, v string) ([]Quota, bool) {
 			ok = false
 			continue
 		}
-		i := findIETF(dst, from, name)
+		i := ix.find(dst, name)
 		if i < 0 {
 			dst = append(dst, Quota{Family: FamilyIETF, Name: name, Limit: -1, Remaining: -1, Reset: -1, Window: -1})
+			ix.added(dst)
 			i = len(dst) - 1
 		} else if dst[i].Remaining >= 0 {
 			ok = false
@@ -113,11 +117,43 @@ func sfName(v sfValue) (string, bool) {
 	return v.s, v.kind == sfString || v.kind == sfToken
 }
 
-func findIETF(qs []Quota, from int, name string) int {
-	for i := from; i < len(qs); i++ {
-		if qs[i].Family == FamilyIETF && qs[i].Name == name {
+// ietfIndex finds the IETF quota of a name among qs[from:], the quotas of
+// one response's RateLimit-Policy and RateLimit fields. A few policies are
+// searched in place; past linearIETF of them a map takes over, so that a
+// response with 100,000 policies costs time linear in its size, not the
+// quadratic time of searching all earlier names for each new one.
+type ietfIndex struct {
+	from  int
+	names map[string]int // name to index in qs, once built
+}
+
+// linearIETF is the most quotas searched one by one.
+const linearIETF = 16
+
+func (ix *ietfIndex) find(qs []Quota, name string) int {
+	if ix.names != nil {
+		if i, ok := ix.names[name]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := ix.from; i < len(qs); i++ {
+		if qs[i].Name == name {
 			return i
 		}
 	}
 	return -1
+}
+
+// added records the quota just appended to qs.
+func (ix *ietfIndex) added(qs []Quota) {
+	switch n := len(qs) - ix.from; {
+	case ix.names != nil:
+		ix.names[qs[len(qs)-1].Name] = len(qs) - 1
+	case n > linearIETF:
+		ix.names = make(map[string]int, 2*n)
+		for i := ix.from; i < len(qs); i++ {
+			ix.names[qs[i].Name] = i
+		}
+	}
 }

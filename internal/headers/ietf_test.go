@@ -2,6 +2,7 @@ package headers
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -117,6 +118,34 @@ func TestParseRateLimit(t *testing.T) {
 		got, ok := ParseRateLimit(c.in)
 		if !reflect.DeepEqual(got, c.want) || ok != c.ok {
 			t.Errorf("ParseRateLimit(%q) = %+v, %v; want %+v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// A header of 100,000 policies is read up to maxIETFBytes: the first
+// policies count, the rest is ignored and reported, and no time or memory
+// grows with the rest.
+func TestParseManyPoliciesBounded(t *testing.T) {
+	h := manyPolicies(100_000)
+	s := Parse(h, testNow, time.Minute)
+	if len(s.Quotas) == 0 || len(s.Quotas) > maxIETFBytes/10 {
+		t.Fatalf("%d quotas from 100,000 policies; want the first few hundred", len(s.Quotas))
+	}
+	if q := s.Quotas[0]; q.Name != "p0" || q.Limit != 100 || q.Remaining != 50 {
+		t.Fatalf("first quota %+v; want p0 100 with 50 left", q)
+	}
+	want := []string{"Ratelimit-Policy", "Ratelimit"}
+	if !reflect.DeepEqual(s.Malformed, want) {
+		t.Fatalf("Malformed = %q; want %q", s.Malformed, want)
+	}
+	// Within the limit, every policy counts, each name once.
+	s = Parse(manyPolicies(40), testNow, time.Minute)
+	if len(s.Quotas) != 40 || len(s.Malformed) != 0 {
+		t.Fatalf("40 policies: %d quotas, malformed %q", len(s.Quotas), s.Malformed)
+	}
+	for i, q := range s.Quotas {
+		if q.Name != "p"+strconv.Itoa(i) || q.Remaining != 50 {
+			t.Fatalf("quota %d = %+v", i, q)
 		}
 	}
 }

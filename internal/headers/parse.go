@@ -25,7 +25,10 @@ import (
 // are the same, and is malformed otherwise.
 // X-RateLimit-Reset-After takes precedence over X-RateLimit-Reset. A reset
 // sent as a number counts seconds when below 1e9 and is a Unix instant from
-// 1e9 on (see [ParseXRateLimitReset]). The legacy RateLimit-Limit may carry
+// 1e9 on (see [ParseXRateLimitReset]). RateLimit-Policy and RateLimit are
+// read up to 8 KiB each, all their lines together; the lines past that are
+// ignored and the field listed malformed, so that Parse costs no more than a
+// walk over the values of a header of 100,000 policies. The legacy RateLimit-Limit may carry
 // the policy list of drafts -00 to -05 ("10, 10;w=1"); its first number is
 // the limit. The formats of each family are documented on the function that
 // parses them: [ParseRetryAfter], [ParseRetryAfterMs], [ParseRateLimitPolicy],
@@ -316,13 +319,20 @@ func (p *parser) shouldRetry() {
 
 func (p *parser) ietf() {
 	from := len(p.s.Quotas)
+	ix := ietfIndex{from: from}
 	for _, key := range [...]string{"Ratelimit-Policy", "Ratelimit"} {
+		budget := maxIETFBytes
 		for _, line := range p.h[key] {
+			if budget -= len(line); budget < 0 {
+				// The rest of the field is ignored: see maxIETFBytes.
+				p.malformed(key)
+				break
+			}
 			var ok bool
 			if key == "Ratelimit-Policy" {
-				p.s.Quotas, ok = appendPolicies(p.s.Quotas, line)
+				p.s.Quotas, ok = appendPolicies(p.s.Quotas, &ix, line)
 			} else {
-				p.s.Quotas, ok = mergeLimits(p.s.Quotas, from, line)
+				p.s.Quotas, ok = mergeLimits(p.s.Quotas, &ix, line)
 			}
 			if !ok {
 				p.malformed(key)
@@ -335,6 +345,14 @@ func (p *parser) ietf() {
 		}
 	}
 }
+
+// maxIETFBytes is the most of RateLimit-Policy, and of RateLimit, that is
+// read, all lines of the field together: a few dozen policies. Lines past it
+// are ignored and the field listed malformed. A server controls its header
+// (Go accepts 10 MB of it), and a field of 100,000 policies would otherwise
+// cost the client a parse of each and a quota in memory for each, where the
+// lines before the limit already say all a Limiter of a few buckets can use.
+const maxIETFBytes = 8 << 10
 
 // counters reads one limit/remaining/reset triple into a quota, added when
 // at least one of the three is valid.

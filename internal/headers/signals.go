@@ -163,3 +163,28 @@ func (q Quota) Wait() (time.Duration, bool) {
 	d := (uint64(q.Reset) + missing - 1) / missing
 	return time.Duration(d), true
 }
+
+// Rounding is how far a server may have rounded Remaining: Anthropic
+// reports its token counts (tokens, input-tokens, output-tokens; not
+// requests) rounded to the nearest thousand, so a reported 2,000 means
+// 1,500 to 2,499. It is 0 for counts that are exact.
+func (q Quota) Rounding() int64 {
+	if q.Family == FamilyAnthropic && q.Name != "requests" {
+		return 1000
+	}
+	return 0
+}
+
+// MostRemaining is the most the quota may hold, as far as the response
+// says: Remaining plus what its rounding may have taken off, so a client
+// that lowers its level to it never drains below what the server has
+// (a rounded 0 may still hold 499 tokens). It is -1 when Remaining is.
+func (q Quota) MostRemaining() int64 {
+	if q.Remaining < 0 {
+		return -1
+	}
+	if r := q.Rounding(); r > 0 {
+		return q.Remaining + r/2 - 1
+	}
+	return q.Remaining
+}

@@ -1,0 +1,227 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/throttlekit/throttle/internal/headers"
+)
+
+// What permits in flight will give back.
+//
+// With WithLLM a call reserves an estimate, the prompt plus max_tokens, and
+// gives back what it did not use when it settles; most calls use far less
+// output than their maximum. A deadline decision that ignored this would
+// refuse, at once, a call that the refunds of the calls ahead of it will
+// serve in time. So when a permit cannot be had before the context's
+// deadline, the Transport asks what the permits in flight are likely to give
+// back (flightBook.giveBack), and when that would bring the wait within the
+// deadline it queues the request instead of refusing it; a queued request
+// whose deadline comes first fails then with the context's error.
+
+// flightBook counts, for each bucket, what the attempts of a Transport
+// with WithLLM have reserved and not yet settled, and over the settled
+// ones, what was reserved and what was used.
+type flightBook struct {
+	mu sync.Mutex
+	m  map[*Bucket]*flights
+}
+
+type flights struct {
+	inFlight int64 // reserved by attempts not yet settled
+	reserved int64 // reserved by settled attempts
+	used     int64 // what those attempts used
+}
+
+// add books costs taken from bs for an attempt about to be sent.
+func (f *flightBook) add(bs []*Bucket, costs []int64) {
+	f.mu.Lock()
+	if f.m == nil {
+		f.m = make(map[*Bucket]*flights)
+	}
+	for i, b := range bs {
+		if costs[i] == 0 {
+			continue
+		}
+		e := f.m[b]
+		if e == nil {
+			e = new(flights)
+			f.m[b] = e
+		}
+		e.inFlight += costs[i]
+	}
+	f.mu.Unlock()
+}
+
+// settled moves an attempt booked with costs to the settled ones, which
+// used actual. A bucket with nothing left in flight is forgotten, keeping
+// its ratio only while it is in use.
+func (f *flightBook) settled(bs []*Bucket, costs, actual []int64) {
+	f.mu.Lock()
+	for i, b := range bs {
+		e := f.m[b]
+		if e == nil || costs[i] == 0 {
+			continue
+		}
+		e.inFlight -= costs[i]
+		e.reserved = satAdd(e.reserved, costs[i])
+		e.used = satAdd(e.used, min(actual[i], costs[i]))
+		if e.inFlight <= 0 {
+			delete(f.m, b)
+		}
+	}
+	f.mu.Unlock()
+}
+
+// giveBack is what the attempts in flight on b are likely to give back:
+// what they reserved, times the share of what was reserved that settled
+// attempts did not use (used / reserved over the attempts settled while
+// some were in flight). Before any has settled, that share is taken to be
+// all of it: nothing is known yet, the first settlement corrects it, and a
+// request queued on that hope fails at its deadline at worst.
+func (f *flightBook) giveBack(b *Bucket) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.m[b]
+	if e == nil || e.inFlight <= 0 {
+		return 0
+	}
+	if e.reserved == 0 {
+		return e.inFlight
+	}
+	unused := float64(e.reserved-e.used) / float64(e.reserved)
+	return int64(float64(e.inFlight) * unused)
+}
+
+// fitsAfterGiveBack reports whether costs on l, refused for a wait past
+// the context's deadline, would be served before it once the permits in
+// flight give back what they are likely to: for each bucket, its wait
+// (WaitTime, behind the queue) less the time its rate takes to refill the
+// likely give-back, against the time left.
+func (t *Transport) fitsAfterGiveBack(ctx context.Context, l *Limiter, costs []int64, clock interface{ Now() time.Time }) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	left := dl.Sub(clock.Now())
+	if left <= 0 {
+		return false
+	}
+	for i, b := range l.bs {
+		if costs[i] == 0 {
+			continue
+		}
+		w, err := b.WaitTime(costs[i])
+		if err != nil {
+			return false
+		}
+		if w <= left {
+			continue
+		}
+		back := t.inFlight.giveBack(b)
+		r := b.Rate()
+		if back == 0 || r.Tokens() <= 0 {
+			return false
+		}
+		// A decision, not a level: float64 is precise enough.
+		gain := time.Duration(float64(back) * float64(r.Period()) / float64(r.Tokens()))
+		if w-gain > left {
+			return false
+		}
+	}
+	return true
+}
+
+// takeHoping takes costs without the fail-fast of the deadline: the
+// request queues, and leaves the queue when ctx ends.
+func (x *exchange) takeHoping() (int64, error) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(x.ctx))
+	stop := context.AfterFunc(x.ctx, cancel)
+	defer func() {
+		stop()
+		cancel()
+	}()
+	w, err := x.l.take(ctx, x.costs)
+	if err != nil && errors.Is(err, context.Canceled) {
+		select {
+		case <-x.ctx.Done():
+			return 0, x.ctx.Err()
+		default:
+		}
+	}
+	return w, err
+}
+
+// windowResets schedules, for buckets whose server quota ends a window,
+// the return of the server's level at the window's end.
+//
+// A server that restores its quota at once at the end of a window (GitHub's
+// x-ratelimit-reset, the X-RateLimit family) has its whole limit again
+// then; a bucket emptied by its "remaining: 0" would otherwise refill at
+// its configured rate, one call every 0.72 s at 5,000 an hour, long after
+// the server reset.
+type windowResets struct {
+	mu      sync.Mutex
+	pending map[*Bucket]bool
+}
+
+// at raises b by n tokens (never above its capacity) after d on clock,
+// unless a raise is already pending for b.
+func (w *windowResets) at(b *Bucket, n int64, d time.Duration, clock clockwork.Clock) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending[b] {
+		return
+	}
+	if w.pending == nil {
+		w.pending = make(map[*Bucket]bool)
+	}
+	w.pending[b] = true
+	clock.AfterFunc(d, func() {
+		w.mu.Lock()
+		delete(w.pending, b)
+		w.mu.Unlock()
+		b.Refund(n)
+	})
+}
+
+// secondaryMin is the least wait after GitHub's secondary limit when the
+// response names none: GitHub asks to "wait for at least one minute", and
+// longer, exponentially, if the limit is hit again.
+const secondaryMin = time.Minute
+
+// secondaryWait gives a GitHub secondary limit that named no wait (no
+// retry-after, no remaining of 0 with its reset) the wait GitHub asks for:
+// a minute, doubled for each secondary limit in a row since the last
+// success, capped at the MaxPause (and then not retried: Capped).
+func (t *Transport) secondaryWait(sig *headers.Signals) {
+	if sig.HasRetryAfter {
+		return
+	}
+	for _, q := range sig.Quotas {
+		if q.Remaining == 0 && q.Reset >= 0 {
+			return
+		}
+	}
+	n := t.secondary.Add(1)
+	// 16 doublings, 45 days, are past any MaxPause.
+	d := secondaryMin << min(n-1, 16)
+	if d > t.maxPause {
+		d, sig.Capped = t.maxPause, true
+	}
+	sig.RetryAfter, sig.HasRetryAfter = d, true
+}
+
+// observeRefused reports a refusal of the account to the observers of the
+// buckets the request took from.
+func observeRefused(bs []*Bucket, costs []int64, code string) {
+	for i, b := range bs {
+		if b.obs != nil && costs[i] != 0 {
+			b.obs.Observe(Event{Kind: EventRefused, Limit: b.name, Cost: costs[i], Reason: code})
+		}
+	}
+}
