@@ -319,7 +319,7 @@ func keyedMemory[K comparable](b *testing.B, key func(int) K) {
 		clk := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		k := throttle.NewKeyed(func(K) []throttle.Limit {
 			return []throttle.Limit{{Name: "req", Capacity: 10, Rate: throttle.Per(10, time.Second)}}
-		}, throttle.WithClock(clk))
+		}, throttle.WithClock(clk), throttle.WithMaxKeys(0)) // the default cap is below memoryKeys
 		// Drivers: keys past the inserted ones, enough that every shard
 		// gets its share of calls. A WaitTime on a key not held sweeps its
 		// shard without adding the key.
