@@ -54,6 +54,7 @@ func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http
 	for _, opt := range opts {
 		opt(h)
 	}
+	h.memo = newLimitIETF()
 	return h
 }
 
@@ -109,6 +110,7 @@ type limitHandler struct {
 	states     sync.Pool // of *reqState
 	marks      pickMarks // requests pick is running for (middleware_mark.go)
 	reply      tooManyReply
+	memo       *limitIETF // header values made once (middleware_ietf.go)
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -186,7 +188,11 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 		h.costFailed(w, err)
 		return
 	}
-	h.writeStatus(w.Header(), limitStatus(l, st.status[:0]))
+	if status := limitStatus(l, st.status[:0]); h.ietf {
+		h.memo.write(w.Header(), status)
+	} else {
+		h.writeStatus(w.Header(), status)
+	}
 	if !ok {
 		wait, err := l.WaitTime(costs...)
 		if err != nil {
@@ -212,11 +218,7 @@ func (h *limitHandler) costFailed(w http.ResponseWriter, err error) {
 // refuse answers a request the limiter does not cover now, wait being how
 // long until it would, or -1 if never.
 func (h *limitHandler) refuse(w http.ResponseWriter, r *http.Request, wait time.Duration) {
-	if wait < 0 {
-		headers.SetShouldRetry(w.Header(), false)
-	} else {
-		headers.SetRetryAfter(w.Header(), wait)
-	}
+	h.memo.setRetry(w.Header(), wait)
 	h.rejected(w, r, wait)
 }
 
