@@ -217,3 +217,59 @@ func TestLimitHandlerSharedAllocs(t *testing.T) {
 		t.Errorf("Retry-After: %q, want %q", got, want)
 	}
 }
+
+// TestLimitHandlerPerKeyHeldAllocs: under PerKey, a key that has a Limiter
+// of its own (its handler once asked for its permit) is decided on that
+// Limiter, with the same memos: at most 2 allocations an admitted request,
+// the issue's bound, and as few refused.
+func TestLimitHandlerPerKeyHeldAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	clk := clockwork.NewFakeClockAt(t0)
+	k := NewKeyed(func(key string) []Limit {
+		return []Limit{{Name: "requests", Capacity: 4000, Rate: Per(4000, time.Second)}}
+	}, WithClock(clk))
+	ask := true
+	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if ask {
+			RequestPermit(w)
+		}
+		w.WriteHeader(http.StatusOK)
+	}), PerKey(k, HeaderKey("X-Api-Key")))
+	w := &headerWriter{h: http.Header{}}
+	r := apiRequest("a")
+	h.ServeHTTP(w, r)
+	ask = false
+	if k.Limiter("a") == nil {
+		t.Fatal("the key has no Limiter")
+	}
+	for range 3 {
+		h.ServeHTTP(w, r)
+	}
+	n := testing.AllocsPerRun(2000, func() { clk.Advance(250 * time.Microsecond); clear(w.h); h.ServeHTTP(w, r) })
+	if w.code != http.StatusOK {
+		t.Fatalf("the last answer was %d", w.code)
+	}
+	t.Logf("admitted: %v allocations a request", n)
+	if n > 2 {
+		t.Errorf("admitted: %v allocations a request, want at most 2", n)
+	}
+	l := k.Limiter("a")
+	l.SetRate("requests", Per(1, time.Hour))
+	l.SetCapacity("requests", 1)
+	for range 2 {
+		h.ServeHTTP(w, r)
+	}
+	if w.code != http.StatusTooManyRequests {
+		t.Fatalf("the spent key answered %d", w.code)
+	}
+	n = testing.AllocsPerRun(2000, func() { clear(w.h); h.ServeHTTP(w, r) })
+	t.Logf("refused: %v allocations a request", n)
+	if n > 2 {
+		t.Errorf("refused: %v allocations a request, want at most 2", n)
+	}
+	if got, want := w.h.Get("Ratelimit-Policy"), `"requests";q=1;w=3600`; got != want {
+		t.Errorf("RateLimit-Policy: %q, want %q", got, want)
+	}
+}
