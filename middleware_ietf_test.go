@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,5 +272,50 @@ func TestLimitHandlerPerKeyHeldAllocs(t *testing.T) {
 	}
 	if got, want := w.h.Get("Ratelimit-Policy"), `"requests";q=1;w=3600`; got != want {
 		t.Errorf("RateLimit-Policy: %q, want %q", got, want)
+	}
+}
+
+// TestLimitHandlerMemoConcurrent: requests answered from several
+// goroutines while the rate changes back and forth share the memos safely
+// (run with -race), and every answer's RateLimit-Policy is that of one of
+// the two rates.
+func TestLimitHandlerMemoConcurrent(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	bk, _ := New(1<<40, Per(1000, time.Second), WithName("requests"), WithClock(clk))
+	l, _ := NewLimiter(bk)
+	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }), Shared(l))
+	valid := map[string]bool{`"requests";q=1000;w=1`: true, `"requests";q=5;w=60`: true}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 500 {
+			r := Per(1000, time.Second)
+			if i%2 == 0 {
+				r = Per(5, time.Minute)
+			}
+			l.SetRate("requests", r)
+		}
+	}()
+	errs := make(chan string, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest(http.MethodGet, "/", nil)
+			for range 500 {
+				w := &headerWriter{h: http.Header{}}
+				h.ServeHTTP(w, req)
+				if p := w.h["Ratelimit-Policy"]; len(p) != 1 || !valid[p[0]] || len(w.h["Ratelimit"]) != 1 {
+					errs <- fmt.Sprintf("%d %q", w.code, w.h)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error("answer:", e)
 	}
 }
