@@ -36,10 +36,12 @@ import (
 // around the server's, through which RequestPermit finds the request's
 // Permit; it flushes, hijacks and unwraps to the server's as
 // http.ResponseController expects. LimitHandler keeps no copy of the
-// request, and under PerKey with the default headers it formats none of
-// them: their values are made once per limit and state and shared between
-// answers, so replace a field (Set, Add, Del) rather than write into the
-// slice the header holds.
+// request, and with the default headers it formats none of them on an
+// answer whose values it has made before: they are made once per limit
+// and state (checked against the limits' names and rates as they are on
+// each request, so SetRate and SetCapacity show at once) and shared
+// between answers, so replace a field (Set, Add, Del) rather than write
+// into the slice the header holds.
 func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
 	if next == nil {
 		// As http.ServeMux.Handle does: a nil handler is a bug to report
