@@ -19,7 +19,7 @@ import (
 // serve through the memos, one through the formatting path.
 func twinLimiters(t *testing.T, rng *rand.Rand, clk clockwork.Clock) (a, b *Limiter) {
 	t.Helper()
-	names := []string{"", "requests", "tokens", `quo"te\d`, "caf\u00e9"}
+	names := []string{"", "requests", "tokens", `quo"te\d`, "caf\u00e9", "a-b", "a+b"} // the last two alike to the memos' hash
 	n := 1 + rng.IntN(3)
 	var as, bs []*Bucket
 	for i := range n {
@@ -45,6 +45,22 @@ func twinLimiters(t *testing.T, rng *rand.Rand, clk clockwork.Clock) (a, b *Limi
 		t.Fatal(err)
 	}
 	return la, lb
+}
+
+// twinBuckets is twinLimiters for one bucket of name, capacity and rate.
+func twinBuckets(t *testing.T, clk clockwork.Clock, name string, capacity int64, rate Rate) (a, b *Limiter) {
+	t.Helper()
+	var ls [2]*Limiter
+	for i := range ls {
+		bk, err := New(capacity, rate, WithName(name), WithClock(clk))
+		if err != nil {
+			t.Fatalf("New(%d, %v): %v", capacity, rate, err)
+		}
+		if ls[i], err = NewLimiter(bk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ls[0], ls[1]
 }
 
 func memoCapacity(rng *rand.Rand) int64 {
@@ -90,6 +106,12 @@ func TestLimitHandlerIETFMemoExact(t *testing.T) {
 		var memo, format [limiters]*Limiter
 		for i := range limiters {
 			memo[i], format[i] = twinLimiters(t, rng, clk)
+		}
+		if seed%3 == 0 {
+			// Two limiters alike but for names alike to the memos' hash.
+			c, r := memoCapacity(rng), memoRate(rng)
+			memo[0], format[0] = twinBuckets(t, clk, "a-b", c, r)
+			memo[1], format[1] = twinBuckets(t, clk, "a+b", c, r)
 		}
 		var pickAt int
 		costOf := func(r *http.Request, l *Limiter) ([]int64, error) {
@@ -316,5 +338,49 @@ func TestLimitHandlerMemoConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error("answer:", e)
+	}
+}
+
+// TestLimitHandlerRoutesAllocs: one handler over two Limiters of other
+// limits, one a route, answered in turn, keeps each one's header values:
+// no allocation a request once they were seen.
+func TestLimitHandlerRoutesAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	clk := clockwork.NewFakeClockAt(t0)
+	search, _ := New(1000, Per(1000, time.Second), WithName("search"), WithClock(clk))
+	upload, _ := New(1<<40, Per(1e6, time.Minute), WithName("upload"), WithClock(clk))
+	ls, _ := NewLimiter(search)
+	lu, _ := NewLimiter(upload)
+	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }),
+		func(r *http.Request) (*Limiter, error) {
+			if r.URL.Path == "/upload" {
+				return lu, nil
+			}
+			return ls, nil
+		})
+	w := &headerWriter{h: http.Header{}}
+	rs, _ := http.NewRequest(http.MethodGet, "/search", nil)
+	ru, _ := http.NewRequest(http.MethodGet, "/upload", nil)
+	for range 3 {
+		h.ServeHTTP(w, rs)
+		h.ServeHTTP(w, ru)
+	}
+	n := testing.AllocsPerRun(2000, func() {
+		clk.Advance(time.Millisecond)
+		clear(w.h)
+		h.ServeHTTP(w, rs)
+		if got := w.h.Get("Ratelimit-Policy"); got != `"search";q=1000;w=1` {
+			t.Fatalf("search: RateLimit-Policy %q", got)
+		}
+		clear(w.h)
+		h.ServeHTTP(w, ru)
+		if got := w.h.Get("Ratelimit-Policy"); got != `"upload";q=1000000;w=60` {
+			t.Fatalf("upload: RateLimit-Policy %q", got)
+		}
+	})
+	if n > 0 {
+		t.Errorf("%v allocations a pair of requests, want 0", n)
 	}
 }
