@@ -115,7 +115,9 @@ func (st *reqState) reset() {
 	st.r, st.picking, st.keyed, st.lazy = nil, false, nil, false
 	st.bs, st.costs, st.small = nil, nil, [2]int64{}
 	st.status = [2]LimitStatus{}
-	st.held = Limiter{}
+	if st.held.bs != nil {
+		st.held = Limiter{}
+	}
 	st.p, st.asked = nil, false
 	st.w.ResponseWriter = nil
 }
