@@ -38,7 +38,13 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 			return
 		}
 	}
-	lim, d, err := kp.k.admit(key, costs, st.status[:0], h.ietf)
+	var held *Limiter // storage for the key's Limiter, if it has one
+	if !h.customCost {
+		// defaultCost keeps no Limiter it is shown, and nothing else
+		// outlives the request: the request's own storage will do.
+		held = &st.held
+	}
+	lim, d, err := kp.k.admit(key, costs, st.status[:0], h.ietf, held)
 	switch {
 	case err != nil && (errors.Is(err, ErrInvalidLimit) || errors.Is(err, ErrTooManyKeys)):
 		h.pickFailed(w, kp.pickErr(key, err))
@@ -102,10 +108,11 @@ type decision struct {
 // admit is LimitHandler's TryAcquire of costs (nil: one on every limit) on
 // key, with the status and, for a refusal, the wait, all read at one instant
 // under the shard lock. For a key that has a Limiter, or whose overflow
-// bucket has one, it returns that Limiter instead, for LimitHandler to decide on. status is
-// storage for the decision's status; with ietf set, the decision carries
-// its header values too when the cache of the key's limits has them.
-func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) (*Limiter, decision, error) {
+// bucket has one, it returns that Limiter instead, for LimitHandler to
+// decide on, in held if held is not nil. status is storage for the
+// decision's status; with ietf set, the decision carries its header values
+// too when the cache of the key's limits has them.
+func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool, held *Limiter) (*Limiter, decision, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
 	e, p, now, err := s.lookup(k, key, tag, true)
@@ -137,10 +144,13 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) 
 		}
 	}
 	if h := e.held(); h != nil {
-		l := limiterOver(h.shared())
+		if held == nil {
+			held = new(Limiter)
+		}
+		*held = limiterOver(h.shared())
 		s.sweep(now, steps)
 		s.mu.Unlock()
-		return &l, decision{}, nil
+		return held, decision{}, nil
 	}
 	p = e.prof()
 	if costs == nil {

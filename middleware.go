@@ -36,10 +36,12 @@ import (
 // around the server's, through which RequestPermit finds the request's
 // Permit; it flushes, hijacks and unwraps to the server's as
 // http.ResponseController expects. LimitHandler keeps no copy of the
-// request, and under PerKey with the default headers it formats none of
-// them: their values are made once per limit and state and shared between
-// answers, so replace a field (Set, Add, Del) rather than write into the
-// slice the header holds.
+// request, and with the default headers it formats none of them on an
+// answer whose values it has made before: they are made once per limit
+// and state (checked against the limits' names and rates as they are on
+// each request, so SetRate and SetCapacity show at once) and shared
+// between answers, so replace a field (Set, Add, Del) rather than write
+// into the slice the header holds.
 func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
 	if next == nil {
 		// As http.ServeMux.Handle does: a nil handler is a bug to report
@@ -54,6 +56,7 @@ func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http
 	for _, opt := range opts {
 		opt(h)
 	}
+	h.memo = newLimitIETF()
 	return h
 }
 
@@ -109,6 +112,7 @@ type limitHandler struct {
 	states     sync.Pool // of *reqState
 	marks      pickMarks // requests pick is running for (middleware_mark.go)
 	reply      tooManyReply
+	memo       *limitIETF // header values made once (middleware_ietf.go)
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -186,7 +190,11 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 		h.costFailed(w, err)
 		return
 	}
-	h.writeStatus(w.Header(), limitStatus(l, st.status[:0]))
+	if status := limitStatus(l, st.status[:0]); h.ietf {
+		h.memo.write(w.Header(), status)
+	} else {
+		h.writeStatus(w.Header(), status)
+	}
 	if !ok {
 		wait, err := l.WaitTime(costs...)
 		if err != nil {
@@ -212,11 +220,7 @@ func (h *limitHandler) costFailed(w http.ResponseWriter, err error) {
 // refuse answers a request the limiter does not cover now, wait being how
 // long until it would, or -1 if never.
 func (h *limitHandler) refuse(w http.ResponseWriter, r *http.Request, wait time.Duration) {
-	if wait < 0 {
-		headers.SetShouldRetry(w.Header(), false)
-	} else {
-		headers.SetRetryAfter(w.Header(), wait)
-	}
+	h.memo.setRetry(w.Header(), wait)
 	h.rejected(w, r, wait)
 }
 

@@ -61,6 +61,7 @@ type reqState struct {
 	costs   []int64                      // what the request took
 	small   [2]int64                     // costs' storage for up to two limits
 	status  [2]LimitStatus
+	held    Limiter // the Limiter of a PerKey key that has one, under defaultCost
 
 	mu    sync.Mutex // guards p: a handler may ask from several goroutines
 	p     *permit    // made on the first RequestPermit
@@ -114,6 +115,9 @@ func (st *reqState) reset() {
 	st.r, st.picking, st.keyed, st.lazy = nil, false, nil, false
 	st.bs, st.costs, st.small = nil, nil, [2]int64{}
 	st.status = [2]LimitStatus{}
+	if st.held.bs != nil {
+		st.held = Limiter{}
+	}
 	st.p, st.asked = nil, false
 	st.w.ResponseWriter = nil
 }

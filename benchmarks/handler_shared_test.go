@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
@@ -34,4 +35,31 @@ func BenchmarkLimitHandlerShared(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkLimitHandlerHeldKey measures one request through LimitHandler
+// over PerKey on a key that has a Limiter of its own (Keyed.Limiter was
+// called for it, as RequestPermit does), which LimitHandler decides on as
+// on a shared one: admitted, a bucket that never runs dry.
+func BenchmarkLimitHandlerHeldKey(b *testing.B) {
+	k := throttle.NewKeyed(func(string) []throttle.Limit {
+		return []throttle.Limit{{Name: "requests", Capacity: 1 << 62, Rate: throttle.Per(1e9, time.Second)}}
+	})
+	l := k.Limiter("a")
+	if l == nil {
+		b.Fatal("no Limiter for the key")
+	}
+	h := throttle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), throttle.PerKey(k, throttle.HeaderKey("X-Api-Key")))
+	r := httptest.NewRequest(http.MethodGet, "/api/", nil)
+	r.Header.Set("X-Api-Key", "a")
+	w := &nopWriter{h: http.Header{}}
+	serialLoop(b, func() {
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, r)
+		if w.code != 0 && w.code != http.StatusOK {
+			b.Fatalf("status %d", w.code)
+		}
+	})
+	runtime.KeepAlive(l) // the key keeps its Limiter while one is in use
 }
