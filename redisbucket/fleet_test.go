@@ -102,7 +102,7 @@ func TestFleetOutageShare(t *testing.T) {
 	// starts late (8 test binaries starting at once take seconds on a
 	// loaded machine) is counted by the others only at their next
 	// registration, and shares counted before it joined are too large:
-	// with 2 of 8 starting 1.1 s after the others, at load 18, the fleet
+	// with 2 of 8 started 2.6 s after the others, at load 18, the fleet
 	// granted 1959 and 1969 in the outage, above the quota.
 	for i, c := range children {
 		select {
