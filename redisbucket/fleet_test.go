@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,8 +27,35 @@ const (
 	fleetRate     = 800
 	fleetHealthy  = 1500 * time.Millisecond
 	fleetOutage   = 2 * time.Second
-	envFleetChild = "THROTTLE_TEST_FLEET_CHILD" // addr,t0 (unix ns): run as one of the fleet
+	envFleetChild = "THROTTLE_TEST_FLEET_CHILD" // addr: run as one of the fleet
+	fleetReady    = "fleetchild ready"          // a child's line once it can start
 )
+
+// readyBuffer holds a child's output and closes ready once the child has
+// written fleetReady.
+type readyBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	ready chan struct{}
+	seen  bool
+}
+
+func (b *readyBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if !b.seen && bytes.Contains(b.buf.Bytes(), []byte(fleetReady)) {
+		b.seen = true
+		close(b.ready)
+	}
+	return n, err
+}
+
+func (b *readyBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // TestFleetOutageShare runs 8 separate OS processes (this test binary,
 // re-executed) against one real server at full demand, kills the server,
@@ -43,16 +70,21 @@ func TestFleetOutageShare(t *testing.T) {
 	}
 	srv := redistest.StartServer(t)
 	redistest.Announce(t, fmt.Sprintf("redis-server started by the test at %s, shared by %d child processes, then killed", srv.Addr, fleetProcs))
-	t0 := time.Now().Add(1500 * time.Millisecond)
 	type child struct {
-		cmd *exec.Cmd
-		out bytes.Buffer
+		cmd   *exec.Cmd
+		out   readyBuffer
+		start io.WriteCloser
 	}
 	children := make([]*child, fleetProcs)
 	for i := range children {
 		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFleetChild$", "-test.count=1", "-test.v")}
-		c.cmd.Env = append(os.Environ(), envFleetChild+"="+srv.Addr+","+strconv.FormatInt(t0.UnixNano(), 10))
+		c.out.ready = make(chan struct{})
+		c.cmd.Env = append(os.Environ(), envFleetChild+"="+srv.Addr)
 		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+		var err error
+		if c.start, err = c.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -66,31 +98,55 @@ func TestFleetOutageShare(t *testing.T) {
 			}
 		}
 	}()
+	// The fleet starts together once every process is up: a process that
+	// starts late (8 test binaries starting at once take seconds on a
+	// loaded machine) is counted by the others only at their next
+	// registration, and shares counted before it joined are too large:
+	// with 2 of 8 started 2.6 s after the others, at load 18, the fleet
+	// granted 1959 and 1969 in the outage, above the quota.
+	for i, c := range children {
+		select {
+		case <-c.out.ready:
+		case <-time.After(time.Minute):
+			t.Fatalf("child %d not ready after a minute:\n%s", i, c.out.String())
+		}
+	}
+	t0 := time.Now().Add(100 * time.Millisecond)
+	for _, c := range children {
+		fmt.Fprintln(c.start, t0.UnixNano())
+		c.start.Close()
+	}
 	time.Sleep(time.Until(t0.Add(fleetHealthy)))
-	killed := time.Now()
+	killLate := time.Since(t0.Add(fleetHealthy))
 	srv.Stop()
-	var local, onRedis int64
+	var local, onRedis, early int64
 	end := t0.Add(fleetHealthy + fleetOutage)
 	for i, c := range children {
 		err := c.cmd.Wait()
-		var l, r, live int64
+		var l, r, live, e int64
 		line := ""
 		for _, s := range strings.Split(c.out.String(), "\n") {
-			if strings.Contains(s, "fleetchild ") {
-				line = s[strings.Index(s, "fleetchild "):]
+			if strings.Contains(s, "fleetchild local=") {
+				line = s[strings.Index(s, "fleetchild local="):]
 			}
 		}
-		if _, serr := fmt.Sscanf(line, "fleetchild local=%d redis=%d live=%d", &l, &r, &live); err != nil || serr != nil {
+		if _, serr := fmt.Sscanf(line, "fleetchild local=%d redis=%d live=%d early=%d", &l, &r, &live, &e); err != nil || serr != nil {
 			t.Fatalf("child %d: %v %v\n%s", i, err, serr, c.out.String())
 		}
-		t.Logf("child %d: %d grants on Redis, %d on its local share; fleet of %d", i, r, l, live)
+		t.Logf("child %d: %d grants on Redis, %d on its local share (%d before the kill); fleet of %d", i, r, l, e, live)
 		if live != fleetProcs {
 			t.Errorf("child %d counted a fleet of %d, want %d", i, live, fleetProcs)
 		}
 		local += l
 		onRedis += r
+		early += e
 	}
-	outage := end.Sub(killed).Seconds()
+	// The outage counted is from the planned kill, which the children
+	// know; the kill itself may come later (killLate), and what the fleet
+	// grants locally in between is counted in, which can only make the
+	// count larger.
+	outage := end.Sub(t0.Add(fleetHealthy)).Seconds()
+	t.Logf("the server was killed %v after the planned instant; %d local grants before it, while Redis was slow", killLate, early)
 	quota := fleetCapacity + fleetRate*outage
 	t.Logf("fleet: %d grants on Redis before the kill, %d on local shares in the %.2f s outage: %.1f%% of the quota %.0f (capacity + rate x outage)",
 		onRedis, local, outage, 100*float64(local)/quota, quota)
@@ -109,22 +165,24 @@ func TestFleetChild(t *testing.T) {
 	if env == "" {
 		t.Skip("run by TestFleetOutageShare as a separate process")
 	}
-	addr, ts, _ := strings.Cut(env, ",")
-	ns, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Unix(0, ns)
-	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, ContextTimeoutEnabled: true, MaxRetries: -1,
+	c := redis.NewClient(&redis.Options{Addr: env, DisableIdentity: true, ContextTimeoutEnabled: true, MaxRetries: -1,
 		DialTimeout: 50 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond})
 	defer c.Close()
-	var local, onRedis atomic.Int64
+	// Local grants are counted from the planned kill on: before it, a
+	// call that timed out on a loaded machine while Redis was up was
+	// decided locally too (early), and charged to Redis later.
+	var local, early, onRedis atomic.Int64
+	var outageFrom atomic.Int64 // unix ns, set before the first call
 	obs := observerFunc(func(e redisbucket.Event) {
 		if e.Kind != throttle.EventGranted {
 			return
 		}
 		if e.Mode == redisbucket.ModeFailLocal {
-			local.Add(1)
+			if time.Now().UnixNano() < outageFrom.Load() {
+				early.Add(1)
+			} else {
+				local.Add(1)
+			}
 		} else if e.Mode == redisbucket.ModeRedis {
 			onRedis.Add(1)
 		}
@@ -134,6 +192,14 @@ func TestFleetChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Ready; the parent answers with the fleet's start time.
+	fmt.Println(fleetReady)
+	var ns int64
+	if _, err := fmt.Fscanln(os.Stdin, &ns); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(0, ns)
+	outageFrom.Store(t0.Add(fleetHealthy).UnixNano())
 	time.Sleep(time.Until(t0))
 	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(fleetHealthy+fleetOutage))
 	defer cancel()
@@ -148,5 +214,5 @@ func TestFleetChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	fmt.Printf("fleetchild local=%d redis=%d live=%d\n", local.Load(), onRedis.Load(), redisbucket.FleetCount(b))
+	fmt.Printf("fleetchild local=%d redis=%d live=%d early=%d\n", local.Load(), onRedis.Load(), redisbucket.FleetCount(b), early.Load())
 }
