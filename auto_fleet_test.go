@@ -9,7 +9,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/throttlekit/throttle/internal/headers"
 )
 
 // memStore is an AutoStore in memory, on a clock, for tests.
@@ -60,20 +59,7 @@ func (s *memStore) Store(_ context.Context, key string, version int64, state []b
 // heed first (the pause on a refusal), then Auto's learning.
 func heedTell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header) *Limiter {
 	t.Helper()
-	l, err := a.Limiter(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sig headers.Signals
-	headers.ParseClock(&sig, h, clk, DefaultMaxPause)
-	costs := make([]int64, len(l.bs))
-	for i := range costs {
-		costs[i] = 1
-	}
-	tr := NewTransport(nil, a.Limiter)
-	tr.heed(l, costs, status, &sig, clk)
-	l.auto.response(req, l, costs, status, &sig, DefaultMaxPause)
-	return l
+	return tellAs(t, a, clk, req, status, h, true)
 }
 
 // TestAutoFleetSharesLimits: a process that joins a fleet knows the limits

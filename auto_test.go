@@ -46,6 +46,13 @@ func get(t *testing.T, url string, hdr ...string) *http.Request {
 // the Transport does after an attempt.
 func tell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header) *Limiter {
 	t.Helper()
+	return tellAs(t, a, clk, req, status, h, false)
+}
+
+// tellAs is tell, with the Transport's heed first (the pause on a
+// refusal) when heed is set.
+func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header, heed bool) *Limiter {
+	t.Helper()
 	l, err := a.Limiter(req)
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +62,9 @@ func tell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, 
 	costs := make([]int64, len(l.bs))
 	for i := range costs {
 		costs[i] = 1
+	}
+	if heed {
+		NewTransport(nil, a.Limiter).heed(l, costs, status, &sig, clk)
 	}
 	l.auto.response(req, l, costs, status, &sig, DefaultMaxPause)
 	return l

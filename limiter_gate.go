@@ -31,6 +31,5 @@ func (l *Limiter) Lower(i int, remaining int64) {
 
 // Status appends the state of every bucket, in cost order, to dst.
 func (l *Limiter) Status(dst []LimitStatus) []LimitStatus {
-	n := len(dst)
-	return append(dst[:n:n], limitStatus(l, nil)...)
+	return append(dst, limitStatus(l, nil)...)
 }
