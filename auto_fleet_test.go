@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-
 )
 
 // memStore is an AutoStore in memory, on a clock, for tests.
