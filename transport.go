@@ -39,9 +39,12 @@ const DefaultRetries = 3
 // deadline, the tokens its unsettled attempts reserved, times the share of
 // their reservations that this Transport's settled attempts on that bucket
 // did not use (all of it before any has settled), turned into time at the
-// bucket's rate and taken off its wait; when every bucket then fits the
-// deadline the request queues instead of failing, and fails with the
-// context's error if its deadline comes first. With WithInFlight it then
+// bucket's rate and taken off its wait. Likewise, with or without WithLLM,
+// a bucket emptied by a window's "remaining: 0" whose reset is scheduled
+// (see the pause below) counts the limit the reset restores, from
+// the reset on. When every bucket then fits the deadline the request
+// queues instead of failing, and fails with the context's error if its
+// deadline comes first. With WithInFlight it then
 // waits for one of a fixed number of in-flight slots, released when the
 // response body is closed.
 //
@@ -343,10 +346,11 @@ func (x *exchange) send() (*http.Response, error) {
 		w, err := x.l.take(x.ctx, x.costs)
 		if err != nil {
 			var wait *WaitError
-			if t.settle == nil || !errors.As(err, &wait) || !t.fitsAfterGiveBack(x.ctx, x.l, x.costs, x.clock) {
+			if !errors.As(err, &wait) || !t.fitsLater(x.ctx, x.l, x.costs, x.clock) {
 				return nil, err
 			}
-			// What is in flight will likely give back enough in time.
+			// What is in flight will likely give back, or a window reset
+			// restore, enough in time.
 			if w, err = x.takeHoping(); err != nil {
 				return nil, err
 			}

@@ -19,7 +19,8 @@ import (
 // refuse, at once, a call that the refunds of the calls ahead of it will
 // serve in time. So when a permit cannot be had before the context's
 // deadline, the Transport asks what the permits in flight are likely to give
-// back (flightBook.giveBack), and when that would bring the wait within the
+// back (flightBook.giveBack), and what a window reset already scheduled will
+// restore (windowResets.due), and when that would bring the wait within the
 // deadline it queues the request instead of refusing it; a queued request
 // whose deadline comes first fails then with the context's error.
 
@@ -97,17 +98,19 @@ func (f *flightBook) giveBack(b *Bucket) int64 {
 	return int64(float64(e.inFlight) * unused)
 }
 
-// fitsAfterGiveBack reports whether costs on l, refused for a wait past
-// the context's deadline, would be served before it once the permits in
-// flight give back what they are likely to: for each bucket, its wait
-// (WaitTime, behind the queue) less the time its rate takes to refill the
-// likely give-back, against the time left.
-func (t *Transport) fitsAfterGiveBack(ctx context.Context, l *Limiter, costs []int64, clock interface{ Now() time.Time }) bool {
+// fitsLater reports whether costs on l, refused for a wait past the
+// context's deadline, would be served before it once the permits in flight
+// give back what they are likely to and the window resets pending restore
+// their buckets: for each bucket, its wait (WaitTime, behind the queue and
+// any pause) less the time its rate takes to refill those tokens, but not
+// before the reset that brings them, against the time left.
+func (t *Transport) fitsLater(ctx context.Context, l *Limiter, costs []int64, clock interface{ Now() time.Time }) bool {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return false
 	}
-	left := dl.Sub(clock.Now())
+	now := clock.Now()
+	left := dl.Sub(now)
 	if left <= 0 {
 		return false
 	}
@@ -123,13 +126,18 @@ func (t *Transport) fitsAfterGiveBack(ctx context.Context, l *Limiter, costs []i
 			continue
 		}
 		back := t.inFlight.giveBack(b)
+		var from time.Duration
+		if n, at, ok := t.resets.due(b); ok && at.Before(dl) {
+			back = satAdd(back, n)
+			from = at.Sub(now)
+		}
 		r := b.Rate()
 		if back == 0 || r.Tokens() <= 0 {
 			return false
 		}
 		// A decision, not a level: float64 is precise enough.
 		gain := time.Duration(float64(back) * float64(r.Period()) / float64(r.Tokens()))
-		if w-gain > left {
+		if max(w-gain, from) > left {
 			return false
 		}
 	}
@@ -166,7 +174,13 @@ func (x *exchange) takeHoping() (int64, error) {
 // the server reset.
 type windowResets struct {
 	mu      sync.Mutex
-	pending map[*Bucket]bool
+	pending map[*Bucket]windowReset
+}
+
+// windowReset is a raise to come: n tokens at the instant at.
+type windowReset struct {
+	n  int64
+	at time.Time
 }
 
 // at raises b by n tokens (never above its capacity) after d on clock,
@@ -174,19 +188,29 @@ type windowResets struct {
 func (w *windowResets) at(b *Bucket, n int64, d time.Duration, clock clockwork.Clock) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.pending[b] {
+	if _, ok := w.pending[b]; ok {
 		return
 	}
 	if w.pending == nil {
-		w.pending = make(map[*Bucket]bool)
+		w.pending = make(map[*Bucket]windowReset)
 	}
-	w.pending[b] = true
+	w.pending[b] = windowReset{n: n, at: clock.Now().Add(d)}
 	clock.AfterFunc(d, func() {
 		w.mu.Lock()
 		delete(w.pending, b)
 		w.mu.Unlock()
 		b.Refund(n)
 	})
+}
+
+// due reports the raise to come for b, if any: a deadline decision
+// counts it, as the calls queued behind an emptied bucket will be served
+// at the reset, not at the configured rate.
+func (w *windowResets) due(b *Bucket) (n int64, at time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.pending[b]
+	return r.n, r.at, ok
 }
 
 // secondaryMin is the least wait after GitHub's secondary limit when the

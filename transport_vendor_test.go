@@ -400,3 +400,58 @@ func TestTransportGiveBack(t *testing.T) {
 		t.Errorf("stats %+v, want 10 sent, none failed", st)
 	}
 }
+
+// TestTransportWindowResetDeadline: calls queued on a drained bucket of
+// 5,000 an hour (one every 0.72 s), all within their 15 s deadline; then a
+// call in flight meets GitHub's 403 with remaining 0 and a reset in 3 s.
+// Behind the queue and the pause, its retry would come at 17.4 s at the
+// configured rate, but at the reset the window is whole again and serves
+// the queue at once: it is retried at the reset, not refused at once for
+// its deadline (the flake of TestVendors' GitHub primary case).
+func TestTransportWindowResetDeadline(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	reset := epoch.Add(3 * time.Second)
+	release := make(chan struct{})
+	rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
+		h := http.Header{"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Resource": {"core"},
+			"X-Ratelimit-Reset": {strconv.FormatInt(reset.Unix(), 10)}, "Date": {fc.Now().Format(http.TimeFormat)}}
+		if n == 1 {
+			<-release
+			respondJSON(w, http.StatusForbidden, h, `{"message":"API rate limit exceeded for user ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits"}`)
+			return
+		}
+		h.Set("X-Ratelimit-Remaining", "4990")
+		respondJSON(w, http.StatusOK, h, `{}`)
+	})
+	l := newLimiter(t, fc, 5000, throttle.Per(5000, time.Hour))
+	tr := throttle.NewTransport(newBase(t), throttle.Shared(l))
+	var wg sync.WaitGroup
+	var finished atomic.Int64
+	send := func() {
+		defer finished.Add(1)
+		ctx, cancel := context.WithDeadline(context.Background(), epoch.Add(15*time.Second))
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rec.srv.URL, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("status %v, error %v; want 200", resp, err)
+			return
+		}
+		resp.Body.Close()
+	}
+	wg.Go(send)
+	waitFor(t, "the first call to reach the server", func() bool { return rec.count() == 1 })
+	l.Buckets()[0].Drain(0) // as the 200s with remaining 0 of the calls before it
+	for range 20 {
+		wg.Go(send)
+	}
+	waitFor(t, "20 calls to queue", func() bool { return throttle.QueuedFor(l) == 20 })
+	close(release)
+	blockUntil(t, fc, 3) // the queue's head, the back-off, and the restoring of the level
+	fc.Advance(3 * time.Second)
+	waitFor(t, "every call to finish", func() bool { return finished.Load() == 21 })
+	wg.Wait()
+	if n := rec.count(); n != 22 {
+		t.Errorf("%d attempts, want 22 (21 calls, one retried)", n)
+	}
+}
