@@ -50,8 +50,10 @@
 // [Gate.WaitTime] says how long a refusal should tell the caller to wait.
 // What a Gate can do beyond that is found by a type assertion, never by a
 // special case: a [Pauser] can be paused for every caller when a server
-// says "wait", a [Leveler] lowered to what a server says is left, and a
-// [Meter] reports each limit's state for a server's answers.
+// says "wait", a [Leveler] lowered to what a server says is left, a
+// [Meter] reports each limit's state for a server's answers, and a [Taker]
+// takes costs without a Permit for a call that never settles, allocating
+// nothing.
 //
 // # Per key: Keyed
 //

@@ -75,3 +75,19 @@ type Meter interface {
 	// and returns the extended slice.
 	Status(dst []LimitStatus) []LimitStatus
 }
+
+// Taker is a Gate that can take costs without recording a Permit, for
+// calls that are never settled: a caller that keeps no Permit allocates
+// nothing when the costs are there at once. The gRPC interceptors use it
+// when no settlement is asked for.
+type Taker interface {
+	// Wait is Acquire without the Permit: it waits its turn, under the
+	// same rules, and takes the costs.
+	Wait(ctx context.Context, costs ...int64) error
+	// TryAcquire is TryAcquirePermit without the Permit.
+	TryAcquire(costs ...int64) (bool, error)
+	// Refund gives back costs that Wait or TryAcquire took for a call that
+	// was never made, as Permit.Cancel does: never above a limit's
+	// capacity.
+	Refund(costs ...int64) error
+}

@@ -18,6 +18,7 @@ var (
 	_ throttle.Gate    = (*throttle.ClassLimiter)(nil)
 	_ throttle.Pauser  = (*throttle.Limiter)(nil)
 	_ throttle.Leveler = (*throttle.Limiter)(nil)
+	_ throttle.Taker   = (*throttle.Limiter)(nil)
 )
 
 // gateKinds makes, for each in-process kind of Gate, one of two limits:
@@ -267,5 +268,81 @@ func TestMarkerGate(t *testing.T) {
 	}
 	if _, _, err := m.TryAcquirePermit(1, 1); !errors.Is(err, throttle.ErrCostCount) {
 		t.Errorf("two costs for one limit: %v, want ErrCostCount", err)
+	}
+}
+
+// TestLimiterTaker: Wait and TryAcquire take what Acquire and
+// TryAcquirePermit would, in the same FIFO order, without a Permit; Refund
+// gives it back as Cancel does; a grant at once allocates nothing.
+func TestLimiterTaker(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(time.Unix(0, 0))
+	l := gateKinds[0].make(t, clk).(*throttle.Limiter)
+	req, tok := l.Bucket("requests"), l.Bucket("tokens")
+	ctx := context.Background()
+	if err := l.Wait(ctx, 5, 50); err != nil {
+		t.Fatal(err)
+	}
+	if req.Tokens() != 0 || tok.Tokens() != 50 {
+		t.Fatalf("levels %v and %v after Wait(5, 50), want 0 and 50", req.Tokens(), tok.Tokens())
+	}
+	// FIFO with Acquire: a Permit's call queued first is served first.
+	first := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(ctx, 1, 10)
+		first <- err
+	}()
+	clk.BlockUntilContext(ctx, 1)
+	second := make(chan error, 1)
+	go func() { second <- l.Wait(ctx, 1, 10) }()
+	waitFor(t, "two calls queued", func() bool { return throttle.QueuedFor(l) == 2 })
+	dl, cancel := clockwork.WithTimeout(ctx, clk, 300*time.Millisecond)
+	defer cancel()
+	var wait *throttle.WaitError
+	if err := l.Wait(dl, 1, 1); !errors.As(err, &wait) {
+		t.Errorf("Wait behind two calls with 300 ms left: %v, want a *WaitError", err)
+	}
+	clk.Advance(200 * time.Millisecond)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-second:
+		t.Fatalf("Wait served out of turn (%v)", err)
+	default:
+	}
+	clk.Advance(200 * time.Millisecond)
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if req.Tokens() != 0 || tok.Tokens() != 70 {
+		t.Fatalf("levels %v and %v, want 0 and 70", req.Tokens(), tok.Tokens())
+	}
+	// Refund: as Cancel, capped at capacity; wrong counts change nothing.
+	if err := l.Refund(1, 10); err != nil {
+		t.Fatal(err)
+	}
+	if req.Tokens() != 1 || tok.Tokens() != 80 {
+		t.Errorf("levels %v and %v after Refund(1, 10), want 1 and 80", req.Tokens(), tok.Tokens())
+	}
+	if err := l.Refund(10, 100); err != nil || req.Tokens() != 5 || tok.Tokens() != 100 {
+		t.Errorf("Refund(10, 100): %v, levels %v and %v, want 5 and 100 (the capacities)", err, req.Tokens(), tok.Tokens())
+	}
+	if err := l.Refund(1); !errors.Is(err, throttle.ErrCostCount) {
+		t.Errorf("Refund(1) on two buckets: %v, want ErrCostCount", err)
+	}
+	if err := l.Refund(1, -1); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("Refund(1, -1): %v, want ErrInvalidCost", err)
+	}
+	if ok, err := l.TryAcquire(5, 1); !ok || err != nil {
+		t.Errorf("TryAcquire(5, 1) on a full limiter: %v, %v", ok, err)
+	}
+	if err := new(throttle.Limiter).Wait(ctx, 1); !errors.Is(err, throttle.ErrCostCount) {
+		t.Errorf("Wait on a zero Limiter: %v, want ErrCostCount", err)
+	}
+
+	big := must(throttle.New(1<<60, throttle.Per(1<<40, time.Second), throttle.WithClock(clk)))
+	bl := must(throttle.NewLimiter(big))
+	if n := testing.AllocsPerRun(1000, func() { _ = bl.Wait(ctx, 1) }); n != 0 {
+		t.Errorf("Wait granted at once: %v allocations, want 0", n)
 	}
 }
