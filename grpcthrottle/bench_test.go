@@ -216,6 +216,9 @@ func BenchmarkAdmitAllocs(b *testing.B) {
 		{"server", func(b *testing.B) []grpc.ServerOption {
 			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b))).ServerOptions()
 		}, nil},
+		{"server-handler-permit", func(b *testing.B) []grpc.ServerOption {
+			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b)), grpcthrottle.WithHandlerPermit()).ServerOptions()
+		}, nil},
 		{"server-quota-on-admit", func(b *testing.B) []grpc.ServerOption {
 			return grpcthrottle.NewServer(grpcthrottle.Shared(plentiful(b)), grpcthrottle.WithQuotaOnAdmit()).ServerOptions()
 		}, nil},

@@ -22,7 +22,9 @@ import (
 // with a *GateError (codes.DeadlineExceeded or codes.Canceled).
 //
 // A call that succeeds keeps its permit, settled from the reply by
-// WithSettle if set. A call refused by its server (see Refused: a
+// WithSettle if set. Without WithSettle, a Gate that is a throttle.Taker
+// (a Limiter) gives its costs without a Permit, so that a call admitted
+// at once allocates nothing. A call refused by its server (see Refused: a
 // codes.ResourceExhausted, or a codes.Unavailable carrying a
 // google.rpc.RetryInfo) gives its permit back, since the server spent
 // nothing on it, and:
@@ -102,8 +104,14 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 	}
 	sent := 0
 	var last error // the server's refusal, to return if no re-send follows
+	tk := c.taker(g, false)
 	for {
-		p, err := g.Acquire(ctx, costs...)
+		var p throttle.Permit
+		if tk != nil {
+			err = tk.Wait(ctx, costs...)
+		} else {
+			p, err = g.Acquire(ctx, costs...)
+		}
 		if err != nil {
 			if last != nil {
 				return last
@@ -112,14 +120,20 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		}
 		err = invoker(ctx, method, req, reply, cc, opts...)
 		if err == nil {
-			c.settleReply(method, reply, p)
+			if p != nil {
+				c.settleReply(method, reply, p)
+			}
 			return nil
 		}
 		r, refused := Refused(err)
 		if !refused {
 			return err
 		}
-		p.Cancel()
+		if p != nil {
+			p.Cancel()
+		} else {
+			_ = tk.Refund(costs...)
+		}
 		if rec == nil || !rec.heeded.Swap(false) {
 			c.heed(g, r)
 		}

@@ -35,6 +35,7 @@ type config struct {
 	retries  int
 	trailer  func(md metadata.MD, status []throttle.LimitStatus)
 	onAdmit  bool // the quota trailer goes with admitted calls too
+	permits  bool // a server's handlers get their Permit (WithHandlerPermit)
 	last     atomic.Pointer[gateCount]
 }
 
@@ -66,6 +67,16 @@ func WithCost(f CostFunc) Option {
 // itself). Without it a permit keeps what it took.
 func WithSettle(f SettleFunc) Option {
 	return func(c *config) { c.settle = f }
+}
+
+// WithHandlerPermit gives a server's handlers the Permit of their call in
+// their context (PermitFromContext), to settle it against the call's
+// actual cost or cancel it (server side; WithSettle implies it for unary
+// calls). It costs an allocation a call for the context, and the Permit's
+// own: without it, over a throttle.Taker such as a Limiter, an admitted
+// call allocates nothing.
+func WithHandlerPermit() Option {
+	return func(c *config) { c.permits = true }
 }
 
 // WithMessageCost meters streams per message (both sides): every message
@@ -134,4 +145,15 @@ func (c *config) costs(ctx context.Context, method string, req any, g throttle.G
 		return c.oneCosts(g), nil
 	}
 	return c.cost(ctx, method, req, g)
+}
+
+// taker returns g as a throttle.Taker when no Permit is needed for a
+// unary call (permit false, no WithSettle), so that the call takes its
+// costs without one; nil otherwise.
+func (c *config) taker(g throttle.Gate, permit bool) throttle.Taker {
+	if permit || c.settle != nil {
+		return nil
+	}
+	tk, _ := g.(throttle.Taker)
+	return tk
 }

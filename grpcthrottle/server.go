@@ -18,10 +18,11 @@ import (
 //
 // For each call they take the call's costs (WithCost; 1 on every limit by
 // default; req is nil for a stream) from the Gate that pick chooses,
-// without waiting (TryAcquirePermit): a call the Gate covers now goes to
-// the handler, with the Permit in its context for the handler to settle
-// (PermitFromContext; WithSettle settles a unary call from its reply
-// instead); any other is refused with codes.ResourceExhausted carrying a
+// without waiting (TryAcquirePermit, or a throttle.Taker's TryAcquire when
+// no Permit is wanted): a call the Gate covers now goes to the handler,
+// under WithHandlerPermit with the Permit in its context for the handler
+// to settle (PermitFromContext; WithSettle settles a unary call from its
+// reply instead, and implies WithHandlerPermit for it); any other is refused with codes.ResourceExhausted carrying a
 // google.rpc.RetryInfo whose retry_delay is exactly the wait for its costs
 // (WaitTime), and a google.rpc.QuotaFailure naming (in quota_id) each limit
 // that is short, with the PushbackKey trailer set to that wait in
@@ -69,8 +70,9 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 
 // PermitFromContext returns the Permit a Server took for the call whose
 // handler has ctx, so that the handler can settle it against the call's
-// actual cost (or cancel it), or nil outside the interceptors or for a
-// call that took nothing.
+// actual cost (or cancel it), or nil outside the interceptors, for a call
+// that took nothing, and without WithHandlerPermit (or WithSettle, for a
+// unary call).
 func PermitFromContext(ctx context.Context) throttle.Permit {
 	p, _ := ctx.Value(permitKey{}).(throttle.Permit)
 	return p
@@ -79,11 +81,12 @@ func PermitFromContext(ctx context.Context) throttle.Permit {
 type permitKey struct{}
 
 func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	_, p, err := s.admit(ctx, info.FullMethod, req, nil)
+	want := s.c.permits || s.c.settle != nil
+	_, p, err := s.admit(ctx, info.FullMethod, req, nil, want)
 	if err != nil {
 		return nil, err
 	}
-	if p == nil {
+	if p == nil || !want {
 		return handler(ctx, req)
 	}
 	resp, err := handler(context.WithValue(ctx, permitKey{}, p), req)
@@ -94,9 +97,12 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 }
 
 func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	g, p, err := s.admit(ss.Context(), info.FullMethod, nil, ss)
+	g, p, err := s.admit(ss.Context(), info.FullMethod, nil, ss, s.c.permits)
 	if err != nil {
 		return err
+	}
+	if !s.c.permits {
+		p = nil
 	}
 	if g == nil || (p == nil && s.c.msgCost == nil) {
 		return handler(srv, ss)
@@ -109,10 +115,11 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 }
 
 // admit decides a call of method on the Gate pick chooses: the Gate and
-// the Permit taken, a nil Permit for a call let through free, or the
+// the Permit taken, a nil Permit for a call let through free or, unless
+// permit asks for one, taken without one from a throttle.Taker, or the
 // status error to answer. The quota trailer goes to ss, or for a unary
 // call (ss nil) to grpc.SetTrailer.
-func (s *Server) admit(ctx context.Context, method string, req any, ss grpc.ServerStream) (throttle.Gate, throttle.Permit, error) {
+func (s *Server) admit(ctx context.Context, method string, req any, ss grpc.ServerStream, permit bool) (throttle.Gate, throttle.Permit, error) {
 	c := s.c
 	g, err := c.pick(ctx, method, req)
 	if err != nil {
@@ -128,7 +135,13 @@ func (s *Server) admit(ctx context.Context, method string, req any, ss grpc.Serv
 	if free(costs) {
 		return g, nil, nil
 	}
-	p, ok, err := g.TryAcquirePermit(costs...)
+	var p throttle.Permit
+	var ok bool
+	if tk := c.taker(g, permit); tk != nil {
+		ok, err = tk.TryAcquire(costs...)
+	} else {
+		p, ok, err = g.TryAcquirePermit(costs...)
+	}
 	wait := time.Duration(0)
 	switch {
 	case err == nil && ok:

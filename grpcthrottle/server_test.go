@@ -162,13 +162,14 @@ func TestServerErrors(t *testing.T) {
 	}
 }
 
-// The handler finds its Permit in its context and settles it; WithSettle
+// Under WithHandlerPermit the handler finds its Permit in its context and
+// settles it; without it the call takes its costs with no Permit; WithSettle
 // settles from the reply instead.
 func TestServerPermit(t *testing.T) {
 	clk := clockwork.NewFakeClock()
 	t.Run("handler", func(t *testing.T) {
 		lim := limiter(t, clk, 10, throttle.Per(1, time.Hour))
-		srv := grpcthrottle.NewServer(grpcthrottle.Shared(lim), grpcthrottle.WithCost(
+		srv := grpcthrottle.NewServer(grpcthrottle.Shared(lim), grpcthrottle.WithHandlerPermit(), grpcthrottle.WithCost(
 			func(context.Context, string, any, throttle.Gate) ([]int64, error) { return []int64{5}, nil }))
 		svc := &service{unary: func(ctx context.Context) error {
 			p := grpcthrottle.PermitFromContext(ctx)
@@ -183,6 +184,24 @@ func TestServerPermit(t *testing.T) {
 		}
 		if got := lim.Bucket("requests").Tokens(); got != 8 {
 			t.Errorf("level %v after settling 5 to 2, want 8", got)
+		}
+	})
+	t.Run("no permit asked", func(t *testing.T) {
+		lim := limiter(t, clk, 10, throttle.Per(1, time.Hour))
+		srv := grpcthrottle.NewServer(grpcthrottle.Shared(lim), grpcthrottle.WithCost(
+			func(context.Context, string, any, throttle.Gate) ([]int64, error) { return []int64{5}, nil }))
+		svc := &service{unary: func(ctx context.Context) error {
+			if p := grpcthrottle.PermitFromContext(ctx); p != nil {
+				return errors.New("a permit without WithHandlerPermit")
+			}
+			return nil
+		}}
+		e := newEnv(t, svc, srv.ServerOptions())
+		if _, err := call(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+		if got := lim.Bucket("requests").Tokens(); got != 5 {
+			t.Errorf("level %v after a call of 5, want 5", got)
 		}
 	})
 	t.Run("WithSettle", func(t *testing.T) {
