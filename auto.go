@@ -393,13 +393,18 @@ func (a *AutoLimiter) keyOf(r *http.Request) quotaKey {
 }
 
 // Limiter returns the learned Limiter for r's quota, joined with the
-// AutoWithin Limiter if any. It is a LimiterFunc.
-func (a *AutoLimiter) Limiter(r *http.Request) (*Limiter, error) {
+// AutoWithin Limiter if any. It is a LimiterFunc. The Gate AutoWithin
+// chooses must be a *Limiter, whose buckets the learned ones join: any
+// other fails the request.
+func (a *AutoLimiter) Limiter(r *http.Request) (Gate, error) {
 	var user *Limiter
 	if a.cfg.within != nil {
-		var err error
-		if user, err = a.cfg.within(r); err != nil {
+		g, err := a.cfg.within(r)
+		if err != nil {
 			return nil, err
+		}
+		if g, user = gateOf(g); g != nil && user == nil {
+			return nil, fmt.Errorf("throttle: AutoWithin chose a %T; the learned buckets join only a *Limiter", g)
 		}
 	}
 	k := a.keyOf(r)
@@ -420,7 +425,11 @@ func (a *AutoLimiter) Limiter(r *http.Request) (*Limiter, error) {
 		q.share(now, false)
 		q.mu.Unlock()
 	}
-	return q.limiter(user)
+	l, err := q.limiter(user)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // quota returns the quota of k, made if need be. a.mu is held.

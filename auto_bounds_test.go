@@ -79,7 +79,7 @@ func TestAutoBoundedUnderFreshNames(t *testing.T) {
 		t.Errorf("%d limits after 10,000 fresh policy names; want at most %d", len(ls), autoMaxLimits)
 	}
 	// The limits kept are the ones reported last.
-	l, _ := a.Limiter(req)
+	l, _ := a.limiterOf(req)
 	if ln := l.auto.policy("p9999", time.Duration(1+9999%7)*time.Second, false); ln == nil {
 		t.Error("the limit reported last was forgotten")
 	}
@@ -153,7 +153,7 @@ func TestAutoMergesFamilies(t *testing.T) {
 	if ls[0].Policy != "requests" || ls[1].Policy != "burst" {
 		t.Errorf("policies %q, %q; want the server's names requests, burst", ls[0].Policy, ls[1].Policy)
 	}
-	l, _ := a.Limiter(req)
+	l, _ := a.limiterOf(req)
 	if ln := l.auto.lanes[0]; !ln.exact || ln.rem != 500 {
 		t.Errorf("merged limit: exact %v, remaining %d; want IETF's: exact, 500", ln.exact, ln.rem)
 	}
@@ -188,7 +188,7 @@ func TestAutoFloorHolds(t *testing.T) {
 				tell(t, a, clk, req, http.StatusTooManyRequests, c.h())
 				checkBounds(t, a)
 			}
-			l, _ := a.Limiter(req)
+			l, _ := a.limiterOf(req)
 			ln := l.auto.lanes[0]
 			if ln.rate < 1 || perSec(ln.b.Rate()) < 0.999 {
 				t.Fatalf("rate %v/s (bucket %v) after 30 refusals; want at least the floor 1/s", ln.rate, ln.b.Rate())
@@ -236,7 +236,7 @@ func TestAutoMaxPauseAbsolute(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			l, _ := a.Limiter(get(t, "https://api.example.com/"))
+			l, _ := a.limiterOf(get(t, "https://api.example.com/"))
 			for _, b := range l.bs {
 				if u, ok := b.PausedUntil(); ok && u.Sub(start) > maxPause {
 					t.Errorf("Retry-After %s, MaxPause %v: paused for %v", ra, maxPause, u.Sub(start))
@@ -271,12 +271,12 @@ func TestAutoLearnsBurst(t *testing.T) {
 	}
 	start0 := clk.Now()
 	respond()
-	l, _ := a.Limiter(req)
+	l, _ := a.limiterOf(req)
 	ln := l.auto.lanes[0]
 	refused := 0
 	calls := 0
 	for calls < 400 {
-		l, _ := a.Limiter(req)
+		l, _ := a.limiterOf(req)
 		d, err := l.WaitTime(1)
 		if err != nil {
 			t.Fatal(err)
@@ -316,7 +316,7 @@ func TestAutoFanOut(t *testing.T) {
 	h := http.Header{}
 	headers.SetOpenAI(h, "requests", 600, 590, time.Second)
 	tell(t, a, clk, req, 200, h)
-	l, _ := a.Limiter(req)
+	l, _ := a.limiterOf(req)
 	n := 0
 	for range 10 {
 		if ok, _ := l.TryAcquire(1); ok {
@@ -336,7 +336,7 @@ func TestAutoIgnoresBilling(t *testing.T) {
 		a, clk := newAutoFake(t)
 		req := get(t, "https://api.example.com/")
 		tell(t, a, clk, req, 200, ietf(50, 1, 40))
-		l, _ := a.Limiter(req)
+		l, _ := a.limiterOf(req)
 		before := l.auto.lanes[0].rate
 		for range 5 {
 			clk.Advance(time.Second)
@@ -363,7 +363,7 @@ func TestAutoTokenCapacityNeverShrinks(t *testing.T) {
 		headers.SetOpenAI(h, "tokens", 60000, int64(60000-i*1200), time.Second)
 		clk.Advance(300 * time.Millisecond)
 		tell(t, a, clk, req, 200, h)
-		l, _ := a.Limiter(req)
+		l, _ := a.limiterOf(req)
 		b := l.Bucket("tokens")
 		if b.Capacity() < last {
 			t.Fatalf("response %d: token capacity %d < %d before", i, b.Capacity(), last)

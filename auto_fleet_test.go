@@ -73,7 +73,7 @@ func TestAutoFleetSharesLimits(t *testing.T) {
 	tell(t, a, clk, req, 200, ietf(50, 1, 49))
 	clk.Advance(time.Second)
 	tell(t, a, clk, req, 200, ietf(50, 1, 49))
-	l, err := b.Limiter(req)
+	l, err := b.limiterOf(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestAutoFleetSharesLimits(t *testing.T) {
 	}
 	// Another credential is another quota, in the store too.
 	other := get(t, "https://api.example.com/", "Authorization", "Bearer sk-2")
-	lo, _ := b.Limiter(other)
+	lo, _ := b.limiterOf(other)
 	if lo.auto.lanes[0].learned {
 		t.Error("another credential's quota knows the first one's limit")
 	}
@@ -112,7 +112,7 @@ func TestAutoFleetPaysA429Once(t *testing.T) {
 		tell(t, a, clk, req, 200, http.Header{})
 	}
 	rate := func(a *AutoLimiter) float64 {
-		l, _ := a.Limiter(req)
+		l, _ := a.limiterOf(req)
 		return l.auto.lanes[0].rate
 	}
 	// The fleet starts at the members' 4 x 40/s, each member at its part.

@@ -46,7 +46,7 @@ func FuzzAutoResponses(f *testing.F) {
 		}
 		checkBounds(t, a)
 		clk.Advance(DefaultMaxPause)
-		l, err = a.Limiter(req)
+		l, err = a.limiterOf(req)
 		if err != nil {
 			t.Fatal(err)
 		}

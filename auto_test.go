@@ -53,7 +53,7 @@ func tell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, 
 // refusal) when heed is set.
 func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header, heed bool) *Limiter {
 	t.Helper()
-	l, err := a.Limiter(req)
+	l, err := a.limiterOf(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestAutoSharesConverge(t *testing.T) {
 func TestAutoCongestionControl(t *testing.T) {
 	a, clk := newAutoFake(t, AutoInitialRate(Per(10, time.Second)))
 	req := get(t, "https://api.example.com/")
-	l, _ := a.Limiter(req)
+	l, _ := a.limiterOf(req)
 	ln := l.auto.lanes[0]
 	if ln.learned || perSec(ln.b.Rate()) != 10 {
 		t.Fatalf("start: %+v, rate %v", ln, ln.b.Rate())
@@ -313,7 +313,7 @@ func TestAutoCongestionControl(t *testing.T) {
 func TestAutoCongestionEvents(t *testing.T) {
 	a, clk := newAutoFake(t, AutoInitialRate(Per(20, time.Second)))
 	req := get(t, "https://api.example.com/")
-	l, _ := a.Limiter(req)
+	l, _ := a.limiterOf(req)
 	ln := l.auto.lanes[0]
 	// busy makes calls at the lane's rate for d.
 	busy := func(d time.Duration) {
@@ -385,7 +385,7 @@ func TestAutoCongestionEvents(t *testing.T) {
 func TestAutoFloorAndMax(t *testing.T) {
 	a, clk := newAutoFake(t, AutoInitialRate(Per(4, time.Second)), AutoMinRate(Per(1, time.Second)), AutoMaxRate(Per(20, time.Second)))
 	req := get(t, "https://api.example.com/")
-	l, _ := a.Limiter(req)
+	l, _ := a.limiterOf(req)
 	ln := l.auto.lanes[0]
 	for range 20 {
 		clk.Advance(time.Second)
@@ -411,9 +411,9 @@ func TestAutoKeyHashesCredential(t *testing.T) {
 	r1 := get(t, "https://api.example.com/", "Authorization", "Bearer "+secret)
 	r2 := get(t, "https://api.example.com/", "Authorization", "Bearer sk-other")
 	r3 := get(t, "https://api.example.com/other", "Authorization", "Bearer "+secret)
-	l1, _ := a.Limiter(r1)
-	l2, _ := a.Limiter(r2)
-	l3, _ := a.Limiter(r3)
+	l1, _ := a.limiterOf(r1)
+	l2, _ := a.limiterOf(r2)
+	l3, _ := a.limiterOf(r3)
 	if l1.auto == l2.auto {
 		t.Error("two credentials share one quota")
 	}
@@ -431,7 +431,7 @@ func TestAutoKeyHashesCredential(t *testing.T) {
 	}
 	// A custom key is used as given.
 	b := NewAuto(AutoKey(func(*http.Request) string { return "tenant" }))
-	lb, _ := b.Limiter(r1)
+	lb, _ := b.limiterOf(r1)
 	if lb.auto.key.String() != "tenant" {
 		t.Errorf("custom key %q", lb.auto.key)
 	}
@@ -450,7 +450,7 @@ func TestAutoWithinStaysTheCeiling(t *testing.T) {
 	if l.bs[0] != mine || len(l.bs) != 2 {
 		t.Fatalf("limiter over %v; want the configured bucket first, then the learned one", l.bs)
 	}
-	l2, _ := a.Limiter(req)
+	l2, _ := a.limiterOf(req)
 	if l2 != l {
 		t.Error("the joined Limiter is made again for every request")
 	}
@@ -515,14 +515,14 @@ func TestAutoLearnsVendorFamilies(t *testing.T) {
 	headers.SetXRateLimit(h, 30, 29, time.Minute, true, clk.Now())
 	h.Set("X-Ratelimit-Resource", "search")
 	tell(t, a, clk, search, 200, h)
-	l, _ := a.Limiter(get(t, "https://api.github.com/search/issues"))
+	l, _ := a.limiterOf(get(t, "https://api.github.com/search/issues"))
 	if got := l.auto.key.resource; got != "search" {
 		t.Fatalf("a search request went to resource %q", got)
 	}
 	if ln := l.auto.lanes[0]; !ln.learned || ln.limit != 30 || ln.window != time.Minute {
 		t.Errorf("search quota %+v", ln)
 	}
-	core, _ := a.Limiter(get(t, "https://api.github.com/repos/x/y"))
+	core, _ := a.limiterOf(get(t, "https://api.github.com/repos/x/y"))
 	if core.auto == l.auto {
 		t.Error("a core request went to the search quota")
 	}
@@ -563,14 +563,14 @@ func TestAutoObserverAndEviction(t *testing.T) {
 		t.Errorf("event %+v", e)
 	}
 	for i := range 10 {
-		a.Limiter(get(t, "https://h"+strconv.Itoa(i)+".example.com/"))
+		a.limiterOf(get(t, "https://h"+strconv.Itoa(i)+".example.com/"))
 	}
 	if a.Len() != 11 {
 		t.Fatalf("Len %d; want 11", a.Len())
 	}
 	clk.Advance(2 * time.Minute)
 	for range 30 {
-		a.Limiter(get(t, "https://fresh.example.com/"))
+		a.limiterOf(get(t, "https://fresh.example.com/"))
 	}
 	if a.Len() != 1 {
 		t.Errorf("Len %d after every other quota went unused for 2 minutes; want 1", a.Len())
@@ -664,7 +664,7 @@ func TestAutoTwoFamiliesOnOneResponse(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(c.limits) {
 				t.Errorf("learned %+v, want %+v", got, c.limits)
 			}
-			l, err := a.Limiter(req)
+			l, err := a.limiterOf(req)
 			if err != nil {
 				t.Fatal(err)
 			}

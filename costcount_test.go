@@ -130,7 +130,7 @@ func TestCostCountTransport(t *testing.T) {
 	// All zeros would be free if the count went unchecked: the request would
 	// go out under no limit at all.
 	for _, costs := range [][]int64{{1}, {0}, {1, 1, 1}} {
-		tr := throttle.NewTransport(base, throttle.Shared(l), throttle.WithCost(func(*http.Request, *throttle.Limiter) ([]int64, error) {
+		tr := throttle.NewTransport(base, throttle.Shared(l), throttle.WithCost(func(*http.Request, throttle.Gate) ([]int64, error) {
 			return costs, nil
 		}))
 		r := httptest.NewRequest(http.MethodGet, "http://vendor.test/", nil)
@@ -155,7 +155,7 @@ func TestCostCountLimitHandler(t *testing.T) {
 	served := 0
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ })
 	for _, costs := range [][]int64{{1}, {0}} {
-		h := throttle.LimitHandler(next, throttle.Shared(l), throttle.LimitCost(func(*http.Request, *throttle.Limiter) ([]int64, error) {
+		h := throttle.LimitHandler(next, throttle.Shared(l), throttle.LimitCost(func(*http.Request, throttle.Gate) ([]int64, error) {
 			return costs, nil
 		}))
 		w := httptest.NewRecorder()

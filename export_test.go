@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"net/http"
 	"runtime"
 	"testing"
 	"time"
@@ -34,3 +35,11 @@ func waitQueued(t testing.TB, b *Bucket, n int) {
 }
 
 func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }
+
+// limiterOf is Limiter as the Limiter it is, for the tests that look
+// inside the learned buckets.
+func (a *AutoLimiter) limiterOf(r *http.Request) (*Limiter, error) {
+	g, err := a.Limiter(r)
+	_, l := gateOf(g)
+	return l, err
+}

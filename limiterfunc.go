@@ -1,40 +1,101 @@
 package throttle
 
-import "net/http"
+import (
+	"net/http"
 
-// LimiterFunc chooses the Limiter that governs an HTTP request, for a
-// Transport (client side) or for LimitHandler (server side): one
-// shared by every request, or one per host, API key or model. A nil Limiter
-// with a nil error lets the request through unlimited; an error fails it.
-type LimiterFunc func(*http.Request) (*Limiter, error)
+	"github.com/jonboulle/clockwork"
+)
 
-// Shared returns a LimiterFunc that puts every request under l.
-func Shared(l *Limiter) LimiterFunc {
-	return func(*http.Request) (*Limiter, error) { return l, nil }
+// LimiterFunc chooses the Gate that governs an HTTP request, for a
+// Transport (client side) or for LimitHandler (server side): one shared by
+// every request, or one per host, API key or model. Any Gate will do: a
+// Limiter, a key's Limiter of a Keyed (PerKey), a ClassLimiter, a Marker,
+// or redisbucket's Limiter, whose quota many processes share. A nil Gate
+// (or a nil *Limiter) with a nil error lets the request through unlimited;
+// an error fails it.
+type LimiterFunc func(*http.Request) (Gate, error)
+
+// Shared returns a LimiterFunc that puts every request under g.
+func Shared(g Gate) LimiterFunc {
+	return func(*http.Request) (Gate, error) { return g, nil }
 }
 
 // unlimited is the LimiterFunc of no limit, for a nil one.
-func unlimited(*http.Request) (*Limiter, error) { return nil, nil }
+func unlimited(*http.Request) (Gate, error) { return nil, nil }
 
-// CostFunc returns what a request costs on each bucket of l, in the order of
-// l.Buckets(). A zero cost leaves that bucket out; a request whose costs
-// are all zero is free and takes no permit. The default cost is 1 on every
-// bucket. Returning a number of costs other than one per bucket is a bug:
+// gateOf returns g, nil for a nil Gate or a nil *Limiter in one, and the
+// Limiter g is, if it is one: the in-process fast paths.
+func gateOf(g Gate) (Gate, *Limiter) {
+	switch v := g.(type) {
+	case nil:
+		return nil, nil
+	case *Limiter:
+		if v == nil {
+			return nil, nil
+		}
+		return v, v
+	}
+	return g, nil
+}
+
+// limitCount returns the number of limits of g, l being g as a Limiter
+// (gateOf), without the copy of Limits for a Limiter.
+func limitCount(g Gate, l *Limiter) int {
+	if l != nil {
+		return len(l.bs)
+	}
+	return len(g.Limits())
+}
+
+// gateClock returns the clock the Transport reads pauses and deadlines on
+// for g: a Limiter's own, else that of a Gate with a Clock method, else
+// the real clock.
+func gateClock(g Gate, l *Limiter) clockwork.Clock {
+	if l != nil {
+		return l.clock()
+	}
+	if c, ok := g.(interface{ Clock() clockwork.Clock }); ok {
+		if clk := c.Clock(); clk != nil {
+			return clk
+		}
+	}
+	return clockwork.NewRealClock()
+}
+
+// gateLimits returns g.Limits(), or nothing for a nil Gate.
+func gateLimits(g Gate) []Limit {
+	if g, _ := gateOf(g); g != nil {
+		return g.Limits()
+	}
+	return nil
+}
+
+// CostFunc returns what a request costs on each limit of g, in the order of
+// g.Limits(). A zero cost leaves that limit out; a request whose costs are
+// all zero is free and takes no permit. The default cost is 1 on every
+// limit. Returning a number of costs other than one per limit is a bug:
 // the Transport fails the request with an error matching ErrCostCount, and
 // LimitHandler answers 500, without sending or admitting it.
 //
 // A CostFunc that reads the request body must not consume it: on the client
 // side read it through GetBody, on the server side put back what was read.
-type CostFunc func(r *http.Request, l *Limiter) ([]int64, error)
+type CostFunc func(r *http.Request, g Gate) ([]int64, error)
 
-// defaultCost is one request on every bucket.
-func defaultCost(_ *http.Request, l *Limiter) ([]int64, error) {
-	if len(l.bs) <= len(oneEach) {
+// defaultCost is one request on every limit.
+func defaultCost(_ *http.Request, g Gate) ([]int64, error) {
+	_, l := gateOf(g)
+	n := 0
+	if l != nil {
+		n = len(l.bs)
+	} else if g != nil {
+		n = len(g.Limits())
+	}
+	if n <= len(oneEach) {
 		// Shared and never written: Acquire and TryAcquire only read
 		// costs, and a Permit keeps a copy.
-		return oneEach[:len(l.bs)], nil
+		return oneEach[:n], nil
 	}
-	costs := make([]int64, len(l.bs))
+	costs := make([]int64, n)
 	for i := range costs {
 		costs[i] = 1
 	}

@@ -103,16 +103,17 @@ func WithLLM(c LLM) TransportOption {
 	}
 }
 
-// Cost is a CostFunc: the cost of r on each bucket of l, as LLM describes.
-func (c LLM) Cost(r *http.Request, l *Limiter) ([]int64, error) {
+// Cost is a CostFunc: the cost of r on each limit of g, as LLM describes.
+func (c LLM) Cost(r *http.Request, g Gate) ([]int64, error) {
 	in, out, err := c.estimateRequest(r)
 	if err != nil {
 		return nil, err
 	}
-	costs := make([]int64, len(l.bs))
-	for i, b := range l.bs {
+	limits := gateLimits(g)
+	costs := make([]int64, len(limits))
+	for i, lim := range limits {
 		var n int64
-		switch c.unitOf(b.name) {
+		switch c.unitOf(lim.Name) {
 		case llmRequests:
 			costs[i] = 1
 			continue
@@ -123,13 +124,13 @@ func (c LLM) Cost(r *http.Request, l *Limiter) ([]int64, error) {
 		case llmOutput:
 			n = out
 		}
-		capacity := b.Capacity()
+		capacity := lim.Capacity
 		switch {
 		case n <= capacity:
 			costs[i] = n
 		case c.RefuseOversized:
-			return nil, &OversizedError{Limit: b.name, Estimate: n, Capacity: capacity}
-		case in > capacity && c.unitOf(b.name) != llmOutput:
+			return nil, &OversizedError{Limit: lim.Name, Estimate: n, Capacity: capacity}
+		case in > capacity && c.unitOf(lim.Name) != llmOutput:
 			// The prompt alone exceeds the quota: the vendor will refuse
 			// it whatever the wait. Waiting for a full bucket would hold up
 			// every call queued behind it; 1 token keeps it in the

@@ -17,7 +17,7 @@ import (
 type usageBody struct {
 	rc  io.ReadCloser
 	c   LLM
-	p   *permit
+	p   settler
 	req *http.Request // the request sent, to estimate its input again if need be
 	// to settles with the usage found instead of p, for permits of
 	// another kind (a ClassPermit); nil settles p.
@@ -102,11 +102,11 @@ func (b *usageBody) keep() {
 }
 
 // settleUsage settles p to u on the token buckets; requests stay as taken.
-func (c LLM) settleUsage(p *permit, u Usage) {
+func (c LLM) settleUsage(p settler, u Usage) {
 	var small [4]int64
-	actual := append(small[:0], p.costs...)
-	for i, b := range p.bs {
-		switch c.unitOf(b.name) {
+	actual := append(small[:0], p.takenCosts()...)
+	for i := range actual {
+		switch c.unitOf(p.limitName(i)) {
 		case llmTokens:
 			actual[i] = satAdd(u.Input, u.Output)
 		case llmInput:
@@ -124,7 +124,7 @@ func (c LLM) settleUsage(p *permit, u Usage) {
 // refuses the request itself rather than the client's pace: a 429 whose
 // body says the request is too large, or which reports a token limit below
 // the request's estimate.
-func (c LLM) settle(resp *http.Response, p *permit, sig *headers.Signals) (aboutRequest bool) {
+func (c LLM) settle(resp *http.Response, p settler, sig *headers.Signals) (aboutRequest bool) {
 	switch {
 	case resp.StatusCode >= 400:
 		if resp.StatusCode == http.StatusTooManyRequests {

@@ -16,20 +16,23 @@ import (
 // servers that limit their own clients.
 //
 // For each request it takes the request's cost (LimitCost; 1 on every
-// bucket by default) from the Limiter that pick chooses, without waiting:
-// a request the limiter covers now goes to next, with a Permit that the
-// handler may settle (see RequestPermit); any other is answered 429 Too
-// Many Requests with a Retry-After of the exact wait for its cost
-// (Limiter.WaitTime), rounded up to whole seconds so that a client that
-// honours it is admitted. A cost larger than a bucket's capacity can never
+// limit by default) from the Gate that pick chooses, without waiting: a
+// request the Gate covers now goes to next, with a Permit that the handler
+// may settle (see RequestPermit); any other is answered 429 Too Many
+// Requests with a Retry-After of the exact wait for its cost
+// (Gate.WaitTime), rounded up to whole seconds so that a client that
+// honours it is admitted. A cost larger than a limit's capacity can never
 // be admitted and is answered 413 Content Too Large; an error of pick is
 // answered 500, one of the cost function 400, and a cost function that
-// returns the wrong number of costs 500. A nil Limiter, or a nil pick,
-// lets the request through; a nil next panics here.
+// returns the wrong number of costs 500. A nil Gate (or a nil *Limiter),
+// or a nil pick, lets the request through; a nil next panics here. Any
+// Gate will do: redisbucket's Limiter puts every replica of a server under
+// one quota.
 //
 // Every answer from the limiter's side, admitted or not, carries the
-// limiter's state in headers, the IETF RateLimit-Policy and RateLimit
-// fields by default (see WriteIETF and LimitHeaders), so that
+// Gate's state in headers, if it is a Meter (a Limiter, a key's Limiter,
+// a ClassLimiter, redisbucket's Limiter): the IETF RateLimit-Policy and
+// RateLimit fields by default (see WriteIETF and LimitHeaders), so that
 // well-behaved clients can pace themselves.
 //
 // An admitted request's handler is given a ResponseWriter of LimitHandler's
@@ -129,16 +132,19 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
 		st.r = r
 	}
-	l, err := h.picked(r, st, slot)
+	g, err := h.picked(r, st, slot)
+	g, l := gateOf(g)
 	switch {
 	case err != nil:
 		h.pickFailed(w, err)
-	case l == nil && st.keyed != nil:
+	case g == nil && st.keyed != nil:
 		st.keyed.serve(h, w, r, st)
-	case l == nil:
+	case g == nil:
 		h.next.ServeHTTP(w, r)
-	default:
+	case l != nil:
 		h.serveLimiter(w, r, st, l)
+	default:
+		h.serveGate(w, r, st, g)
 	}
 	st.reset()
 	h.states.Put(st)
@@ -147,7 +153,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // picked runs pick for r, with st marked at slot, and unmarks it however
 // pick returns: a mark left behind by a panic would be found by a later
 // request at the same address.
-func (h *limitHandler) picked(r *http.Request, st *reqState, slot int) (*Limiter, error) {
+func (h *limitHandler) picked(r *http.Request, st *reqState, slot int) (Gate, error) {
 	defer func() {
 		h.marks.unmark(st, slot)
 		st.picking = false
@@ -204,6 +210,44 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 		return
 	}
 	st.admit(l.bs, costs)
+	st.w.ResponseWriter = w
+	h.next.ServeHTTP(&st.w, r)
+}
+
+// serveGate admits or refuses r on g, a Gate that is not a Limiter,
+// through the Gate interface: the headers come from a Meter's status, and
+// the admitted request's Permit is the one TryAcquirePermit took.
+func (h *limitHandler) serveGate(w http.ResponseWriter, r *http.Request, st *reqState, g Gate) {
+	costs, err := h.cost(r, g)
+	if err != nil {
+		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if n := len(g.Limits()); len(costs) != n {
+		http.Error(w, "request cost: "+costCount(len(costs), n).Error(), http.StatusInternalServerError)
+		return
+	}
+	if costsFree(costs) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	p, ok, err := g.TryAcquirePermit(costs...)
+	if err != nil {
+		h.costFailed(w, err)
+		return
+	}
+	if m, isMeter := g.(Meter); isMeter {
+		h.writeStatus(w.Header(), m.Status(st.status[:0]))
+	}
+	if !ok {
+		wait, err := g.WaitTime(costs...)
+		if err != nil {
+			wait = -1
+		}
+		h.refuse(w, r, wait)
+		return
+	}
+	st.p, st.asked = p, true
 	st.w.ResponseWriter = w
 	h.next.ServeHTTP(&st.w, r)
 }

@@ -114,16 +114,16 @@ func TestLimitHandlerIETFMemoExact(t *testing.T) {
 			memo[1], format[1] = twinBuckets(t, clk, "a+b", c, r)
 		}
 		var pickAt int
-		costOf := func(r *http.Request, l *Limiter) ([]int64, error) {
-			costs := make([]int64, len(l.bs))
+		costOf := func(r *http.Request, g Gate) ([]int64, error) {
+			costs := make([]int64, len(g.Limits()))
 			for i := range costs {
 				costs[i], _ = strconv.ParseInt(r.Header.Get("Cost-"+strconv.Itoa(i)), 10, 64)
 			}
 			return costs, nil
 		}
 		next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-		hm := LimitHandler(next, func(*http.Request) (*Limiter, error) { return memo[pickAt], nil }, LimitCost(costOf))
-		hf := LimitHandler(next, func(*http.Request) (*Limiter, error) { return format[pickAt], nil }, LimitCost(costOf),
+		hm := LimitHandler(next, func(*http.Request) (Gate, error) { return memo[pickAt], nil }, LimitCost(costOf))
+		hf := LimitHandler(next, func(*http.Request) (Gate, error) { return format[pickAt], nil }, LimitCost(costOf),
 			LimitHeaders(func(h http.Header, s []LimitStatus) { WriteIETF(h, s) }))
 		for step := range 600 {
 			pickAt = rng.IntN(limiters)
@@ -354,7 +354,7 @@ func TestLimitHandlerRoutesAllocs(t *testing.T) {
 	ls, _ := NewLimiter(search)
 	lu, _ := NewLimiter(upload)
 	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }),
-		func(r *http.Request) (*Limiter, error) {
+		func(r *http.Request) (Gate, error) {
 			if r.URL.Path == "/upload" {
 				return lu, nil
 			}

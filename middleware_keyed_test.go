@@ -131,7 +131,7 @@ func TestLimitHandlerCompactMatchesLimiter(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			k := NewKeyed(config, WithClock(clk))
 			ref := map[string]*Limiter{}
-			refPick := func(r *http.Request) (*Limiter, error) {
+			refPick := func(r *http.Request) (Gate, error) {
 				key := r.Header.Get("X-Api-Key")
 				if l, ok := ref[key]; ok {
 					return l, nil
@@ -158,10 +158,11 @@ func TestLimitHandlerCompactMatchesLimiter(t *testing.T) {
 			})
 			var opts []LimitOption
 			if custom {
-				opts = append(opts, LimitCost(func(r *http.Request, l *Limiter) ([]int64, error) {
-					costs := make([]int64, len(l.Buckets()))
-					for i, b := range l.Buckets() {
-						if b.Name() == "tokens" {
+				opts = append(opts, LimitCost(func(r *http.Request, g Gate) ([]int64, error) {
+					limits := g.Limits()
+					costs := make([]int64, len(limits))
+					for i, lim := range limits {
+						if lim.Name == "tokens" {
 							costs[i], _ = strconv.ParseInt(r.Header.Get("X-Tokens"), 10, 64)
 						} else {
 							costs[i] = 1
@@ -205,7 +206,7 @@ func TestPerKeyWrapped(t *testing.T) {
 	other, _ := New(5, Per(5, time.Hour), WithClock(clk))
 	ol, _ := NewLimiter(other)
 	perKey := PerKey(k, HeaderKey("X-Api-Key"))
-	h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+	h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (Gate, error) {
 		if r.Header.Get("X-Api-Key") == "admin" {
 			return ol, nil
 		}
@@ -452,7 +453,7 @@ func TestPerKeyGivenAnotherRequest(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
 	k := NewKeyed(func(string) []Limit { return oneLimit(0) }, WithClock(clk))
 	pk := PerKey(k, HeaderKey("X-Api-Key"))
-	copying := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+	copying := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (Gate, error) {
 		return pk(r.WithContext(context.Background()))
 	})
 	k2 := NewKeyed(func(string) []Limit { return oneLimit(0) }, WithClock(clk))
@@ -480,7 +481,7 @@ func TestLimitHandlerPickPanics(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
 	k := NewKeyed(func(string) []Limit { return []Limit{{Name: "r", Capacity: 1, Rate: Per(1, time.Hour)}} }, WithClock(clk))
 	pk := PerKey(k, HeaderKey("X-Api-Key"))
-	h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+	h := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (Gate, error) {
 		if r.Header.Get("X-Panic") != "" {
 			panic("pick")
 		}
@@ -524,7 +525,7 @@ func TestPerKeyReachedLate(t *testing.T) {
 	sl, _ := NewLimiter(shared)
 	late := PerKey(NewKeyed(config, WithClock(clk)), HeaderKey("X-Api-Key"))
 	n := 0
-	got := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (*Limiter, error) {
+	got := LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), func(r *http.Request) (Gate, error) {
 		if n++; n <= 3*markFirst {
 			return sl, nil
 		}

@@ -31,10 +31,7 @@ import (
 func RequestPermit(w http.ResponseWriter) Permit {
 	for w != nil {
 		if lw, ok := w.(*limitWriter); ok {
-			if p := lw.st.permit(); p != nil {
-				return p
-			}
-			return nil
+			return lw.st.permit()
 		}
 		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
 		if !ok {
@@ -64,7 +61,7 @@ type reqState struct {
 	held    Limiter // the Limiter of a PerKey key that has one, under defaultCost
 
 	mu    sync.Mutex // guards p: a handler may ask from several goroutines
-	p     *permit    // made on the first RequestPermit
+	p     Permit     // made on the first RequestPermit, or taken from a Gate
 	asked bool       // RequestPermit was called: p is decided
 }
 
@@ -91,7 +88,7 @@ func (st *reqState) keep(costs []int64) {
 }
 
 // permit returns the request's Permit, made on the first call.
-func (st *reqState) permit() *permit {
+func (st *reqState) permit() Permit {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.asked {

@@ -62,7 +62,7 @@ func TestLimitHandlerErrors(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	l := newLimiter(t, fc, 2, throttle.Per(2, time.Second))
 	errPick := errors.New("pick failed")
-	h := throttle.LimitHandler(ok, func(r *http.Request) (*throttle.Limiter, error) {
+	h := throttle.LimitHandler(ok, func(r *http.Request) (throttle.Gate, error) {
 		switch r.URL.Path {
 		case "/free":
 			return nil, nil
@@ -70,7 +70,7 @@ func TestLimitHandlerErrors(t *testing.T) {
 			return nil, errPick
 		}
 		return l, nil
-	}, throttle.LimitCost(func(r *http.Request, _ *throttle.Limiter) ([]int64, error) {
+	}, throttle.LimitCost(func(r *http.Request, _ throttle.Gate) ([]int64, error) {
 		switch r.URL.Path {
 		case "/big":
 			return []int64{3}, nil
@@ -110,7 +110,7 @@ func TestLimitHandlerPermitAndHooks(t *testing.T) {
 	var seen []throttle.LimitStatus
 	var waited time.Duration
 	h := throttle.LimitHandler(settled, throttle.Shared(l),
-		throttle.LimitCost(func(*http.Request, *throttle.Limiter) ([]int64, error) { return []int64{2}, nil }),
+		throttle.LimitCost(func(*http.Request, throttle.Gate) ([]int64, error) { return []int64{2}, nil }),
 		throttle.LimitHeaders(func(h http.Header, st []throttle.LimitStatus) {
 			seen = st
 			h.Set("X-Left", "yes")

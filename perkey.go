@@ -14,7 +14,7 @@ import (
 // request with an error matching ErrInvalidLimit.
 //
 // Under LimitHandler the LimiterFunc hands the request to k instead of
-// returning a Limiter (it returns a nil one): the request is decided on
+// returning a Limiter (it returns a nil Gate): the request is decided on
 // the key's compact state, so a key that clients merely spend on stays
 // a compact record (see Keyed) and never gets a Limiter of its own (see Keyed and
 // RequestPermit). A pick function that wraps it for LimitHandler must
@@ -23,7 +23,7 @@ import (
 // the same decisions at a Limiter's cost in memory.
 func PerKey[K comparable](k *Keyed[K], key func(*http.Request) K) LimiterFunc {
 	kp := &keyedPick[K]{k: k, key: key}
-	return func(r *http.Request) (*Limiter, error) {
+	return func(r *http.Request) (Gate, error) {
 		if st := kp.seen.taking(r); st != nil {
 			st.keyed = kp
 			return nil, nil

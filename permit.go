@@ -68,6 +68,35 @@ func (p *permit) Settle(actual ...int64) error {
 	return nil
 }
 
+// settler is a permit the Transport settles from a response (WithLLM): a
+// Limiter's own, or a Gate's Permit with the names of its limits
+// (gatePermit).
+type settler interface {
+	Settle(actual ...int64) error
+	// keep ends the permit at its costs, without a settlement.
+	keep()
+	// takenCosts returns the costs taken, not to be written.
+	takenCosts() []int64
+	// limitName returns the name of limit i, in cost order.
+	limitName(i int) string
+}
+
+func (p *permit) takenCosts() []int64    { return p.costs }
+func (p *permit) limitName(i int) string { return p.bs[i].name }
+
+// gatePermit is the settler of a Permit taken from a Gate that is not a
+// Limiter.
+type gatePermit struct {
+	p      Permit
+	costs  []int64
+	limits []Limit
+}
+
+func (g *gatePermit) Settle(actual ...int64) error { return g.p.Settle(actual...) }
+func (g *gatePermit) keep()                        {}
+func (g *gatePermit) takenCosts() []int64          { return g.costs }
+func (g *gatePermit) limitName(i int) string       { return g.limits[i].Name }
+
 // keep ends a permit that will not be settled, its costs staying as taken,
 // without the work and the event of a settlement.
 func (p *permit) keep() {

@@ -365,7 +365,7 @@ func TestTransportLimiterChoice(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	rec := newRecorder(t, fc, script(nil))
 	errPick := errors.New("no limiter for you")
-	pick := func(r *http.Request) (*throttle.Limiter, error) {
+	pick := func(r *http.Request) (throttle.Gate, error) {
 		switch r.URL.Path {
 		case "/free":
 			return nil, nil

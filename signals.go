@@ -64,20 +64,7 @@ func (t *Transport) heedSignals(l *Limiter, costs []int64, status int, sig *head
 	}
 	l.PauseUntil(clock.Now().Add(d))
 	for i, b := range l.bs {
-		n, holds := costs[i], false
-		for j := range sig.Quotas {
-			q := &sig.Quotas[j]
-			if q.Remaining < 0 || quotaBucket(l, q) != b {
-				continue
-			}
-			if q.Remaining > 0 && q.Remaining >= costs[i] {
-				holds = true
-				continue
-			}
-			holds, n = false, min(n, q.MostRemaining())
-			break
-		}
-		if !holds {
+		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return quotaBucket(l, q) == b }); !holds {
 			b.levelTo(n)
 		}
 	}
@@ -139,35 +126,52 @@ func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
 	return sig.RetryAfter, sig.HasRetryAfter
 }
 
-// quotaBucket returns the bucket of l that a reported quota describes: the
-// bucket of the same name; else, for a quota without a name, an IETF
-// policy, or a "requests" quota, the bucket named "requests" or the only
-// bucket of l. An IETF policy counting another unit than requests (its qu,
-// such as "content-bytes") matches only a bucket named as the policy or
-// as the unit: its remaining count says nothing about requests. It returns
-// nil when none matches.
+// quotaBucket returns the bucket of l that a reported quota describes
+// (see quotaIndex), or nil when none matches.
 func quotaBucket(l *Limiter, q *headers.Quota) *Bucket {
-	if q.Unit != "" {
-		if b := l.Bucket(q.Name); b != nil && q.Name != "" {
-			return b
-		}
-		return l.Bucket(q.Unit)
-	}
-	if q.Name != "" {
-		if b := l.Bucket(q.Name); b != nil {
-			return b
-		}
-		if q.Family != headers.FamilyIETF && q.Name != "requests" {
-			return nil
-		}
-	}
-	if b := l.Bucket("requests"); b != nil {
-		return b
-	}
-	if len(l.bs) == 1 {
-		return l.bs[0]
+	if i := quotaIndex(len(l.bs), func(i int) string { return l.bs[i].name }, q); i >= 0 {
+		return l.bs[i]
 	}
 	return nil
+}
+
+// quotaIndex returns the index of the limit, of n named by name, that a
+// reported quota describes: the limit of the same name; else, for a quota
+// without a name, an IETF policy, or a "requests" quota, the limit named
+// "requests" or the only limit. An IETF policy counting another unit than
+// requests (its qu, such as "content-bytes") matches only a limit named as
+// the policy or as the unit: its remaining count says nothing about
+// requests. It returns -1 when none matches.
+func quotaIndex(n int, name func(i int) string, q *headers.Quota) int {
+	find := func(s string) int {
+		for i := range n {
+			if name(i) == s {
+				return i
+			}
+		}
+		return -1
+	}
+	if q.Unit != "" {
+		if i := find(q.Name); i >= 0 && q.Name != "" {
+			return i
+		}
+		return find(q.Unit)
+	}
+	if q.Name != "" {
+		if i := find(q.Name); i >= 0 {
+			return i
+		}
+		if q.Family != headers.FamilyIETF && q.Name != "requests" {
+			return -1
+		}
+	}
+	if i := find("requests"); i >= 0 {
+		return i
+	}
+	if n == 1 {
+		return 0
+	}
+	return -1
 }
 
 // levelTo sets the level of b to n, at most its capacity: the one call
@@ -184,4 +188,76 @@ func (b *Bucket) levelTo(n int64) {
 		b.lvl.tokens, b.lvl.frac = n, 0
 		g.changed(now)
 	}
+}
+
+// heedGate is heed for a Gate that is not a Limiter, through what it can
+// do (see Gate): a Leveler's limits are lowered to the remaining counts
+// reported, and to the refused call's cost after a refusal (never raised:
+// a shared level, as redisbucket's, is the fleet's); a Pauser is paused
+// for the server's wait. A Gate with neither is paced by its own rate; the
+// refused request is still retried after the server's wait.
+func (t *Transport) heedGate(g Gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
+		return
+	}
+	if n := len(sig.Malformed); n > 0 {
+		t.malformed.Add(int64(n))
+	}
+	lv, _ := g.(Leveler)
+	var limits []Limit
+	name := func(i int) string { return limits[i].Name }
+	if lv != nil && len(sig.Quotas) > 0 {
+		limits = g.Limits()
+		for i := range sig.Quotas {
+			q := &sig.Quotas[i]
+			if q.Remaining < 0 {
+				continue
+			}
+			if j := quotaIndex(len(limits), name, q); j >= 0 {
+				lv.Lower(j, q.MostRemaining())
+			}
+		}
+	}
+	if !throttledBy(status, sig) {
+		return
+	}
+	t.throttled.Add(1)
+	d, ok := serverWait(status, sig)
+	if !ok {
+		d = t.initial
+	}
+	if p, ok := g.(Pauser); ok {
+		p.PauseUntil(clock.Now().Add(d))
+	}
+	if lv == nil {
+		return
+	}
+	if limits == nil {
+		limits = g.Limits()
+	}
+	for i := range min(len(limits), len(costs)) {
+		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return quotaIndex(len(limits), name, q) == i }); !holds {
+			lv.Lower(i, n)
+		}
+	}
+}
+
+// refusedLevel is the level of a limit after a refusal of a call that cost
+// c on it: c, or what the server reports remaining of the limit's quota
+// (the quotas mine matches) if less. holds reports instead that a quota
+// the server reports still holds the call: the limit keeps its level.
+func refusedLevel(c int64, sig *headers.Signals, mine func(q *headers.Quota) bool) (n int64, holds bool) {
+	n = c
+	for j := range sig.Quotas {
+		q := &sig.Quotas[j]
+		if q.Remaining < 0 || !mine(q) {
+			continue
+		}
+		if q.Remaining > 0 && q.Remaining >= c {
+			holds = true
+			continue
+		}
+		return min(n, q.MostRemaining()), false
+	}
+	return n, holds
 }

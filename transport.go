@@ -30,7 +30,7 @@ const DefaultRetries = 3
 // client went over it.
 //
 // Before sending a request, RoundTrip takes a permit from the request's
-// Limiter (see LimiterFunc) with the request's context, which waits out any
+// Gate (see LimiterFunc) with the request's context, which waits out any
 // pause and queues in FIFO order; a context that ends first, or whose
 // deadline is too near for the permit, fails the request before it is sent
 // and spends nothing (a *WaitError matches context.DeadlineExceeded). With
@@ -103,21 +103,35 @@ const DefaultRetries = 3
 // a fresh body from GetBody. Errors of the base transport are returned as
 // they are, without retry.
 //
-// Signals: a quota the server reports is matched to a bucket by name
+// Signals: a quota the server reports is matched to a limit by name
 // (OpenAI's and Anthropic's "requests", "tokens", "input-tokens",
 // "output-tokens", or an IETF policy name); a quota without a name, or an
-// IETF policy or "requests" quota that matches no bucket, goes to the bucket
-// named "requests", or to the only bucket of a one-bucket Limiter. Other
-// quotas are ignored.
+// IETF policy or "requests" quota that matches no limit, goes to the limit
+// named "requests", or to the only limit of a one-limit Gate. Other quotas
+// are ignored.
+//
+// Any Gate: what the Transport does to a Limiter it does to any Gate,
+// through the Gate interface and what the Gate can do beyond it. A Pauser
+// (redisbucket's Limiter, whose pause holds every process on its id) is
+// paused as a Limiter is; a Leveler is lowered to the remaining counts and,
+// after a refusal, to the refused call's cost (never raised: a shared
+// level is the fleet's); WithLLM settles the Permit the Gate's Acquire
+// gave. A Gate without a capability goes without its reaction: one that is
+// no Pauser is paced by its own rate, the refused request still retried
+// after the server's wait. On a Gate that is not a Limiter the deadline
+// decision is the Gate's own (no count of what permits in flight or window
+// resets will give back), and the window resets are left to the Gate (a
+// Pauser's level comes back at its rate after the pause).
 //
 // Time (pauses, back-off, deadlines) is read on the clock of the request's
-// Limiter, so a Limiter built on a clockwork.FakeClock drives the Transport
-// in tests.
+// Gate: a Limiter's own, or the Clock method's of a Gate that has one
+// (redisbucket's Limiter: WithClock), else the real clock; so a Limiter
+// built on a clockwork.FakeClock drives the Transport in tests.
 type Transport struct {
 	base     http.RoundTripper
 	limiter  LimiterFunc
 	cost     CostFunc
-	settle   func(resp *http.Response, p *permit, sig *headers.Signals) (aboutRequest bool)
+	settle   func(resp *http.Response, p settler, sig *headers.Signals) (aboutRequest bool)
 	retrySDK bool // retry requests of SDKs that retry on their own
 	inflight *semaphore.Weighted
 	maxPause time.Duration
@@ -189,7 +203,7 @@ func WithBackOff(initial, max time.Duration) TransportOption {
 }
 
 // NewTransport returns a Transport that sends requests through base
-// (http.DefaultTransport if nil) under the Limiter that limiter chooses for
+// (http.DefaultTransport if nil) under the Gate that limiter chooses for
 // each request; a nil limiter chooses none, and requests go unlimited.
 func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...TransportOption) *Transport {
 	if base == nil {
@@ -268,18 +282,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
-	l, err := t.limiter(req)
+	g, err := t.limiter(req)
 	if err != nil {
 		closeRequestBody(req)
 		return nil, fmt.Errorf("throttle: choosing the limiter: %w", err)
 	}
-	if l == nil {
+	g, l := gateOf(g)
+	if g == nil {
 		t.sent.Add(1)
 		return t.base.RoundTrip(req)
 	}
-	costs, err := t.cost(req, l)
-	if err == nil && len(costs) != len(l.bs) {
-		err = costCount(len(costs), len(l.bs))
+	costs, err := t.cost(req, g)
+	if n := limitCount(g, l); err == nil && len(costs) != n {
+		err = costCount(len(costs), n)
 	}
 	if err != nil {
 		closeRequestBody(req)
@@ -290,7 +305,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	// literal is built in a temporary and copied over, and reading back the
 	// temporary's fresh 8-byte stores as 16-byte moves stalls the CPU.
 	var x exchange
-	x.t, x.req, x.ctx, x.l, x.costs, x.clock = t, req, req.Context(), l, costs, l.clock()
+	x.t, x.req, x.ctx, x.g, x.l, x.costs, x.clock = t, req, req.Context(), g, l, costs, gateClock(g, l)
 	resp, err := x.send()
 	if err != nil {
 		if x.n == 0 {
@@ -310,7 +325,8 @@ type exchange struct {
 	t     *Transport
 	req   *http.Request
 	ctx   context.Context
-	l     *Limiter
+	g     Gate
+	l     *Limiter // g, if it is a Limiter: the in-process paths
 	costs []int64
 	clock clockwork.Clock
 	n     int // attempts sent
@@ -330,37 +346,28 @@ type exchange struct {
 	// returned as it is, never retried (its body cannot be kept).
 	refusal headers.Refusal
 	stalled bool
+	// The Permit of the attempt under way, on a Gate that is not a
+	// Limiter, when one was taken (see takeGate).
+	p Permit
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
 // of the response's signals.
 func (x *exchange) send() (*http.Response, error) {
 	t := x.t
-	// Waits are measured on the group's monotonic time line, which costs
-	// half a wall-clock read on the real clock, and only when there is one:
-	// a request sent at once reads no clock here.
-	g := x.l.bs[0].g.Load()
 	var waited int64
 	taken := !costsFree(x.costs)
 	if taken {
-		w, err := x.l.take(x.ctx, x.costs)
+		w, err := x.take()
 		if err != nil {
-			var wait *WaitError
-			if !errors.As(err, &wait) || !t.fitsLater(x.ctx, x.l, x.costs, x.clock) {
-				return nil, err
-			}
-			// What is in flight will likely give back, or a window reset
-			// restore, enough in time.
-			if w, err = x.takeHoping(); err != nil {
-				return nil, err
-			}
+			return nil, err
 		}
 		waited = w
 	}
 	var release func()
 	if t.inflight != nil {
 		if !t.inflight.TryAcquire(1) {
-			start := g.now()
+			start := x.now()
 			if err := t.inflight.Acquire(x.ctx, 1); err != nil {
 				x.giveBack(taken)
 				return nil, err
@@ -371,7 +378,7 @@ func (x *exchange) send() (*http.Response, error) {
 				x.giveBack(taken)
 				return nil, err
 			}
-			waited += g.now() - start
+			waited += x.now() - start
 		}
 		release = sync.OnceFunc(func() { t.inflight.Release(1) })
 	}
@@ -395,7 +402,7 @@ func (x *exchange) send() (*http.Response, error) {
 	}
 	x.n++
 	t.sent.Add(1)
-	booked := t.settle != nil && taken
+	booked := t.settle != nil && taken && x.l != nil
 	if booked {
 		t.inFlight.add(x.l.bs, x.costs)
 	}
@@ -425,23 +432,27 @@ func (x *exchange) send() (*http.Response, error) {
 		t.secondary.Store(0)
 	}
 	x.aboutRequest = false
-	if booked {
+	if t.settle != nil && taken {
 		// Before heed: a refund must not undo the emptying after a 429.
-		p := newPermit(x.l.bs, x.costs)
-		p.booked = &t.inFlight
-		x.aboutRequest = t.settle(resp, p, &x.sig)
+		x.aboutRequest = t.settle(resp, x.settler(), &x.sig)
 	}
 	switch {
 	case x.refusal.Billing != "":
 		// Heeded as the 402 it means: the quotas it reports, no pause.
 		status = http.StatusPaymentRequired
 		t.refused.Add(1)
-		observeRefused(x.l.bs, x.costs, x.refusal.Billing)
+		if x.l != nil {
+			observeRefused(x.l.bs, x.costs, x.refusal.Billing)
+		}
 		noRetryForSDK(x.req, resp)
 	case x.aboutRequest:
 		// Heeded as the 413 it means: the quotas it reports, no pause.
 		status = http.StatusRequestEntityTooLarge
 		noRetryForSDK(x.req, resp)
+	}
+	if x.l == nil {
+		t.heedGate(x.g, x.costs, status, &x.sig, x.clock)
+		return resp, nil
 	}
 	t.heed(x.l, x.costs, status, &x.sig, x.clock)
 	if x.l.auto != nil {
@@ -465,15 +476,88 @@ func costsFree(costs []int64) bool {
 	return true
 }
 
+// take takes the request's costs, waiting its turn, and returns how long
+// it waited.
+func (x *exchange) take() (int64, error) {
+	if x.l == nil {
+		return x.takeGate()
+	}
+	w, err := x.l.take(x.ctx, x.costs)
+	if err == nil {
+		return w, nil
+	}
+	var wait *WaitError
+	if !errors.As(err, &wait) || !x.t.fitsLater(x.ctx, x.l, x.costs, x.clock) {
+		return 0, err
+	}
+	// What is in flight will likely give back, or a window reset restore,
+	// enough in time.
+	return x.takeHoping()
+}
+
+// takeGate is take on a Gate that is not a Limiter: Acquire, keeping the
+// Permit for the settlement WithLLM makes, or a Taker's Wait when nothing
+// will settle. The Gate decides about the deadline: the Transport knows
+// nothing of what its permits in flight will give back.
+func (x *exchange) takeGate() (int64, error) {
+	start := x.clock.Now()
+	var err error
+	if tk, ok := x.g.(Taker); ok && x.t.settle == nil {
+		err = tk.Wait(x.ctx, x.costs...)
+	} else {
+		x.p, err = x.g.Acquire(x.ctx, x.costs...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int64(x.clock.Since(start)), nil
+}
+
+// now reads the time waits are measured on: a Limiter's monotonic time
+// line, or the exchange's clock.
+func (x *exchange) now() int64 {
+	if x.l != nil {
+		return x.l.bs[0].g.Load().now()
+	}
+	return x.clock.Now().UnixNano()
+}
+
+// settler returns the permit of the attempt just answered, for WithLLM to
+// settle: on a Limiter one booked as in flight (see flightBook), on any
+// other Gate the Permit its Acquire gave.
+func (x *exchange) settler() settler {
+	if x.l != nil {
+		p := newPermit(x.l.bs, x.costs)
+		p.booked = &x.t.inFlight
+		return p
+	}
+	p := &gatePermit{p: x.p, costs: x.costs, limits: x.g.Limits()}
+	x.p = nil
+	return p
+}
+
 // giveBack returns the costs taken for a request that was not sent.
 func (x *exchange) giveBack(taken bool) {
-	if taken {
+	switch {
+	case !taken:
+	case x.l != nil:
 		settle(x.l.bs, x.costs, make([]int64, len(x.costs)))
+	case x.p != nil:
+		x.p.Cancel()
+		x.p = nil
+	default:
+		if tk, ok := x.g.(Taker); ok {
+			tk.Refund(x.costs...)
+		}
 	}
 }
 
-// waitPause waits until no bucket of the Limiter is paused.
+// waitPause waits until no bucket of the Limiter is paused; a Gate of
+// another kind pauses its own callers.
 func (x *exchange) waitPause() error {
+	if x.l == nil {
+		return nil
+	}
 	for {
 		var until time.Time
 		for _, b := range x.l.bs {

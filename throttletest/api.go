@@ -53,14 +53,14 @@ func isLLM(r *http.Request) bool { return shapeOf(r) != notLLM }
 
 // cost is what a request spends: an LLM call one request and its estimated
 // tokens, any other request one request and no tokens.
-func (s *Server) cost(r *http.Request, l *throttle.Limiter) ([]int64, error) {
+func (s *Server) cost(r *http.Request, g throttle.Gate) ([]int64, error) {
 	if isLLM(r) {
-		return s.llm().Cost(r, l)
+		return s.llm().Cost(r, g)
 	}
-	bs := l.Buckets()
-	costs := make([]int64, len(bs))
-	for i, b := range bs {
-		if b.Name() == "requests" {
+	limits := g.Limits()
+	costs := make([]int64, len(limits))
+	for i, l := range limits {
+		if l.Name == "requests" {
 			costs[i] = 1
 		}
 	}

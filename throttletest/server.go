@@ -193,7 +193,7 @@ func newServer(cfg Config) *Server {
 			panic(fmt.Sprintf("throttletest: quota %q: %v", l.Name, err))
 		}
 	}
-	pick := func(*http.Request) (*throttle.Limiter, error) { return nil, nil }
+	pick := func(*http.Request) (throttle.Gate, error) { return nil, nil }
 	if len(limits) > 0 {
 		var opts []throttle.Option
 		if cfg.Clock != nil {
