@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/throttlekit/throttle"
 )
 
@@ -12,6 +14,11 @@ import (
 // LimitHandler and the gRPC interceptors take it as they take an
 // in-process throttle.Limiter, and every process on the same id shares its
 // limits.
+
+// Clock returns the clock the Limiter measures local waits and pauses on
+// (WithClock; the real clock by default), so that the HTTP Transport reads
+// a server's "wait" on the same time line as PauseUntil converts it.
+func (l *Limiter) Clock() clockwork.Clock { return l.e.o.clock }
 
 // TryAcquirePermit is TryAcquire returning the Permit for the costs taken,
 // a *Permit; p is nil when ok is false.
