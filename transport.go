@@ -305,7 +305,10 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	// literal is built in a temporary and copied over, and reading back the
 	// temporary's fresh 8-byte stores as 16-byte moves stalls the CPU.
 	var x exchange
-	x.t, x.req, x.ctx, x.g, x.l, x.costs, x.clock = t, req, req.Context(), g, l, costs, gateClock(g, l)
+	x.t, x.req, x.ctx, x.l, x.costs, x.clock = t, req, req.Context(), l, costs, gateClock(g, l)
+	if l == nil {
+		x.gate = &gateSide{g: g}
+	}
 	resp, err := x.send()
 	if err != nil {
 		if x.n == 0 {
@@ -325,8 +328,8 @@ type exchange struct {
 	t     *Transport
 	req   *http.Request
 	ctx   context.Context
-	g     Gate
-	l     *Limiter // g, if it is a Limiter: the in-process paths
+	l     *Limiter  // the Gate, if it is a Limiter: the in-process paths
+	gate  *gateSide // the Gate otherwise
 	costs []int64
 	clock clockwork.Clock
 	n     int // attempts sent
@@ -346,8 +349,14 @@ type exchange struct {
 	// returned as it is, never retried (its body cannot be kept).
 	refusal headers.Refusal
 	stalled bool
-	// The Permit of the attempt under way, on a Gate that is not a
-	// Limiter, when one was taken (see takeGate).
+}
+
+// gateSide is an exchange's Gate when it is not a Limiter, apart so that
+// the exchange of a Limiter, the common case, stays small.
+type gateSide struct {
+	g Gate
+	// p is the Permit of the attempt under way, when one was taken (see
+	// takeGate).
 	p Permit
 }
 
@@ -358,7 +367,16 @@ func (x *exchange) send() (*http.Response, error) {
 	var waited int64
 	taken := !costsFree(x.costs)
 	if taken {
-		w, err := x.take()
+		var w int64
+		var err error
+		if x.l != nil {
+			w, err = x.l.take(x.ctx, x.costs)
+			if err != nil {
+				w, err = x.takeLater(err)
+			}
+		} else {
+			w, err = x.takeGate()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -451,7 +469,7 @@ func (x *exchange) send() (*http.Response, error) {
 		noRetryForSDK(x.req, resp)
 	}
 	if x.l == nil {
-		t.heedGate(x.g, x.costs, status, &x.sig, x.clock)
+		t.heedGate(x.gate.g, x.costs, status, &x.sig, x.clock)
 		return resp, nil
 	}
 	t.heed(x.l, x.costs, status, &x.sig, x.clock)
@@ -476,36 +494,29 @@ func costsFree(costs []int64) bool {
 	return true
 }
 
-// take takes the request's costs, waiting its turn, and returns how long
-// it waited.
-func (x *exchange) take() (int64, error) {
-	if x.l == nil {
-		return x.takeGate()
-	}
-	w, err := x.l.take(x.ctx, x.costs)
-	if err == nil {
-		return w, nil
-	}
+// takeLater is what follows a Limiter's refusal err of the costs: a wait
+// past the deadline that what is in flight will likely give back, or a
+// window reset restore, in time queues the request instead (takeHoping).
+func (x *exchange) takeLater(err error) (int64, error) {
 	var wait *WaitError
 	if !errors.As(err, &wait) || !x.t.fitsLater(x.ctx, x.l, x.costs, x.clock) {
 		return 0, err
 	}
-	// What is in flight will likely give back, or a window reset restore,
-	// enough in time.
 	return x.takeHoping()
 }
 
-// takeGate is take on a Gate that is not a Limiter: Acquire, keeping the
+// takeGate takes the costs on a Gate that is not a Limiter: Acquire, keeping the
 // Permit for the settlement WithLLM makes, or a Taker's Wait when nothing
 // will settle. The Gate decides about the deadline: the Transport knows
 // nothing of what its permits in flight will give back.
 func (x *exchange) takeGate() (int64, error) {
 	start := x.clock.Now()
 	var err error
-	if tk, ok := x.g.(Taker); ok && x.t.settle == nil {
+	gs := x.gate
+	if tk, ok := gs.g.(Taker); ok && x.t.settle == nil {
 		err = tk.Wait(x.ctx, x.costs...)
 	} else {
-		x.p, err = x.g.Acquire(x.ctx, x.costs...)
+		gs.p, err = gs.g.Acquire(x.ctx, x.costs...)
 	}
 	if err != nil {
 		return 0, err
@@ -531,8 +542,9 @@ func (x *exchange) settler() settler {
 		p.booked = &x.t.inFlight
 		return p
 	}
-	p := &gatePermit{p: x.p, costs: x.costs, limits: x.g.Limits()}
-	x.p = nil
+	gs := x.gate
+	p := &gatePermit{p: gs.p, costs: x.costs, limits: gs.g.Limits()}
+	gs.p = nil
 	return p
 }
 
@@ -542,11 +554,11 @@ func (x *exchange) giveBack(taken bool) {
 	case !taken:
 	case x.l != nil:
 		settle(x.l.bs, x.costs, make([]int64, len(x.costs)))
-	case x.p != nil:
-		x.p.Cancel()
-		x.p = nil
+	case x.gate.p != nil:
+		x.gate.p.Cancel()
+		x.gate.p = nil
 	default:
-		if tk, ok := x.g.(Taker); ok {
+		if tk, ok := x.gate.g.(Taker); ok {
 			tk.Refund(x.costs...)
 		}
 	}
