@@ -67,13 +67,15 @@
 // # HTTP clients: Transport
 //
 // [NewTransport] wraps an http.RoundTripper so that every request of a
-// client takes a permit first, from the Limiter that a [LimiterFunc]
-// chooses: [Shared] for one limiter, [PerKey] with [HostKey], [HeaderKey]
-// or [ModelKey] for one per key. The [Transport] reads every response's
-// rate-limit headers (Retry-After, the IETF RateLimit fields, X-RateLimit-*,
-// OpenAI's and Anthropic's), lowers its buckets to what the server says is
-// left, and on a 429 pauses the whole limiter until the instant the server
-// named, then retries with back-off when the request can be replayed.
+// client takes a permit first, from the [Gate] that a [LimiterFunc]
+// chooses: [Shared] for one limiter (any Gate: a Limiter, a ClassLimiter,
+// a Marker, redisbucket's Limiter for a fleet), [PerKey] with [HostKey],
+// [HeaderKey] or [ModelKey] for one per key. The [Transport] reads every
+// response's rate-limit headers (Retry-After, the IETF RateLimit fields,
+// X-RateLimit-*, OpenAI's and Anthropic's), lowers the Gate's limits to
+// what the server says is left (a [Leveler]), and on a 429 pauses the
+// whole Gate (a [Pauser]) until the instant the server named, then retries
+// with back-off when the request can be replayed.
 // [WithCost] sets what a request costs, [WithInFlight] caps the requests in
 // flight.
 //
@@ -87,7 +89,7 @@
 // # HTTP servers: LimitHandler
 //
 // [LimitHandler] is the server side: middleware that admits a request the
-// chosen Limiter covers now and answers any other 429 with the exact
+// chosen Gate covers now and answers any other 429 with the exact
 // Retry-After, writing the IETF RateLimit-Policy and RateLimit fields on
 // every answer. [RequestPermit] gives the handler the request's Permit, to
 // settle against the request's real cost.
