@@ -244,6 +244,20 @@ func TestTransportGitHubSecondary(t *testing.T) {
 	})
 }
 
+// githubPrimary answers as GitHub's primary limit of 5,000 an hour whose
+// window resets at reset: refused, a 403 with remaining 0; else a 200 with
+// 4,990 left.
+func githubPrimary(w http.ResponseWriter, fc clockwork.Clock, reset time.Time, refused bool) {
+	h := http.Header{"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Resource": {"core"},
+		"X-Ratelimit-Reset": {strconv.FormatInt(reset.Unix(), 10)}, "Date": {fc.Now().Format(http.TimeFormat)}}
+	if refused {
+		respondJSON(w, http.StatusForbidden, h, `{"message":"API rate limit exceeded for user ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits"}`)
+		return
+	}
+	h.Set("X-Ratelimit-Remaining", "4990")
+	respondJSON(w, http.StatusOK, h, `{}`)
+}
+
 // TestTransportWindowReset: GitHub's primary limit, a 403 with remaining 0
 // and the window's reset, pauses until the reset; then the level is the
 // server's, whole, not a refill at 5,000 an hour (one call every 0.72 s).
@@ -251,14 +265,7 @@ func TestTransportWindowReset(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	reset := epoch.Add(3 * time.Second)
 	rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
-		h := http.Header{"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Resource": {"core"},
-			"X-Ratelimit-Reset": {strconv.FormatInt(reset.Unix(), 10)}, "Date": {fc.Now().Format(http.TimeFormat)}}
-		if n == 1 {
-			respondJSON(w, http.StatusForbidden, h, `{"message":"API rate limit exceeded for user ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits"}`)
-			return
-		}
-		h.Set("X-Ratelimit-Remaining", "4990")
-		respondJSON(w, http.StatusOK, h, `{}`)
+		githubPrimary(w, fc, reset, n == 1)
 	})
 	l := newLimiter(t, fc, 5000, throttle.Per(5000, time.Hour))
 	tr := throttle.NewTransport(newBase(t), throttle.Shared(l))
@@ -413,15 +420,10 @@ func TestTransportWindowResetDeadline(t *testing.T) {
 	reset := epoch.Add(3 * time.Second)
 	release := make(chan struct{})
 	rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
-		h := http.Header{"X-Ratelimit-Limit": {"5000"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Resource": {"core"},
-			"X-Ratelimit-Reset": {strconv.FormatInt(reset.Unix(), 10)}, "Date": {fc.Now().Format(http.TimeFormat)}}
 		if n == 1 {
 			<-release
-			respondJSON(w, http.StatusForbidden, h, `{"message":"API rate limit exceeded for user ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-primary-rate-limits"}`)
-			return
 		}
-		h.Set("X-Ratelimit-Remaining", "4990")
-		respondJSON(w, http.StatusOK, h, `{}`)
+		githubPrimary(w, fc, reset, n == 1)
 	})
 	l := newLimiter(t, fc, 5000, throttle.Per(5000, time.Hour))
 	tr := throttle.NewTransport(newBase(t), throttle.Shared(l))

@@ -70,69 +70,17 @@ func TestFleetOutageShare(t *testing.T) {
 	}
 	srv := redistest.StartServer(t)
 	redistest.Announce(t, fmt.Sprintf("redis-server started by the test at %s, shared by %d child processes, then killed", srv.Addr, fleetProcs))
-	type child struct {
-		cmd   *exec.Cmd
-		out   readyBuffer
-		start io.WriteCloser
-	}
-	children := make([]*child, fleetProcs)
-	for i := range children {
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFleetChild$", "-test.count=1", "-test.v")}
-		c.out.ready = make(chan struct{})
-		c.cmd.Env = append(os.Environ(), envFleetChild+"="+srv.Addr)
-		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
-		var err error
-		if c.start, err = c.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		children[i] = c
-	}
-	defer func() {
-		for _, c := range children {
-			if c.cmd.ProcessState == nil {
-				c.cmd.Process.Kill()
-				c.cmd.Wait()
-			}
-		}
-	}()
-	// The fleet starts together once every process is up: a process that
-	// starts late (8 test binaries starting at once take seconds on a
-	// loaded machine) is counted by the others only at their next
-	// registration, and shares counted before it joined are too large:
-	// with 2 of 8 started 2.6 s after the others, at load 18, the fleet
-	// granted 1959 and 1969 in the outage, above the quota.
-	for i, c := range children {
-		select {
-		case <-c.out.ready:
-		case <-time.After(time.Minute):
-			t.Fatalf("child %d not ready after a minute:\n%s", i, c.out.String())
-		}
-	}
+	children := startFleet(t, fleetProcs, "TestFleetChild", envFleetChild, func(int) string { return srv.Addr })
 	t0 := time.Now().Add(100 * time.Millisecond)
-	for _, c := range children {
-		fmt.Fprintln(c.start, t0.UnixNano())
-		c.start.Close()
-	}
+	goAt(children, t0)
 	time.Sleep(time.Until(t0.Add(fleetHealthy)))
 	killLate := time.Since(t0.Add(fleetHealthy))
 	srv.Stop()
 	var local, onRedis, early int64
 	end := t0.Add(fleetHealthy + fleetOutage)
 	for i, c := range children {
-		err := c.cmd.Wait()
 		var l, r, live, e int64
-		line := ""
-		for _, s := range strings.Split(c.out.String(), "\n") {
-			if strings.Contains(s, "fleetchild local=") {
-				line = s[strings.Index(s, "fleetchild local="):]
-			}
-		}
-		if _, serr := fmt.Sscanf(line, "fleetchild local=%d redis=%d live=%d early=%d", &l, &r, &live, &e); err != nil || serr != nil {
-			t.Fatalf("child %d: %v %v\n%s", i, err, serr, c.out.String())
-		}
+		c.result(t, i, "fleetchild local=%d redis=%d live=%d early=%d", &l, &r, &live, &e)
 		t.Logf("child %d: %d grants on Redis, %d on its local share (%d before the kill); fleet of %d", i, r, l, e, live)
 		if live != fleetProcs {
 			t.Errorf("child %d counted a fleet of %d, want %d", i, live, fleetProcs)
@@ -155,6 +103,85 @@ func TestFleetOutageShare(t *testing.T) {
 	}
 	if float64(local) < 0.9*fleetRate*outage {
 		t.Fatalf("the fleet granted %d during the outage, below 90%% of rate x outage (%.0f): the shares are not the fleet's", local, fleetRate*outage)
+	}
+}
+
+// fleetChild is one process of a fleet test: this test binary run again
+// to run one test of its own, its output kept.
+type fleetChild struct {
+	cmd   *exec.Cmd
+	out   readyBuffer
+	start io.WriteCloser
+}
+
+// startFleet starts n children, each running the test run with the
+// environment variable env set to value(i) for child i, and returns once
+// every one has printed fleetReady. The children still running when the
+// test ends are killed.
+//
+// A fleet starts together once every process is up (see goAt): a process
+// that starts late (8 test binaries starting at once take seconds on a
+// loaded machine) is counted by the others only at their next
+// registration, and shares counted before it joined are too large: with 2
+// of 8 started 2.6 s after the others, at load 18, TestFleetOutageShare's
+// fleet granted 1959 and 1969 in the outage, above the quota.
+func startFleet(t *testing.T, n int, run, env string, value func(i int) string) []*fleetChild {
+	children := make([]*fleetChild, n)
+	t.Cleanup(func() {
+		for _, c := range children {
+			if c != nil && c.cmd.ProcessState == nil {
+				c.cmd.Process.Kill()
+				c.cmd.Wait()
+			}
+		}
+	})
+	for i := range children {
+		c := &fleetChild{cmd: exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1", "-test.v")}
+		c.out.ready = make(chan struct{})
+		c.cmd.Env = append(os.Environ(), env+"="+value(i))
+		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+		var err error
+		if c.start, err = c.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		children[i] = c
+	}
+	for i, c := range children {
+		select {
+		case <-c.out.ready:
+		case <-time.After(time.Minute):
+			t.Fatalf("child %d not ready after a minute:\n%s", i, c.out.String())
+		}
+	}
+	return children
+}
+
+// goAt tells every child to start at t0: it reads the instant from its
+// standard input.
+func goAt(children []*fleetChild, t0 time.Time) {
+	for _, c := range children {
+		fmt.Fprintln(c.start, t0.UnixNano())
+		c.start.Close()
+	}
+}
+
+// result waits for child i to exit and scans its last line that starts as
+// format does (up to its first verb) with format into args.
+func (c *fleetChild) result(t *testing.T, i int, format string, args ...any) {
+	t.Helper()
+	err := c.cmd.Wait()
+	prefix := format[:strings.IndexByte(format, '%')]
+	line := ""
+	for _, s := range strings.Split(c.out.String(), "\n") {
+		if j := strings.Index(s, prefix); j >= 0 {
+			line = s[j:]
+		}
+	}
+	if _, serr := fmt.Sscanf(line, format, args...); err != nil || serr != nil {
+		t.Fatalf("child %d: %v %v\n%s", i, err, serr, c.out.String())
 	}
 }
 

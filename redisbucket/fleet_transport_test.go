@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +38,7 @@ const (
 	ftHalveAt   = 3 * time.Second
 	ftPause     = time.Second                      // the 429's Retry-After
 	envFTChild  = "THROTTLE_TEST_FLEET_HTTP_CHILD" // redis addr,vendor URL,proc
-	ftResultFmt = "fleethttp calls=%d failed=%d\n"
+	ftResultFmt = "fleethttp calls=%d failed=%d"
 )
 
 // ftVendor is the loopback vendor: a continuous bucket of requests (and
@@ -131,41 +130,9 @@ func TestFleetTransport(t *testing.T) {
 	v := &ftVendor{rate: ftRate, cap: ftRate, level: ftRate, tokens: ftTokens}
 	hs := httptest.NewServer(v)
 	defer hs.Close()
-	type child struct {
-		cmd   *exec.Cmd
-		out   readyBuffer
-		start io.WriteCloser
-	}
-	children := make([]*child, ftProcs)
-	for i := range children {
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFleetTransportChild$", "-test.count=1", "-test.v")}
-		c.out.ready = make(chan struct{})
-		c.cmd.Env = append(os.Environ(), envFTChild+"="+srv.Addr+","+hs.URL+","+strconv.Itoa(i))
-		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
-		var err error
-		if c.start, err = c.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		children[i] = c
-	}
-	defer func() {
-		for _, c := range children {
-			if c.cmd.ProcessState == nil {
-				c.cmd.Process.Kill()
-				c.cmd.Wait()
-			}
-		}
-	}()
-	for i, c := range children {
-		select {
-		case <-c.out.ready:
-		case <-time.After(time.Minute):
-			t.Fatalf("child %d not ready after a minute:\n%s", i, c.out.String())
-		}
-	}
+	children := startFleet(t, ftProcs, "TestFleetTransportChild", envFTChild, func(i int) string {
+		return srv.Addr + "," + hs.URL + "," + strconv.Itoa(i)
+	})
 	// A Redis round trip here, for the report.
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DisableIdentity: true})
 	defer rdb.Close()
@@ -179,23 +146,11 @@ func TestFleetTransport(t *testing.T) {
 	v.mu.Lock()
 	v.start, v.last = t0, t0
 	v.mu.Unlock()
-	for _, c := range children {
-		fmt.Fprintln(c.start, t0.UnixNano())
-		c.start.Close()
-	}
+	goAt(children, t0)
 	var calls, failed int
 	for i, c := range children {
-		err := c.cmd.Wait()
 		var n, f int
-		line := ""
-		for _, s := range strings.Split(c.out.String(), "\n") {
-			if strings.Contains(s, "fleethttp calls=") {
-				line = s[strings.Index(s, "fleethttp calls="):] + "\n"
-			}
-		}
-		if _, serr := fmt.Sscanf(line, ftResultFmt, &n, &f); err != nil || serr != nil {
-			t.Fatalf("child %d: %v %v\n%s", i, err, serr, c.out.String())
-		}
+		c.result(t, i, ftResultFmt, &n, &f)
 		calls += n
 		failed += f
 	}
@@ -322,7 +277,7 @@ func TestFleetTransportChild(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	fmt.Printf(ftResultFmt, calls, failed)
+	fmt.Printf(ftResultFmt+"\n", calls, failed)
 }
 
 // ftCall makes one chat completion with a 30 s deadline.
