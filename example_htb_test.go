@@ -74,14 +74,15 @@ func ExampleClass_AcquirePermit() {
 	// reserved 1008 used 12
 }
 
-// A Marker in front of a client: green requests go, yellow ones only from
-// callers that accept best effort, red ones never.
-func ExampleMarkTransport() {
+// A Transport over a Marker: green requests go, yellow ones only from
+// callers that accept best effort, red ones never, failing with an error
+// that matches ErrYellow or ErrRed.
+func ExampleMarker_transport() {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
 	// Committed 1 request a minute (burst 1), peak 2 a minute (burst 2).
 	m, _ := throttle.NewMarker(throttle.Per(1, time.Minute), 1, throttle.Per(2, time.Minute), 2)
-	client := &http.Client{Transport: throttle.NewMarkTransport(http.DefaultTransport, m)}
+	client := &http.Client{Transport: throttle.NewTransport(http.DefaultTransport, throttle.Shared(m))}
 	send := func(ctx context.Context) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		resp, err := client.Do(req)

@@ -19,9 +19,6 @@ type usageBody struct {
 	c   LLM
 	p   settler
 	req *http.Request // the request sent, to estimate its input again if need be
-	// to settles with the usage found instead of p, for permits of
-	// another kind (a ClassPermit); nil settles p.
-	to func(Usage)
 
 	mu   sync.Mutex // Read and Close may run in different goroutines
 	done bool
@@ -86,10 +83,6 @@ func (b *usageBody) finish(eof bool) {
 			}
 			u.Input = in
 		}
-	}
-	if b.to != nil {
-		b.to(u)
-		return
 	}
 	b.c.settleUsage(b.p, u)
 }

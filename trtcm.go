@@ -158,16 +158,19 @@ func (m *Marker) Tokens() (committed, peak float64) {
 }
 
 var (
-	// ErrRed is matched by the *MarkError of a request a MarkTransport
-	// marked red: above the peak rate, never sent.
+	// ErrRed is matched by the *MarkError of a call a Marker's Acquire
+	// marked red: above the peak rate, never granted (a Transport over the
+	// Marker does not send it).
 	ErrRed = errors.New("throttle: request above the peak rate (marked red)")
-	// ErrYellow is matched by the *MarkError of a request marked yellow
-	// whose context does not allow best effort: not sent.
+	// ErrYellow is matched by the *MarkError of a call marked yellow whose
+	// context does not allow best effort: not granted, and not sent.
 	ErrYellow = errors.New("throttle: request above the committed rate (marked yellow) and best effort not allowed")
 )
 
-// MarkError is returned by a MarkTransport for a request it did not send
-// because of its color. It matches ErrRed or ErrYellow with errors.Is.
+// MarkError is the error of a Marker's Acquire for a call it did not grant
+// because of its color, which a Transport over the Marker returns as it is
+// for the request it did not send. It matches ErrRed or ErrYellow with
+// errors.Is.
 type MarkError struct {
 	Color  Color
 	Cost   int64

@@ -66,6 +66,22 @@ func (m *Marker) Limits() []Limit {
 	return []Limit{{Name: m.name, Capacity: m.c.capacity, Rate: m.cir}}
 }
 
+type bestEffortKey struct{}
+
+// AllowBestEffort returns a context under which a Marker's Acquire grants a
+// call marked yellow, and so a Transport over a Marker sends such a
+// request: the caller accepts that it goes out above the committed rate (a
+// background job, a retry that can fail).
+func AllowBestEffort(ctx context.Context) context.Context {
+	return context.WithValue(ctx, bestEffortKey{}, true)
+}
+
+// BestEffortAllowed reports whether ctx came from AllowBestEffort.
+func BestEffortAllowed(ctx context.Context) bool {
+	v, _ := ctx.Value(bestEffortKey{}).(bool)
+	return v
+}
+
 // grant marks cost and, for a color granted, returns its Permit; a yellow
 // call that is not allowed spends nothing.
 func (m *Marker) grant(cost int64, allowYellow bool) (*markPermit, Color) {

@@ -14,11 +14,12 @@ import (
 	"github.com/throttlekit/throttle/throttletest"
 )
 
-// TestClassTransportOpenAISDK sends chat completions of three teams
-// through the official OpenAI SDK, each team's client taking its tokens
-// from its class of the organisation's quota: each call reserves its
-// estimate and is charged what the response's usage reports.
-func TestClassTransportOpenAISDK(t *testing.T) {
+// TestClassesOpenAISDK sends chat completions of three teams through the
+// official OpenAI SDK, each team's client a Transport over the
+// ClassLimiter of its class of the organisation's quota, WithLLM naming the
+// class as the token limit: each call reserves its estimate and is charged
+// what the response's usage reports.
+func TestClassesOpenAISDK(t *testing.T) {
 	vendor := throttletest.NewServer(throttletest.Config{
 		Requests: throttle.Per(1000, time.Second), RequestBurst: 1000, Dialect: throttletest.OpenAI,
 	})
@@ -34,10 +35,15 @@ func TestClassTransportOpenAISDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		gate, err := throttle.NewClassLimiter(team)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := throttle.NewTransport(nil, throttle.Shared(gate), throttle.WithLLM(throttle.LLM{TokenLimits: []string{name}}))
 		client := openai.NewClient(
 			option.WithBaseURL(vendor.URL+"/v1/"),
 			option.WithAPIKey("sk-"+name),
-			option.WithHTTPClient(&http.Client{Transport: throttle.NewClassTransport(nil, throttle.ForClass(team), throttle.LLM{})}),
+			option.WithHTTPClient(&http.Client{Transport: tr}),
 		)
 		used := int64(0)
 		for range 3 {
