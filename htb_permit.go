@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // ClassPermit is the record of costs granted to classes by AcquirePermit
@@ -80,6 +82,15 @@ func (p *ClassPermit) Cancel() error {
 // draws on its own hierarchy as Class describes.
 type ClassLimiter struct {
 	cs []*Class
+}
+
+// timeline returns the clock the classes' hierarchies sleep on, for the
+// Transport (gateClock).
+func (l *ClassLimiter) timeline() clockwork.Clock {
+	if len(l.cs) == 0 {
+		return clockwork.NewRealClock()
+	}
+	return l.cs[0].d.Load().timers
 }
 
 // NewClassLimiter returns a ClassLimiter over classes, whose costs are

@@ -48,11 +48,14 @@ func limitCount(g Gate, l *Limiter) int {
 }
 
 // gateClock returns the clock the Transport reads pauses and deadlines on
-// for g: a Limiter's own, else that of a Gate with a Clock method, else
-// the real clock.
+// for g: a Limiter's own, a Marker's or a ClassLimiter's, else that of a
+// Gate with a Clock method, else the real clock.
 func gateClock(g Gate, l *Limiter) clockwork.Clock {
 	if l != nil {
 		return l.clock()
+	}
+	if c, ok := g.(interface{ timeline() clockwork.Clock }); ok {
+		return c.timeline()
 	}
 	if c, ok := g.(interface{ Clock() clockwork.Clock }); ok {
 		if clk := c.Clock(); clk != nil {

@@ -124,9 +124,10 @@ const DefaultRetries = 3
 // Pauser's level comes back at its rate after the pause).
 //
 // Time (pauses, back-off, deadlines) is read on the clock of the request's
-// Gate: a Limiter's own, or the Clock method's of a Gate that has one
-// (redisbucket's Limiter: WithClock), else the real clock; so a Limiter
-// built on a clockwork.FakeClock drives the Transport in tests.
+// Gate: a Limiter's, a Marker's or a ClassLimiter's own (WithClock), or
+// the Clock method's of a Gate that has one (redisbucket's Limiter), else
+// the real clock; so a Gate built on a clockwork.FakeClock drives the
+// Transport in tests.
 type Transport struct {
 	base     http.RoundTripper
 	limiter  LimiterFunc

@@ -216,3 +216,41 @@ func TestTypedNilGate(t *testing.T) {
 		t.Errorf("LimitHandler over a nil *Limiter: status %d", w.Code)
 	}
 }
+
+// TestTransportGateClock: over a Marker and a ClassLimiter on a fake
+// clock, the Transport times the wait before a retry on that clock, as on
+// a Limiter's.
+func TestTransportGateClock(t *testing.T) {
+	for _, kind := range []string{"Marker", "ClassLimiter"} {
+		fc := clockwork.NewFakeClockAt(epoch)
+		var g throttle.Gate
+		if kind == "Marker" {
+			g = must(throttle.NewMarker(throttle.Per(10, time.Second), 10, throttle.Per(20, time.Second), 20, throttle.WithClock(fc)))
+		} else {
+			org := must(throttle.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(fc)))
+			team := must(org.NewClass(throttle.ClassConfig{Name: "team", Rate: throttle.Per(5, time.Second)}))
+			g = must(throttle.NewClassLimiter(team))
+		}
+		rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+			}
+		})
+		done := make(chan error, 1)
+		go func() {
+			_, err := get(&http.Client{Transport: throttle.NewTransport(newBase(t), throttle.Shared(g))}, rec.srv.URL)
+			done <- err
+		}()
+		blockUntil(t, fc, 1) // the back-off, on the Gate's clock
+		fc.Advance(time.Second)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		if len(rec.arrivals) != 2 || !rec.arrivals[1].Equal(epoch.Add(time.Second)) {
+			t.Errorf("%s: arrivals %v, want the retry at +1s", kind, rec.arrivals)
+		}
+		rec.mu.Unlock()
+	}
+}

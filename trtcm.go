@@ -106,8 +106,16 @@ func (m *Marker) now() int64 {
 	return int64(m.clock.Since(m.epoch))
 }
 
+// timeline returns the clock the Marker reads, for the Transport
+// (gateClock).
+func (m *Marker) timeline() clockwork.Clock {
+	if m.clock == nil {
+		return clockwork.NewRealClock()
+	}
+	return m.clock
+}
+
 // Name returns the name given with WithName.
-func (m *Marker) Name() string { return m.name }
 
 // Mark marks a request of cost tokens in color-blind mode and updates the
 // buckets as RFC 2698 says. A negative cost is red and changes nothing.
