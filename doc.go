@@ -134,6 +134,40 @@
 // [NewSlogObserver] logs long waits with log/slog, and [Observers] fans out
 // to several.
 //
+// # Every type, one line each
+//
+// Limits:
+//   - [Bucket]: one token bucket, exact and FIFO ([New], [Option]).
+//   - [Rate]: whole tokens over a period ([Per]).
+//   - [Limiter]: several buckets spent all or nothing ([NewLimiter]).
+//   - [Keyed]: a Limiter per key, bounded, made on first use ([Limit]).
+//   - [Class], [ClassConfig]: a hierarchy of classes sharing one quota
+//     (HTB); [KeyedClasses] makes one per key; [ClassLimiter] spends on
+//     classes of several hierarchies; [ClassPermit] settles what they took.
+//   - [Marker], [Color], [MarkError]: RFC 2698's two-rate three-color
+//     marker.
+//   - [Reservation]: a place in a bucket's queue, taken without blocking.
+//
+// What every limiter is:
+//   - [Gate]: the interface the Transport, LimitHandler and the gRPC
+//     interceptors take; [Permit]: the costs it took, to settle.
+//   - [Pauser], [Leveler], [Meter], [Taker]: what a Gate can do beyond it.
+//   - [LimitStatus]: the state of one limit, as a Meter reports it.
+//   - [WaitError]: a deadline that comes before the turn.
+//
+// HTTP:
+//   - [Transport], [TransportOption], [TransportStats]: the client side.
+//   - [LimiterFunc] picks the Gate of a request, [CostFunc] its costs.
+//   - [LimitOption]: the options of [LimitHandler], the server side.
+//   - [LLM], [Usage], [Tokenizer], [OversizedError]: LLM calls' tokens.
+//   - [AutoLimiter], [AutoOption], [AutoQuotaStats], [AutoLimitStats],
+//     [AutoStore]: limits learned from the server, for one process or a
+//     fleet.
+//
+// Observing:
+//   - [Observer], [Event], [EventKind]: every decision of a bucket.
+//   - [SlogObserver], [SlogOption]: long waits logged with log/slog.
+//
 // # Other packages and modules
 //
 // Package github.com/throttlekit/throttle/throttletest, in this module,
@@ -145,6 +179,8 @@
 //     Limiter between processes through Redis (go-redis v9);
 //   - github.com/throttlekit/throttle/otelthrottle records decisions as
 //     OpenTelemetry metrics;
+//   - github.com/throttlekit/throttle/grpcthrottle puts gRPC clients and
+//     servers under the same Gates (grpc-go);
 //   - github.com/throttlekit/throttle/cmd/throttle is a command that replays
 //     and simulates request traces against limits, and runs a demo.
 package throttle
