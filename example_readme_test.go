@@ -10,7 +10,7 @@ import (
 )
 
 // The program of README.md: its func main is this example's body, and its
-// output is this example's.
+// output is this example's (TestMarkdownReadmeProgram checks both).
 func Example_readme() {
 	// A fake clock makes this run instant and its output exact. In your
 	// program, leave out clk, WithClock and the goroutine that moves clk
