@@ -12,7 +12,7 @@ import (
 
 // A server limits each client by its API key, which the limiter keeps only
 // as a hash, and caps the clients it tracks so that made-up keys cannot
-// grow its memory: the README's middleware example.
+// grow its memory: docs/server.md's middleware example.
 func ExampleHashedHeaderKey() {
 	perClient := throttle.NewKeyed(func(uint64) []throttle.Limit {
 		return []throttle.Limit{{Name: "requests", Capacity: 20, Rate: throttle.Per(600, time.Minute)}}

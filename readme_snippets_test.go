@@ -36,6 +36,9 @@ import (
 //   - A snippet names no imports: those of the packages it uses are added
 //     from snippetImports. An import a snippet does declare but not use is
 //     made blank, so that a block showing the import line checks its path.
+//   - A snippet that opens with a package clause is a whole program (the
+//     program of README.md): it is compiled as it is, in a package of its
+//     own, with its own imports and without the prelude below.
 //   - Names of the reader's own program (ctx, jobs, call, callTheAPI, api,
 //     baseURL, apiKeyID, estimate, usage, logger, otelObs, rdb, b, lim, est,
 //     job, errTooBusy, schedule) are declared by
@@ -160,20 +163,23 @@ func TestMarkdownSnippetsCompile(t *testing.T) {
 }
 
 // TestMarkdownSnippetsCheckFails makes sure the check above can fail, at
-// the right line: a snippet naming an undefined package value, and one with
-// a short variable declaration outside a function, as README.md once had.
+// the right line: a snippet naming an undefined package value, one with a
+// short variable declaration outside a function, as README.md once had, and
+// a whole program using a name of the prelude, which a program does not get.
 func TestMarkdownSnippetsCheckFails(t *testing.T) {
 	_, uses := workspace(t)
 	bad := []snippet{
 		{file: "BAD.md", line: 10, code: "lim, _ := throttle.NewLimiter()\nh := throttle.LimitCost(llm.Cost)\n"},
 		{file: "BAD.md", line: 20, code: "rpm, _ := throttle.New(1, throttle.Every(time.Second))\n\nfunc f() {}\n"},
 		{file: "GOOD.md", line: 30, code: "b, err := throttle.New(1, throttle.Every(time.Second))\nif err != nil {\n\treturn err\n}\n"},
+		{file: "BAD.md", line: 40, code: "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(ctx)\n}\n"},
+		{file: "GOOD.md", line: 50, code: "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"ok\")\n}\n"},
 	}
 	out, err := vetSnippets(t, uses, bad)
 	if err == nil {
 		t.Fatal("go vet passed snippets that do not compile")
 	}
-	for _, want := range []string{"BAD.md:11", "undefined: llm", "BAD.md:22"} {
+	for _, want := range []string{"BAD.md:11", "undefined: llm", "BAD.md:22", "BAD.md:45"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("go vet output lacks %q:\n%s", want, out)
 		}
@@ -227,6 +233,10 @@ func vetSnippets(t *testing.T, uses []string, snips []snippet) (string, error) {
 	write(t, filepath.Join(mod, "go.mod"), "module snippets\n\ngo 1.26.0\n")
 	for i, s := range snips {
 		pkg := fmt.Sprintf("s%02d", i)
+		if isProgram(s.code) {
+			write(t, filepath.Join(mod, pkg, "main.go"), fmt.Sprintf("//line %s:%d\n", s.file, s.line)+s.code)
+			continue
+		}
 		write(t, filepath.Join(mod, pkg, "prelude.go"), "package "+pkg+"\n"+snippetPrelude)
 		write(t, filepath.Join(mod, pkg, "snippet.go"), wrapSnippet(pkg, s))
 	}
@@ -245,6 +255,13 @@ func write(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// isProgram reports whether a snippet opens with a package clause: a whole
+// program, compiled as it is.
+func isProgram(code string) bool {
+	_, err := parser.ParseFile(token.NewFileSet(), "", code, parser.PackageClauseOnly)
+	return err == nil
 }
 
 // wrapSnippet returns the Go file of package pkg for s, per the convention

@@ -3,6 +3,9 @@ package throttle_test
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -103,6 +106,94 @@ func headingAnchors(t *testing.T, path string) []string {
 		anchors = append(anchors, b.String())
 	}
 	return anchors
+}
+
+// TestMarkdownReadmeProgram checks that the program README.md shows is
+// Example_readme of example_readme_test.go, which go test runs and whose
+// output it checks: the same imports, a func main whose body is the
+// example's up to its "// Output:" comment, and the output README.md shows
+// in the fenced block after the program the example's.
+func TestMarkdownReadmeProgram(t *testing.T) {
+	text, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(text)
+	const open = "```go\npackage main\n"
+	at := strings.Index(readme, open)
+	if at < 0 {
+		t.Fatal("README.md shows no program: no ```go block opening with package main")
+	}
+	rest := readme[at+len("```go\n"):]
+	end := strings.Index(rest, "\n```\n")
+	if end < 0 {
+		t.Fatal("README.md: the program's block is not closed")
+	}
+	program := rest[:end+1]
+	// The output: the next fenced block after the program's.
+	rest = rest[end+len("\n```\n"):]
+	var shown []string
+	fenced := false
+	for _, line := range strings.Split(rest, "\n") {
+		if strings.HasPrefix(line, "```") {
+			if fenced {
+				break
+			}
+			fenced = true
+			continue
+		}
+		if fenced {
+			shown = append(shown, line)
+		}
+	}
+
+	mainImports, mainBody := funcBody(t, "README.md's program", program, "main")
+	src, err := os.ReadFile("example_readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exImports, exBody := funcBody(t, "example_readme_test.go", string(src), "Example_readme")
+	body, out, ok := strings.Cut(exBody, "\t// Output:\n")
+	if !ok {
+		t.Fatal("Example_readme has no // Output: comment")
+	}
+	var want []string
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		want = append(want, strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(line), "//"), " "))
+	}
+
+	if !slices.Equal(mainImports, exImports) {
+		t.Errorf("README.md's program imports %q, Example_readme's file %q", mainImports, exImports)
+	}
+	if mainBody != body {
+		t.Errorf("README.md's func main is not Example_readme's body:\n--- README.md\n%s--- example_readme_test.go\n%s", mainBody, body)
+	}
+	if !slices.Equal(shown, want) {
+		t.Errorf("README.md shows the output\n%s\nExample_readme's is\n%s", strings.Join(shown, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// funcBody returns the import paths of the Go file src and the text of the
+// body of its function name, between the braces.
+func funcBody(t *testing.T, what, src, name string) (imports []string, body string) {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, what, src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range f.Imports {
+		imports = append(imports, im.Path.Value)
+	}
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == name && fn.Recv == nil {
+			from := fset.Position(fn.Body.Lbrace).Offset + 1
+			to := fset.Position(fn.Body.Rbrace).Offset
+			return imports, strings.TrimPrefix(src[from:to], "\n")
+		}
+	}
+	t.Fatalf("%s has no func %s", what, name)
+	return nil, ""
 }
 
 // TestModulesCarryTheLicense checks that every module of the workspace has

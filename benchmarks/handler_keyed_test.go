@@ -15,7 +15,7 @@ import (
 )
 
 // handlerLimits is the per-client limit of the LimitHandler benchmarks: 20
-// at once, 600 a minute (the README's middleware example).
+// at once, 600 a minute (docs/server.md's middleware example).
 var handlerLimits = []throttle.Limit{{Name: "requests", Capacity: 20, Rate: throttle.Per(600, time.Minute)}}
 
 // nopWriter is a ResponseWriter that keeps only its header, cleared by the

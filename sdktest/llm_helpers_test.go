@@ -8,7 +8,7 @@ import (
 	"github.com/throttlekit/throttle"
 )
 
-// llmLimiter returns the README's limiter for an LLM API: "requests" and
+// llmLimiter returns docs/llm.md's limiter for an LLM API: "requests" and
 // "tokens" buckets of the given capacities, each refilled over per.
 func llmLimiter(t testing.TB, requests, tokens int64, per time.Duration) *throttle.Limiter {
 	t.Helper()
@@ -27,7 +27,7 @@ func llmLimiter(t testing.TB, requests, tokens int64, per time.Duration) *thrott
 	return l
 }
 
-// llmClient is the README's setup: the Transport with WithLLM over a base
+// llmClient is docs/llm.md's setup: the Transport with WithLLM over a base
 // of the test's own.
 func llmClient(t testing.TB, l *throttle.Limiter, opts ...throttle.TransportOption) (*http.Client, *throttle.Transport) {
 	tr := throttle.NewTransport(newBase(t), throttle.Shared(l), append([]throttle.TransportOption{throttle.WithLLM(throttle.LLM{})}, opts...)...)

@@ -16,7 +16,7 @@ import (
 )
 
 // TestOversizedDelaysOthers: one prompt above the token quota among 50
-// ordinary calls, all through openai-go and the README's setup, is answered
+// ordinary calls, all through openai-go and docs/llm.md's setup, is answered
 // 429 "Request too large" once (the transport tells the SDK not to retry
 // it), pauses and drains nothing, and delays the 50 by at most 5% (the
 // request quota binds: 50 calls at 20 a second after a burst of 3). Real

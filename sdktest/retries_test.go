@@ -70,7 +70,7 @@ func sdkCalls(vendorURL string) map[string]sdkCall {
 var sdkAttempts = map[string]int64{"openai-go": 3, "anthropic-sdk-go": 3, "go-openai": 1}
 
 // TestRefusedCallSDKs: against a vendor that refuses every call, each SDK
-// through the README's setup makes no more attempts than alone (plus the
+// through docs/llm.md's setup makes no more attempts than alone (plus the
 // transport's own retries for go-openai, which has none). A 429
 // insufficient_quota (a spent account, no Retry-After) comes back within
 // 1.2x the time alone (the median of 4 concurrent calls, plus 100 ms for a
@@ -115,7 +115,7 @@ func TestRefusedCallSDKs(t *testing.T) {
 					return vendor.Stats().Requests - before, took[n/2]
 				}
 				aloneN, alone := run(&http.Client{Transport: newBase(t)})
-				// The README's limits: 500 requests and 200,000 tokens a minute.
+				// docs/buckets.md's limits: 500 requests and 200,000 tokens a minute.
 				hc, tr := llmClient(t, llmLimiter(t, 500, 200000, time.Minute))
 				withN, with := run(hc)
 				t.Logf("alone: %d attempts, median %v; through the transport: %d attempts, median %v (%.2fx); transport %+v",

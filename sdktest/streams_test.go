@@ -15,7 +15,7 @@ import (
 )
 
 // TestOpenAIStreamsSettle runs 30 concurrent streamed chat completions
-// through openai-go and the README's setup against a vendor whose token
+// through openai-go and docs/llm.md's setup against a vendor whose token
 // quota binds, and compares the time taken with the least the quota needs
 // (quotaFloor). Each stream reserves its prompt plus max_tokens (4096 when
 // unset, capped at the bucket's capacity) and uses far less; settled from

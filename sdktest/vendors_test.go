@@ -29,7 +29,7 @@ import (
 )
 
 // The goal harness of issue 25: the four vendors' own SDKs, each on the
-// README's setup, against loopback fakes that refuse as each vendor
+// setup of docs/vendors.md, against loopback fakes that refuse as each vendor
 // documents, every call with a 15 s deadline. Real time: the cases run one
 // after another, about 30 s in all. Each row is checked: no failed call
 // where the quota allows it, at most 2 attempts a call, the time within
@@ -252,7 +252,7 @@ func openAICall(c openai.Client) func(ctx context.Context, id string) error {
 	}
 }
 
-// openAILimiter is the README's limiter for OpenAI at 600 requests and
+// openAILimiter is docs/vendors.md's limiter for OpenAI at 600 requests and
 // 150,000 tokens a minute.
 func openAILimiter(t *testing.T) *throttle.Limiter { return llmLimiter(t, 600, 150000, time.Minute) }
 
@@ -616,7 +616,7 @@ func githubCall(c *github.Client) func(ctx context.Context, id string) error {
 	}
 }
 
-// githubLimiter is the README's limiter for GitHub's 5,000 an hour.
+// githubLimiter is docs/vendors.md's limiter for GitHub's 5,000 an hour.
 func githubLimiter(t *testing.T) *throttle.Limiter {
 	return newLimiter(t, nil, 5000, throttle.Per(5000, time.Hour))
 }
