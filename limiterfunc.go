@@ -86,12 +86,9 @@ type CostFunc func(r *http.Request, g Gate) ([]int64, error)
 
 // defaultCost is one request on every limit.
 func defaultCost(_ *http.Request, g Gate) ([]int64, error) {
-	_, l := gateOf(g)
 	n := 0
-	if l != nil {
-		n = len(l.bs)
-	} else if g != nil {
-		n = len(g.Limits())
+	if g, l := gateOf(g); g != nil {
+		n = limitCount(g, l)
 	}
 	if n <= len(oneEach) {
 		// Shared and never written: Acquire and TryAcquire only read
