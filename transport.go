@@ -506,9 +506,9 @@ func (x *exchange) takeLater(err error) (int64, error) {
 	return x.takeHoping()
 }
 
-// takeGate takes the costs on a Gate that is not a Limiter: Acquire, keeping the
-// Permit for the settlement WithLLM makes, or a Taker's Wait when nothing
-// will settle. The Gate decides about the deadline: the Transport knows
+// takeGate takes the costs on a Gate that is not a Limiter: Acquire,
+// keeping the Permit for the settlement WithLLM makes, or a Taker's Wait
+// when nothing will settle. The Gate decides about the deadline: the Transport knows
 // nothing of what its permits in flight will give back.
 func (x *exchange) takeGate() (int64, error) {
 	start := x.clock.Now()

@@ -22,8 +22,9 @@ import (
 // no Permit is wanted): a call the Gate covers now goes to the handler,
 // under WithHandlerPermit with the Permit in its context for the handler
 // to settle (PermitFromContext; WithSettle settles a unary call from its
-// reply instead, and implies WithHandlerPermit for it); any other is refused with codes.ResourceExhausted carrying a
-// google.rpc.RetryInfo whose retry_delay is exactly the wait for its costs
+// reply instead, and implies WithHandlerPermit for it); any other is
+// refused with codes.ResourceExhausted carrying a google.rpc.RetryInfo
+// whose retry_delay is exactly the wait for its costs
 // (WaitTime), and a google.rpc.QuotaFailure naming (in quota_id) each limit
 // that is short, with the PushbackKey trailer set to that wait in
 // milliseconds, rounded up, so that grpc-go's retry policy on the client
