@@ -1,24 +1,12 @@
 package throttle
 
 import (
-	"net/http"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 )
-
-// queued returns the number of waiters in b's queue.
-func (b *Bucket) queued() int {
-	g := b.lock()
-	defer g.mu.Unlock()
-	n := 0
-	for w := g.head; w != nil; w = w.next {
-		n++
-	}
-	return n
-}
 
 // waitQueued yields until b's queue holds n waiters. Queueing happens in
 // other goroutines with no observable event on the fake clock except for
@@ -36,10 +24,7 @@ func waitQueued(t testing.TB, b *Bucket, n int) {
 
 func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }
 
-// limiterOf is Limiter as the Limiter it is, for the tests that look
-// inside the learned buckets.
-func (a *AutoLimiter) limiterOf(r *http.Request) (*Limiter, error) {
-	g, err := a.Limiter(r)
-	_, l := gateOf(g)
-	return l, err
-}
+// QueuedFor returns the number of waiters queued on l's buckets, for the
+// tests of package throttle_test that drive a fake clock and need to know
+// when every goroutine has either finished or queued.
+func QueuedFor(l *Limiter) int { return l.bs[0].queued() }

@@ -3,6 +3,7 @@ package throttle_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ var (
 	_ throttle.Leveler = (*throttle.Limiter)(nil)
 	_ throttle.Taker   = (*throttle.Limiter)(nil)
 )
+
+// gateEpoch is when the Gates' fake clocks start.
+var gateEpoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // gateKinds makes, for each in-process kind of Gate, one of two limits:
 // "requests", 5 at 5 a second, and "tokens", 100 at 100 a second.
@@ -61,7 +65,7 @@ func TestGateContract(t *testing.T) {
 	for _, kind := range gateKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Run("Limits", func(t *testing.T) {
-				g := kind.make(t, clockwork.NewFakeClockAt(epoch))
+				g := kind.make(t, clockwork.NewFakeClockAt(gateEpoch))
 				want := []throttle.Limit{
 					{Name: "requests", Capacity: 5, Rate: throttle.Per(5, time.Second)},
 					{Name: "tokens", Capacity: 100, Rate: throttle.Per(100, time.Second)},
@@ -70,19 +74,19 @@ func TestGateContract(t *testing.T) {
 					t.Errorf("Limits() = %v, want %v", got, want)
 				}
 			})
-			t.Run("TryAcquirePermit", func(t *testing.T) { gateTry(t, kind.make(t, clockwork.NewFakeClockAt(epoch))) })
-			t.Run("Settle", func(t *testing.T) { gateSettle(t, kind.make(t, clockwork.NewFakeClockAt(epoch))) })
+			t.Run("TryAcquirePermit", func(t *testing.T) { gateTry(t, kind.make(t, clockwork.NewFakeClockAt(gateEpoch))) })
+			t.Run("Settle", func(t *testing.T) { gateSettle(t, kind.make(t, clockwork.NewFakeClockAt(gateEpoch))) })
 			t.Run("FailFast", func(t *testing.T) {
-				clk := clockwork.NewFakeClockAt(epoch)
+				clk := clockwork.NewFakeClockAt(gateEpoch)
 				gateFailFast(t, clk, kind.make(t, clk))
 			})
 			t.Run("Acquire", func(t *testing.T) {
-				clk := clockwork.NewFakeClockAt(epoch)
+				clk := clockwork.NewFakeClockAt(gateEpoch)
 				gateAcquire(t, clk, kind.make(t, clk))
 			})
-			t.Run("CostCount", func(t *testing.T) { gateCostCount(t, kind.make(t, clockwork.NewFakeClockAt(epoch))) })
+			t.Run("CostCount", func(t *testing.T) { gateCostCount(t, kind.make(t, clockwork.NewFakeClockAt(gateEpoch))) })
 			t.Run("Status", func(t *testing.T) {
-				clk := clockwork.NewFakeClockAt(epoch)
+				clk := clockwork.NewFakeClockAt(gateEpoch)
 				gateStatus(t, clk, kind.make(t, clk))
 			})
 		})
@@ -169,7 +173,11 @@ func gateAcquire(t *testing.T, clk *clockwork.FakeClock, g throttle.Gate) {
 		}
 		got <- p
 	}()
-	blockUntil(t, clk, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("waiting for the queued Acquire's timer: %v", err)
+	}
 	clk.Advance(500*time.Millisecond - time.Nanosecond)
 	select {
 	case <-got:
@@ -221,7 +229,7 @@ var _ throttle.Gate = (*throttle.Marker)(nil)
 // TestMarkerGate: a Marker is a Gate that refuses where a bucket would
 // wait. Committed 2 at 2 a second, peak 4 at 4 a second.
 func TestMarkerGate(t *testing.T) {
-	clk := clockwork.NewFakeClockAt(epoch)
+	clk := clockwork.NewFakeClockAt(gateEpoch)
 	m := must(throttle.NewMarker(throttle.Per(2, time.Second), 2, throttle.Per(4, time.Second), 4, throttle.WithClock(clk), throttle.WithName("m")))
 	if got, want := m.Limits(), []throttle.Limit{{Name: "m", Capacity: 2, Rate: throttle.Per(2, time.Second)}}; !slices.Equal(got, want) {
 		t.Errorf("Limits() = %v, want %v", got, want)
@@ -294,7 +302,11 @@ func TestLimiterTaker(t *testing.T) {
 	clk.BlockUntilContext(ctx, 1)
 	second := make(chan error, 1)
 	go func() { second <- l.Wait(ctx, 1, 10) }()
-	waitFor(t, "two calls queued", func() bool { return throttle.QueuedFor(l) == 2 })
+	for deadline := time.Now().Add(20 * time.Second); throttle.QueuedFor(l) != 2; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for two calls queued")
+		}
+	}
 	dl, cancel := clockwork.WithTimeout(ctx, clk, 300*time.Millisecond)
 	defer cancel()
 	var wait *throttle.WaitError

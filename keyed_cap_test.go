@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -246,7 +243,7 @@ func BenchmarkKeyedMaxKeysOverflow(b *testing.B) {
 }
 
 // TestKeyedMaxKeysConcurrent drives a capped Keyed from many goroutines,
-// through every entry point and LimitHandler, on the real clock with keys
+// through every entry point and LimitHandler's (admit), on the real clock with keys
 // that refill in a millisecond, so that keys are made, overflow and are
 // dropped all the time: for the race detector, and for the cap, which Len
 // must never exceed and the key count must match once quiet.
@@ -255,11 +252,6 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 	k := NewKeyed(func(int) []Limit {
 		return []Limit{{Name: "req", Capacity: 2, Rate: Per(2, time.Millisecond)}}
 	}, WithMaxKeys(maxKeys))
-	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := RequestPermit(w); p != nil && r.Header.Get("X-Settle") != "" {
-			p.Settle(2)
-		}
-	}), PerKey(k, func(r *http.Request) int { n, _ := strconv.Atoi(r.Header.Get("X-Api-Key")); return n }))
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Add(1)
@@ -284,12 +276,15 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 						k.Sweep()
 					}
 				case 4, 5:
-					r := httptest.NewRequest(http.MethodGet, "/", nil)
-					r.Header.Set("X-Api-Key", strconv.Itoa(key))
-					if rng.IntN(3) == 0 {
-						r.Header.Set("X-Settle", "1")
+					// LimitHandler's path under PerKey: admit under the
+					// shard lock, then, for a handler that asks for its
+					// Permit (RequestPermit), the key's Limiter.
+					lim, d, err := k.admit(key, nil, nil, false, nil)
+					if err == nil && lim == nil && d.OK && rng.IntN(3) == 0 {
+						if l := k.Limiter(key); l != nil {
+							newPermit(l.bs, d.Costs).Settle(2)
+						}
 					}
-					h.ServeHTTP(httptest.NewRecorder(), r)
 				default:
 					k.TryAcquire(key, 1)
 				}

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/throttlekit/throttle/internal/headers"
+	"github.com/throttlekit/throttle/internal/fields"
 )
 
 // maxIETFValues bounds the RateLimit values an ietfCache keeps: a limit
@@ -33,16 +33,16 @@ type ietfCache struct {
 func newIETFCache(p *profile) *ietfCache {
 	c := &ietfCache{policy: make([]string, len(p.limits)), secs: -1}
 	for i, l := range p.limits {
-		q, window := policyWindow(l.Rate)
-		c.policy[i] = headers.IETFPolicy(headers.QuoteSF(ietfName(l.Name)), "", q, window)
+		q, window := fields.PolicyWindow(l.Rate.tokens, l.Rate.period)
+		c.policy[i] = fields.IETFPolicy(fields.Quote(fields.PolicyName(l.Name)), "", q, window)
 	}
 	c.policy = c.policy[:len(c.policy):len(c.policy)]
-	c.name = headers.QuoteSF(ietfName(p.limits[0].Name))
+	c.name = fields.Quote(fields.PolicyName(p.limits[0].Name))
 	sh := &p.shapes[0]
 	if len(p.limits) != 1 || sh.num == 0 || sh.inf {
 		return c
 	}
-	secs := ceilSeconds(time.Duration(sh.refillTime()))
+	secs := fields.CeilDiv(time.Duration(sh.refillTime()), time.Second)
 	if n := (sh.capacity + 1) * (secs + 1); sh.capacity >= 0 && secs < maxIETFValues && n > 0 && n <= maxIETFValues {
 		c.cap, c.secs = sh.capacity, secs
 		c.state = make([]atomic.Pointer[[]string], n)
@@ -51,26 +51,10 @@ func newIETFCache(p *profile) *ietfCache {
 	return c
 }
 
-// ietfName is the name WriteIETF gives a limit.
-func ietfName(name string) string {
-	if name == "" {
-		return "default"
-	}
-	return name
-}
-
-// ceilSeconds is d in whole seconds, rounded up; 0 for d <= 0.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d-1)/time.Second) + 1
-}
-
 // stateOf returns the RateLimit value of the first limit with remaining
 // tokens and reset, or nil if it is not one the cache keeps.
 func (c *ietfCache) stateOf(remaining int64, reset time.Duration) []string {
-	t := ceilSeconds(reset)
+	t := fields.CeilDiv(reset, time.Second)
 	if reset < 0 || remaining < 0 || remaining > c.cap || t > c.secs {
 		return nil
 	}
@@ -78,7 +62,7 @@ func (c *ietfCache) stateOf(remaining int64, reset time.Duration) []string {
 	if v := slot.Load(); v != nil {
 		return *v
 	}
-	v := []string{headers.IETFState(c.name, remaining, reset)}
+	v := []string{fields.IETFState(c.name, remaining, reset)}
 	slot.Store(&v) // a race stores an equal value
 	return v
 }
@@ -86,7 +70,7 @@ func (c *ietfCache) stateOf(remaining int64, reset time.Duration) []string {
 // retryOf returns the Retry-After value of wait, or nil if it is not one
 // the cache keeps.
 func (c *ietfCache) retryOf(wait time.Duration) []string {
-	t := ceilSeconds(wait)
+	t := fields.CeilDiv(wait, time.Second)
 	if wait < 0 || t > c.secs {
 		return nil
 	}
@@ -94,7 +78,7 @@ func (c *ietfCache) retryOf(wait time.Duration) []string {
 	if v := slot.Load(); v != nil {
 		return *v
 	}
-	v := []string{headers.RetryAfter(wait)}
+	v := []string{fields.RetryAfter(wait)}
 	slot.Store(&v)
 	return v
 }

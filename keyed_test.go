@@ -28,20 +28,7 @@ func newKeyedFake(t testing.TB, config func(int) []Limit) (*Keyed[int], *clockwo
 }
 
 // heldKeys counts the keys that have a real Limiter.
-func heldKeys[K comparable](k *Keyed[K]) int {
-	n := 0
-	for i := range k.shards {
-		s := &k.shards[i]
-		s.mu.Lock()
-		for j := range s.ents.n {
-			if s.ents.at(j).held() != nil {
-				n++
-			}
-		}
-		s.mu.Unlock()
-	}
-	return n
-}
+func heldKeys[K comparable](k *Keyed[K]) int { return k.heldCount() }
 
 // perShard returns one key for each shard of k, drawn from key(0), key(1)...
 func perShard[K comparable](k *Keyed[K], key func(int) K) []K {

@@ -158,3 +158,19 @@ func subSat(a, b int64) int64 {
 	}
 	return a - b
 }
+
+// levelTo sets the level of b to n, at most its capacity: the one call
+// that goes when a pause ends, whatever the level was, debt included (the
+// server's refusal supersedes what the client had counted).
+func (b *Bucket) levelTo(n int64) {
+	g := b.lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	g.serve(now)
+	b.advance(&b.lvl, now)
+	n = min(max(n, 0), b.capacity)
+	if b.lvl.tokens != n || b.lvl.frac != 0 {
+		b.lvl.tokens, b.lvl.frac = n, 0
+		g.changed(now)
+	}
+}

@@ -19,9 +19,9 @@ import (
 // say) without deadlock, and every acquisition that touches it is served
 // in one FIFO order. A bucket keeps working on its own as well.
 type Limiter struct {
-	bs   []*Bucket
-	obs  bool       // some bucket has an observer; fixed, as observers are
-	auto *autoQuota // the quota Auto learns for, told of every response
+	bs  []*Bucket
+	obs bool // some bucket has an observer; fixed, as observers are
+	ext any  // the HTTP layer's (Auto's quota, told of every response); never read here
 }
 
 // NewLimiter returns a Limiter over buckets, whose costs are given in this

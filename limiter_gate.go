@@ -34,9 +34,10 @@ func (l *Limiter) Lower(i int, remaining int64) {
 	}
 }
 
-// Status appends the state of every bucket, in cost order, to dst.
+// Status appends the state of every bucket, in cost order, to dst: with
+// room in dst, it allocates nothing.
 func (l *Limiter) Status(dst []LimitStatus) []LimitStatus {
-	return append(dst, limitStatus(l, nil)...)
+	return limitStatus(l, dst)
 }
 
 // Wait is Acquire without the Permit, for a call that will not be settled

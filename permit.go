@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"sync/atomic"
+
+	"github.com/throttlekit/throttle/internal/corelink"
 )
 
 // permit is the Permit of buckets: Limiter.Acquire's, Bucket.AcquirePermit's
@@ -14,8 +16,9 @@ type permit struct {
 	settled atomic.Bool
 	small   [2]int64 // costs, for the usual requests-and-tokens pair, without another allocation
 	// booked, if set, is told the costs and the actual use once the permit
-	// is settled, or kept as it is (see keep): a Transport's flightBook.
-	booked *flightBook
+	// is settled, or kept as it is (see Keep): a Transport's count of tokens
+	// in flight.
+	booked corelink.Book[*Bucket]
 }
 
 // newPermit records a copy of costs taken from bs.
@@ -63,45 +66,26 @@ func (p *permit) Settle(actual ...int64) error {
 	}
 	settle(p.bs, p.costs, actual)
 	if p.booked != nil {
-		p.booked.settled(p.bs, p.costs, actual)
+		p.booked.Settled(p.bs, p.costs, actual)
 	}
 	return nil
 }
 
-// settler is a permit the Transport settles from a response (WithLLM): a
-// Limiter's own, or a Gate's Permit with the names of its limits
-// (gatePermit).
-type settler interface {
-	Settle(actual ...int64) error
-	// keep ends the permit at its costs, without a settlement.
-	keep()
-	// takenCosts returns the costs taken, not to be written.
-	takenCosts() []int64
-	// limitName returns the name of limit i, in cost order.
-	limitName(i int) string
-}
+// TakenCosts, LimitName and Keep are for the Transport, which settles a
+// permit from a response (WithLLM); the type is not exported, so neither are
+// they to users.
 
-func (p *permit) takenCosts() []int64    { return p.costs }
-func (p *permit) limitName(i int) string { return p.bs[i].name }
+// TakenCosts returns the costs taken, not to be written.
+func (p *permit) TakenCosts() []int64 { return p.costs }
 
-// gatePermit is the settler of a Permit taken from a Gate that is not a
-// Limiter.
-type gatePermit struct {
-	p      Permit
-	costs  []int64
-	limits []Limit
-}
+// LimitName returns the name of limit i, in cost order.
+func (p *permit) LimitName(i int) string { return p.bs[i].name }
 
-func (g *gatePermit) Settle(actual ...int64) error { return g.p.Settle(actual...) }
-func (g *gatePermit) keep()                        {}
-func (g *gatePermit) takenCosts() []int64          { return g.costs }
-func (g *gatePermit) limitName(i int) string       { return g.limits[i].Name }
-
-// keep ends a permit that will not be settled, its costs staying as taken,
+// Keep ends a permit that will not be settled, its costs staying as taken,
 // without the work and the event of a settlement.
-func (p *permit) keep() {
+func (p *permit) Keep() {
 	if p.settled.CompareAndSwap(false, true) && p.booked != nil {
-		p.booked.settled(p.bs, p.costs, p.costs)
+		p.booked.Settled(p.bs, p.costs, p.costs)
 	}
 }
 

@@ -2,8 +2,6 @@ package throttle_test
 
 import (
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -59,29 +57,5 @@ func TestZeroValues(t *testing.T) {
 		if _, err := k.TryAcquire("a", 1); !errors.Is(err, throttle.ErrInvalidLimit) {
 			t.Errorf("TryAcquire: %v, want ErrInvalidLimit", err)
 		}
-	})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer srv.Close()
-	t.Run("NewTransport(nil, nil)", func(t *testing.T) {
-		tr := throttle.NewTransport(newBase(t), nil)
-		for range 3 {
-			if code, err := get(&http.Client{Transport: tr}, srv.URL); code != 200 || err != nil {
-				t.Fatalf("status %d, error %v; want 200 unlimited", code, err)
-			}
-		}
-	})
-	t.Run("LimitHandler", func(t *testing.T) {
-		h := throttle.LimitHandler(http.NotFoundHandler(), nil)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
-		if w.Code != http.StatusNotFound {
-			t.Errorf("a nil pick: status %d, want next's 404", w.Code)
-		}
-		defer func() {
-			if r := recover(); r == nil || r.(string) != "throttle: LimitHandler: nil next handler" {
-				t.Errorf("LimitHandler(nil, …) recovered %v, want a panic that names the nil handler", r)
-			}
-		}()
-		throttle.LimitHandler(nil, nil)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
@@ -40,7 +41,7 @@ func newLimitHandlerServer() *limitHandlerServer {
 	}
 	s := &limitHandlerServer{start: time.Now()}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
-	s.h = throttle.LimitHandler(api, throttle.Shared(l), throttle.LimitRejected(func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	s.h = httpthrottle.LimitHandler(api, httpthrottle.Shared(l), httpthrottle.LimitRejected(func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 		s.refused.Add(1)
 		s.mu.Lock()
 		s.at = append(s.at, time.Since(s.start))
@@ -115,8 +116,8 @@ func fleetContender(t testing.TB, workers int) (contender, func()) {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 4 * workers})
 	// A run's own keys: a fresh fleet every run.
 	prefix := fmt.Sprintf("bench:fleet:%d:", time.Now().UnixNano())
-	return autoContenderWith(workers, "Auto()+AutoFleet", func() []throttle.AutoOption {
-		return []throttle.AutoOption{throttle.AutoFleet(redisbucket.NewAutoStore(c, prefix))}
+	return autoContenderWith(workers, "Auto()+AutoFleet", func() []httpthrottle.AutoOption {
+		return []httpthrottle.AutoOption{httpthrottle.AutoFleet(redisbucket.NewAutoStore(c, prefix))}
 	}), func() { c.Close() }
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // The harness of issue 14: a loopback vendor enforces one quota (50
@@ -164,16 +165,16 @@ func callOK(resp *http.Response, err error) error {
 }
 
 func autoContender(workers int) contender {
-	return autoContenderWith(workers, "throttle.Auto()", func() []throttle.AutoOption { return nil })
+	return autoContenderWith(workers, "httpthrottle.Auto()", func() []httpthrottle.AutoOption { return nil })
 }
 
 // autoContenderWith is Auto with the options opts returns, for each
 // client.
-func autoContenderWith(workers int, name string, opts func() []throttle.AutoOption) contender {
+func autoContenderWith(workers int, name string, opts func() []httpthrottle.AutoOption) contender {
 	return contender{name: name, make: func() (func(context.Context, string) error, func(), func() string) {
 		base := baseTransport(workers)
-		auto := throttle.NewAuto(opts()...)
-		c := &http.Client{Transport: throttle.NewTransport(base, auto.Limiter)}
+		auto := httpthrottle.NewAuto(opts()...)
+		c := &http.Client{Transport: httpthrottle.NewTransport(base, auto.Limiter)}
 		return func(ctx context.Context, url string) error {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 				req.Header.Set("Authorization", "Bearer sk-shared")
@@ -379,9 +380,9 @@ func TestAutoVendorConverge(t *testing.T) {
 		}
 		v := newVendor(d)
 		srv := httptest.NewServer(v)
-		auto := throttle.NewAuto()
+		auto := httpthrottle.NewAuto()
 		base := baseTransport(8)
-		c := &http.Client{Transport: throttle.NewTransport(base, auto.Limiter)}
+		c := &http.Client{Transport: httpthrottle.NewTransport(base, auto.Limiter)}
 		ctx, cancel := context.WithCancel(context.Background())
 		stopAt := time.AfterFunc(run, cancel)
 		var wg sync.WaitGroup

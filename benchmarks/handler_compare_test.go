@@ -12,6 +12,7 @@ import (
 	"github.com/sethvargo/go-limiter/httplimit"
 	"github.com/sethvargo/go-limiter/memorystore"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // compareLimits is the limit of the middleware comparison, the same for
@@ -40,11 +41,11 @@ var compareMiddlewares = []struct {
 }{
 	{"throttle", func(b *testing.B, opts ...throttle.Option) http.Handler {
 		k := throttle.NewKeyed(func(string) []throttle.Limit { return compareLimits }, opts...)
-		return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HeaderKey("X-Api-Key")))
+		return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 	}},
 	{"throttle-hashed", func(b *testing.B, opts ...throttle.Option) http.Handler {
 		k := throttle.NewKeyed(func(uint64) []throttle.Limit { return compareLimits }, opts...)
-		return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HashedHeaderKey("X-Api-Key")))
+		return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
 	}},
 	{"golimiter", func(b *testing.B, _ ...throttle.Option) http.Handler {
 		store, err := memorystore.New(&memorystore.Config{Tokens: 100, Interval: time.Minute})

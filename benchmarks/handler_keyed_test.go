@@ -12,6 +12,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // handlerLimits is the per-client limit of the LimitHandler benchmarks: 20
@@ -39,7 +40,7 @@ func keyedHandler(clk clockwork.Clock, opts ...throttle.Option) (*throttle.Keyed
 		opts = append(opts, throttle.WithClock(clk))
 	}
 	k := throttle.NewKeyed(func(string) []throttle.Limit { return handlerLimits }, opts...)
-	return k, throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HeaderKey("X-Api-Key")))
+	return k, httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 }
 
 // BenchmarkLimitHandlerPerKey measures one request through LimitHandler
@@ -138,12 +139,12 @@ const attackCap = 100_000
 func BenchmarkLimitHandlerAttack(b *testing.B) {
 	b.Run("key=header", func(b *testing.B) {
 		attackBench(b, func(k *throttle.Keyed[string]) http.Handler {
-			return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HeaderKey("X-Api-Key")))
+			return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 		})
 	})
 	b.Run("key=hashed", func(b *testing.B) {
 		attackBench(b, func(k *throttle.Keyed[uint64]) http.Handler {
-			return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HashedHeaderKey("X-Api-Key")))
+			return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
 		})
 	})
 }
@@ -223,7 +224,7 @@ func BenchmarkLimitHandlerHashed(b *testing.B) {
 	for _, distinct := range []bool{false, true} {
 		b.Run(fmt.Sprint("distinct=", distinct), func(b *testing.B) {
 			k := throttle.NewKeyed(func(uint64) []throttle.Limit { return handlerLimits }, keyedOptions(0)...)
-			h := throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HashedHeaderKey("X-Api-Key")))
+			h := httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
 			keys := keyNames(hotKeys)
 			r := httptest.NewRequest(http.MethodGet, "/api/", nil)
 			r.Header.Set("X-Api-Key", "")
@@ -278,12 +279,12 @@ func BenchmarkLimitHandlerHashed(b *testing.B) {
 func BenchmarkLimitHandlerDefaultBound(b *testing.B) {
 	b.Run("key=header", func(b *testing.B) {
 		boundBench(b, func(k *throttle.Keyed[string]) http.Handler {
-			return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HeaderKey("X-Api-Key")))
+			return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 		})
 	})
 	b.Run("key=hashed", func(b *testing.B) {
 		boundBench(b, func(k *throttle.Keyed[uint64]) http.Handler {
-			return throttle.LimitHandler(okHandler, throttle.PerKey(k, throttle.HashedHeaderKey("X-Api-Key")))
+			return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
 		})
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // BenchmarkLimitHandlerShared measures one request through LimitHandler
@@ -26,7 +27,7 @@ func BenchmarkLimitHandlerShared(b *testing.B) {
 				bk.TryAcquire(1)
 			}
 			l, _ := throttle.NewLimiter(bk)
-			h := throttle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), throttle.Shared(l))
+			h := httpthrottle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.Shared(l))
 			r := httptest.NewRequest(http.MethodGet, "/api/", nil)
 			w := &nopWriter{h: http.Header{}}
 			serialLoop(b, func() {
@@ -49,7 +50,7 @@ func BenchmarkLimitHandlerHeldKey(b *testing.B) {
 	if l == nil {
 		b.Fatal("no Limiter for the key")
 	}
-	h := throttle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), throttle.PerKey(k, throttle.HeaderKey("X-Api-Key")))
+	h := httpthrottle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 	r := httptest.NewRequest(http.MethodGet, "/api/", nil)
 	r.Header.Set("X-Api-Key", "a")
 	w := &nopWriter{h: http.Header{}}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkStreamFirstByte(b *testing.B) {
 			rpm, _ := throttle.New(1<<40, throttle.Per(1<<40, time.Second), throttle.WithName("requests"))
 			tpm, _ := throttle.New(1<<40, throttle.Per(1<<40, time.Second), throttle.WithName("tokens"))
 			lim, _ := throttle.NewLimiter(rpm, tpm)
-			tr := throttle.NewTransport(base, throttle.Shared(lim), throttle.WithLLM(throttle.LLM{}))
+			tr := httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{}))
 			first := func(rt http.RoundTripper) time.Duration {
 				req, _ := http.NewRequest(http.MethodPost, vendor.URL+tt.path, strings.NewReader(tt.body))
 				start := time.Now()
@@ -82,7 +83,7 @@ func TestChunkedJSONFirstChunk(t *testing.T) {
 	lim, _ := throttle.NewLimiter(rpm, tpm)
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	tr := throttle.NewTransport(base, throttle.Shared(lim), throttle.WithLLM(throttle.LLM{}))
+	tr := httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{}))
 	req, _ := http.NewRequest(http.MethodPost, vendor.URL+"/v1beta/models/g:streamGenerateContent",
 		strings.NewReader(`{"contents":[{"parts":[{"text":"Say ok."}]}],"generationConfig":{"maxOutputTokens":50}}`))
 	start := time.Now()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // BenchmarkManyPolicies is a GET over loopback whose response carries n
@@ -36,7 +37,7 @@ func BenchmarkManyPolicies(b *testing.B) {
 		}
 		l, _ := throttle.NewLimiter(bucket)
 		plain := &http.Client{Transport: &http.Transport{MaxResponseHeaderBytes: 64 << 20}}
-		through := &http.Client{Transport: throttle.NewTransport(&http.Transport{MaxResponseHeaderBytes: 64 << 20}, throttle.Shared(l))}
+		through := &http.Client{Transport: httpthrottle.NewTransport(&http.Transport{MaxResponseHeaderBytes: 64 << 20}, httpthrottle.Shared(l))}
 		for _, c := range []struct {
 			name   string
 			client *http.Client

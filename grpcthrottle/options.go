@@ -9,17 +9,18 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // DefaultMaxPause is the longest a client waits on what a server says,
-// unless WithMaxPause sets another limit: throttle.DefaultMaxPause, as
+// unless WithMaxPause sets another limit: httpthrottle.DefaultMaxPause, as
 // for the HTTP Transport.
-const DefaultMaxPause = throttle.DefaultMaxPause
+const DefaultMaxPause = httpthrottle.DefaultMaxPause
 
 // DefaultRetries is how many times a client re-sends a refused call,
-// unless WithRetries says otherwise: throttle.DefaultRetries, as for the
+// unless WithRetries says otherwise: httpthrottle.DefaultRetries, as for the
 // HTTP Transport.
-const DefaultRetries = throttle.DefaultRetries
+const DefaultRetries = httpthrottle.DefaultRetries
 
 // Option configures a Client or a Server. Each says which side reads it;
 // the other ignores it.

@@ -8,15 +8,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // AutoStore keeps what throttle.AutoLimiters learn about each quota in
 // Redis, so that the processes of a fleet learn it together
-// (throttle.AutoFleet):
+// (httpthrottle.AutoFleet):
 //
-//	auto := throttle.NewAuto(throttle.AutoFleet(redisbucket.NewAutoStore(client, "")))
+//	auto := httpthrottle.NewAuto(httpthrottle.AutoFleet(redisbucket.NewAutoStore(client, "")))
 //
 // Each quota is two keys that share a hash tag, so a cluster keeps them on
 // one node and spreads quotas over nodes: a hash of the state and its
@@ -30,7 +29,7 @@ type AutoStore struct {
 	prefix string
 }
 
-var _ throttle.AutoStore = (*AutoStore)(nil)
+var _ httpthrottle.AutoStore = (*AutoStore)(nil)
 
 // NewAutoStore returns an AutoStore on client whose keys start with
 // prefix (which may be empty).

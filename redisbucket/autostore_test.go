@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/redisbucket"
 	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 )
@@ -64,9 +65,9 @@ func TestAutoStoreFleet(t *testing.T) {
 	}))
 	defer srv.Close()
 	fc := clockwork.NewFakeClockAt(time.Now())
-	mk := func() (*throttle.AutoLimiter, *http.Client) {
-		a := throttle.NewAuto(throttle.AutoClock(fc), throttle.AutoFleet(redisbucket.NewAutoStore(c, be.Prefix)))
-		return a, &http.Client{Transport: throttle.NewTransport(nil, a.Limiter, throttle.WithRetries(0))}
+	mk := func() (*httpthrottle.AutoLimiter, *http.Client) {
+		a := httpthrottle.NewAuto(httpthrottle.AutoClock(fc), httpthrottle.AutoFleet(redisbucket.NewAutoStore(c, be.Prefix)))
+		return a, &http.Client{Transport: httpthrottle.NewTransport(nil, a.Limiter, httpthrottle.WithRetries(0))}
 	}
 	a, ca := mk()
 	b, _ := mk()

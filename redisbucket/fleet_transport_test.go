@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/redisbucket"
 	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 )
@@ -251,8 +252,8 @@ func TestFleetTransportChild(t *testing.T) {
 	// (9-15% of calls), and with 3 retries one call in 320 was refused 4
 	// times in a row in one run of eight. What is checked is that no call
 	// fails while the quota allows it; the refusals are logged.
-	client := &http.Client{Transport: throttle.NewTransport(base, throttle.Shared(lim),
-		throttle.WithLLM(throttle.LLM{}), throttle.WithRetries(10))}
+	client := &http.Client{Transport: httpthrottle.NewTransport(base, httpthrottle.Shared(lim),
+		httpthrottle.WithLLM(httpthrottle.LLM{}), httpthrottle.WithRetries(10))}
 	fmt.Println(fleetReady) // readyBuffer waits for it
 	var ns int64
 	if _, err := fmt.Fscanln(os.Stdin, &ns); err != nil {

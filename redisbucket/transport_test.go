@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
@@ -99,8 +100,8 @@ func TestTransportFleet(t *testing.T) {
 	})
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	trOne := throttle.NewTransport(base, throttle.Shared(one), throttle.WithLLM(throttle.LLM{}))
-	trOther := throttle.NewTransport(base, throttle.Shared(other), throttle.WithLLM(throttle.LLM{}))
+	trOne := httpthrottle.NewTransport(base, httpthrottle.Shared(one), httpthrottle.WithLLM(httpthrottle.LLM{}))
+	trOther := httpthrottle.NewTransport(base, httpthrottle.Shared(other), httpthrottle.WithLLM(httpthrottle.LLM{}))
 
 	results := make(chan error, 2)
 	send := func(tr http.RoundTripper, proc string) {

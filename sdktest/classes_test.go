@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -39,7 +40,7 @@ func TestClassesOpenAISDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := throttle.NewTransport(nil, throttle.Shared(gate), throttle.WithLLM(throttle.LLM{TokenLimits: []string{name}}))
+		tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(gate), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{name}}))
 		client := openai.NewClient(
 			option.WithBaseURL(vendor.URL+"/v1/"),
 			option.WithAPIKey("sk-"+name),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // llmLimiter returns docs/llm.md's limiter for an LLM API: "requests" and
@@ -29,8 +30,8 @@ func llmLimiter(t testing.TB, requests, tokens int64, per time.Duration) *thrott
 
 // llmClient is docs/llm.md's setup: the Transport with WithLLM over a base
 // of the test's own.
-func llmClient(t testing.TB, l *throttle.Limiter, opts ...throttle.TransportOption) (*http.Client, *throttle.Transport) {
-	tr := throttle.NewTransport(newBase(t), throttle.Shared(l), append([]throttle.TransportOption{throttle.WithLLM(throttle.LLM{})}, opts...)...)
+func llmClient(t testing.TB, l *throttle.Limiter, opts ...throttle.TransportOption) (*http.Client, *httpthrottle.Transport) {
+	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), append([]httpthrottle.TransportOption{httpthrottle.WithLLM(httpthrottle.LLM{})}, opts...)...)
 	return &http.Client{Transport: tr}, tr
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -71,7 +72,7 @@ func TestTransportOpenAISDK(t *testing.T) {
 	}
 
 	l := newLimiter(t, nil, 10, throttle.Per(10, time.Second))
-	tr := throttle.NewTransport(newBase(t), throttle.Shared(l))
+	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
 	before = vendor.Stats()
 	failed, took = run("sk-throttled", tr)
 	st = vendor.Stats()

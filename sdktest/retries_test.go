@@ -16,6 +16,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -123,7 +124,7 @@ func TestRefusedCallSDKs(t *testing.T) {
 				// The transport's own retries only where the SDK has none.
 				most := aloneN
 				if sdkAttempts[name] == 1 {
-					most = aloneN * (1 + throttle.DefaultRetries)
+					most = aloneN * (1 + httpthrottle.DefaultRetries)
 				}
 				if aloneN != n*sdkAttempts[name] || withN > most {
 					t.Errorf("%d attempts alone, %d through the transport; want %d and at most %d", aloneN, withN, n*sdkAttempts[name], most)

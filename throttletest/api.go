@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // llm is how the vendor counts the tokens of a call: as a client using
-// throttle.LLM with its defaults estimates them (or with Config.Tokenizer),
+// httpthrottle.LLM with its defaults estimates them (or with Config.Tokenizer),
 // so that a client that settles against the reported usage stays in step
 // with the vendor.
-func (s *Server) llm() throttle.LLM {
-	return throttle.LLM{Tokenizer: s.cfg.Tokenizer}
+func (s *Server) llm() httpthrottle.LLM {
+	return httpthrottle.LLM{Tokenizer: s.cfg.Tokenizer}
 }
 
 // The API shapes the vendor answers.
@@ -156,7 +157,7 @@ func (s *Server) replyTokens() int64 {
 // quota, when there is one, is the last of the key's limits.
 func (s *Server) settle(w http.ResponseWriter, used int64) {
 	s.tokens.Add(used)
-	p := throttle.RequestPermit(w)
+	p := httpthrottle.RequestPermit(w)
 	if p == nil || s.cfg.Tokens == (throttle.Rate{}) {
 		return
 	}

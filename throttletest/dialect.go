@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -16,7 +17,7 @@ func (s *Server) writeHeaders(h http.Header, st []throttle.LimitStatus) {
 	headers.SetDate(h, now)
 	switch s.cfg.Dialect {
 	case IETF:
-		throttle.WriteIETF(h, st)
+		httpthrottle.WriteIETF(h, st)
 	case XRateLimit, XRateLimitEpoch:
 		q := st[0]
 		for _, x := range st {

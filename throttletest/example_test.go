@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -40,7 +41,7 @@ func Example() {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if u, ok := throttle.ParseUsage(body); ok && resp.StatusCode == http.StatusOK {
+		if u, ok := httpthrottle.ParseUsage(body); ok && resp.StatusCode == http.StatusOK {
 			fmt.Printf("%s: 200, %d+%d tokens\n", key, u.Input, u.Output)
 		} else {
 			fmt.Printf("%s: %d, Retry-After %s\n", key, resp.StatusCode, resp.Header.Get("Retry-After"))
@@ -54,8 +55,8 @@ func Example() {
 
 	requests, _ := throttle.New(2, throttle.Per(2, time.Second), throttle.WithClock(clk), throttle.WithName("requests"))
 	lim, _ := throttle.NewLimiter(requests)
-	throttled := &http.Client{Transport: throttle.NewTransport(
-		&http.Transport{DisableKeepAlives: true}, throttle.Shared(lim))}
+	throttled := &http.Client{Transport: httpthrottle.NewTransport(
+		&http.Transport{DisableKeepAlives: true}, httpthrottle.Shared(lim))}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

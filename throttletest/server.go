@@ -2,7 +2,7 @@
 // tests, examples and demos that need no network.
 //
 // The vendor enforces a request quota and a token quota per API key with
-// throttle.LimitHandler; answers OpenAI Chat Completions and Responses,
+// httpthrottle.LimitHandler; answers OpenAI Chat Completions and Responses,
 // Anthropic Messages and Gemini generateContent calls with each API's JSON
 // body and usage, or, for a streamed call, with its server-sent events
 // (Gemini's streamGenerateContent also as a JSON array sent in pieces);
@@ -23,6 +23,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // Config describes a fake vendor. The zero Config is a vendor without
@@ -64,9 +65,9 @@ type Config struct {
 	Outage503RetryAfter time.Duration
 
 	// Tokenizer, if set, is how the vendor counts the tokens of a prompt
-	// (as throttle.LLM with this Tokenizer estimates them); nil counts 4
+	// (as httpthrottle.LLM with this Tokenizer estimates them); nil counts 4
 	// characters a token.
-	Tokenizer throttle.Tokenizer
+	Tokenizer httpthrottle.Tokenizer
 	// StreamChunkTokens is the tokens of text in each chunk of a streamed
 	// reply (a call with "stream": true, or Gemini's
 	// :streamGenerateContent); zero means 4. Each token of streamed text is
@@ -91,7 +92,7 @@ type Dialect uint8
 // The dialects a vendor can speak.
 const (
 	// IETF writes RateLimit-Policy and RateLimit, one policy per quota
-	// ("requests", "tokens"), as throttle.WriteIETF does.
+	// ("requests", "tokens"), as httpthrottle.WriteIETF does.
 	IETF Dialect = iota
 	// XRateLimit writes X-RateLimit-Limit, -Remaining and -Reset for the
 	// request quota, the reset in seconds from now.
@@ -200,12 +201,12 @@ func newServer(cfg Config) *Server {
 			opts = append(opts, throttle.WithClock(cfg.Clock))
 		}
 		s.keys = throttle.NewKeyed(func(string) []throttle.Limit { return limits }, opts...)
-		pick = throttle.PerKey(s.keys, APIKey)
+		pick = httpthrottle.PerKey(s.keys, APIKey)
 	}
-	api := throttle.LimitHandler(http.HandlerFunc(s.serveAPI), pick,
-		throttle.LimitCost(s.cost),
-		throttle.LimitHeaders(s.writeHeaders),
-		throttle.LimitRejected(s.reject))
+	api := httpthrottle.LimitHandler(http.HandlerFunc(s.serveAPI), pick,
+		httpthrottle.LimitCost(s.cost),
+		httpthrottle.LimitHeaders(s.writeHeaders),
+		httpthrottle.LimitRejected(s.reject))
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		n := s.inflight.Add(1)

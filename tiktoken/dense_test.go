@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -30,8 +31,8 @@ func TestDenseTextStreams(t *testing.T) {
 	body := `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"max_tokens":50,"messages":[{"role":"user","content":"` + prompt + `"}]}`
 	for _, tt := range []struct {
 		name string
-		c    throttle.LLM
-	}{{"chars/4", throttle.LLM{CharsPerToken: 4}}, {"default", throttle.LLM{}}, {"exact", throttle.LLM{Tokenizer: enc}}} {
+		c    httpthrottle.LLM
+	}{{"chars/4", httpthrottle.LLM{CharsPerToken: 4}}, {"default", httpthrottle.LLM{}}, {"exact", httpthrottle.LLM{Tokenizer: enc}}} {
 		t.Run(tt.name, func(t *testing.T) {
 			const rate = 2000 // tokens a second, and the burst
 			vendor := throttletest.NewServer(throttletest.Config{
@@ -44,7 +45,7 @@ func TestDenseTextStreams(t *testing.T) {
 			lim, _ := throttle.NewLimiter(rpm, tpm)
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
-			tr := throttle.NewTransport(base, throttle.Shared(lim), throttle.WithLLM(tt.c))
+			tr := httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(tt.c))
 			var failed atomic.Int64
 			var wg sync.WaitGroup
 			start := time.Now()

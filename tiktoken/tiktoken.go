@@ -1,5 +1,5 @@
 // Package tiktoken counts tokens exactly as OpenAI's models do, for
-// throttle.LLM's Tokenizer, with the encodings of
+// httpthrottle.LLM's Tokenizer, with the encodings of
 // github.com/pkoukk/tiktoken-go embedded by
 // github.com/pkoukk/tiktoken-go-loader: nothing is downloaded at run time.
 // It is a module of its own, so that programs that estimate tokens from
@@ -7,7 +7,7 @@
 //
 //	enc, err := tiktoken.ForModel("gpt-4o")
 //	...
-//	tr := throttle.NewTransport(nil, throttle.Shared(lim), throttle.WithLLM(throttle.LLM{Tokenizer: enc}))
+//	tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{Tokenizer: enc}))
 package tiktoken
 
 import (
@@ -25,7 +25,7 @@ const (
 )
 
 // Encoding counts the tokens of text in one of OpenAI's encodings. It
-// implements throttle.Tokenizer and is safe for concurrent use. Loading an
+// implements httpthrottle.Tokenizer and is safe for concurrent use. Loading an
 // encoding takes a moment and some 30 MB: make one and share it.
 type Encoding struct {
 	name string

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -100,7 +101,7 @@ func runDemo(e *env, args []string) error {
 	}
 	base := demoTransport()
 	defer base.CloseIdleConnections()
-	tr := throttle.NewTransport(base, throttle.Shared(lim))
+	tr := httpthrottle.NewTransport(base, httpthrottle.Shared(lim))
 	var rec *demoRecorder
 	if chart != nil {
 		rec = &demoRecorder{s: newSeries(1, chartBins, []time.Duration{client.rate.Period()}), b: b, capacity: float64(client.capacity)}

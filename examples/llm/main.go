@@ -1,6 +1,6 @@
 // Command llm gates calls to an OpenAI-style API on both of its quotas,
 // requests per second and tokens per second, with the official OpenAI Go
-// SDK over throttle.Transport, against a fake vendor on loopback
+// SDK over httpthrottle.Transport, against a fake vendor on loopback
 // (throttletest).
 //
 // Each call reserves its estimate before it is sent (the prompt's estimated
@@ -25,6 +25,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -39,16 +40,16 @@ func main() {
 	defer vendor.Close()
 	fmt.Printf("fake vendor at %s: per API key 20 requests/s (bursts of 10) and 2000 tokens/s, OpenAI-style headers\n\n", vendor.URL)
 
-	llm := throttle.LLM{}
+	llm := httpthrottle.LLM{}
 	for _, run := range []struct {
 		name string
-		opt  throttle.TransportOption
+		opt  httpthrottle.TransportOption
 	}{
-		{"reserve only", throttle.WithCost(llm.Cost)},
-		{"reserve and settle", throttle.WithLLM(llm)},
+		{"reserve only", httpthrottle.WithCost(llm.Cost)},
+		{"reserve and settle", httpthrottle.WithLLM(llm)},
 	} {
 		limiter := newLimiter()
-		tr := throttle.NewTransport(nil, throttle.Shared(limiter), run.opt)
+		tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter), run.opt)
 		before := vendor.Stats()
 		failed, took := callAll(vendor.URL, "sk-"+run.name, tr)
 		after := vendor.Stats()
@@ -61,7 +62,7 @@ func main() {
 }
 
 // newLimiter returns a gate matching the vendor's quotas: limits named
-// "requests" and "tokens", which throttle.LLM counts in requests and in
+// "requests" and "tokens", which httpthrottle.LLM counts in requests and in
 // tokens, and which the vendor's x-ratelimit-remaining-* headers lower.
 func newLimiter() *throttle.Limiter {
 	requests, err := throttle.New(10, throttle.Per(20, time.Second), throttle.WithName("requests"))

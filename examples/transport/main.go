@@ -1,5 +1,5 @@
 // Command transport keeps an http.Client under a vendor's quota with
-// throttle.Transport, against a fake vendor on loopback
+// httpthrottle.Transport, against a fake vendor on loopback
 // (throttletest) allowing 20 requests a second with bursts of 10.
 //
 // It sends 60 concurrent requests three times: with a plain client, which
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -45,7 +46,7 @@ func main() {
 		if err != nil {
 			panic(err)
 		}
-		tr := throttle.NewTransport(nil, throttle.Shared(limiter))
+		tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter))
 		ok, refused, took := send(tr, vendor.URL, fmt.Sprintf("sk-%d", c.rate))
 		st := tr.Stats()
 		fmt.Printf("%-24s %2d OK, %2d 429s returned to the caller, in %v (limiter at %d/s)\n", c.name, ok, refused, took.Round(time.Millisecond), c.rate)

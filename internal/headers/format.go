@@ -3,28 +3,22 @@ package headers
 import (
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
-)
 
-// maxSFInteger is the largest Integer a Structured Field may carry
-// (RFC 8941 §3.3.1); larger values are clamped so the field stays valid.
-const maxSFInteger = 999_999_999_999_999
+	"github.com/throttlekit/throttle/internal/fields"
+)
 
 // SetRetryAfter sets Retry-After to d in whole seconds, rounded up so that a
 // client never retries early: any d > 0 writes at least 1, and d <= 0 writes
 // 0.
 func SetRetryAfter(h http.Header, d time.Duration) {
-	h.Set("Retry-After", RetryAfter(d))
+	h.Set("Retry-After", fields.RetryAfter(d))
 }
-
-// RetryAfter is the Retry-After value [SetRetryAfter] writes.
-func RetryAfter(d time.Duration) string { return strconv.FormatInt(ceilDiv(d, time.Second), 10) }
 
 // SetRetryAfterMs sets Retry-After-Ms to d in whole milliseconds, rounded up
 // (any d > 0 writes at least 1; d <= 0 writes 0).
 func SetRetryAfterMs(h http.Header, d time.Duration) {
-	h.Set("Retry-After-Ms", strconv.FormatInt(ceilDiv(d, time.Millisecond), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(fields.CeilDiv(d, time.Millisecond), 10))
 }
 
 // SetDate sets the Date header to now in IMF-fixdate, which Parse measures
@@ -63,46 +57,10 @@ func AddIETF(h http.Header, policy string, quota int64, window time.Duration, re
 // draft's default, writes none. Bytes of unit outside printable ASCII are
 // written as '?'.
 func AddIETFUnit(h http.Header, policy, unit string, quota int64, window time.Duration, remaining int64, reset time.Duration) {
-	name := quoteSF(policy)
-	h.Add("Ratelimit-Policy", IETFPolicy(name, unit, quota, window))
-	h.Add("Ratelimit", IETFState(name, remaining, reset))
+	name := fields.Quote(policy)
+	h.Add("Ratelimit-Policy", fields.IETFPolicy(name, unit, quota, window))
+	h.Add("Ratelimit", fields.IETFState(name, remaining, reset))
 }
-
-// IETFPolicy is the RateLimit-Policy value [AddIETFUnit] writes, for a
-// policy name already serialized as a String (see QuoteSF).
-func IETFPolicy(name, unit string, quota int64, window time.Duration) string {
-	var b strings.Builder
-	b.Grow(len(name) + len(unit) + 32)
-	b.WriteString(name)
-	b.WriteString(";q=")
-	b.WriteString(strconv.FormatInt(clampSF(quota), 10))
-	if unit != "" && unit != "requests" {
-		b.WriteString(";qu=")
-		b.WriteString(quoteSF(unit))
-	}
-	if window > 0 {
-		b.WriteString(";w=")
-		b.WriteString(strconv.FormatInt(clampSF(ceilDiv(window, time.Second)), 10))
-	}
-	return b.String()
-}
-
-// IETFState is the RateLimit value [AddIETFUnit] writes, for a policy name
-// already serialized as a String (see QuoteSF).
-func IETFState(name string, remaining int64, reset time.Duration) string {
-	var b strings.Builder
-	b.Grow(len(name) + 24)
-	b.WriteString(name)
-	b.WriteString(";r=")
-	b.WriteString(strconv.FormatInt(clampSF(remaining), 10))
-	b.WriteString(";t=")
-	b.WriteString(strconv.FormatInt(clampSF(ceilDiv(reset, time.Second)), 10))
-	return b.String()
-}
-
-// QuoteSF serializes s as a Structured Field String, as the IETF fields
-// write a policy's name.
-func QuoteSF(s string) string { return quoteSF(s) }
 
 // SetXRateLimit sets X-RateLimit-Limit, X-RateLimit-Remaining and
 // X-RateLimit-Reset. The reset is written in whole seconds rounded up: as a
@@ -119,7 +77,7 @@ func SetXRateLimit(h http.Header, limit, remaining int64, reset time.Duration, e
 		h.Set("X-Ratelimit-Reset", strconv.FormatInt(ceilUnix(now.Add(max(reset, 0))), 10))
 		return
 	}
-	h.Set("X-Ratelimit-Reset", strconv.FormatInt(min(ceilDiv(reset, time.Second), epochThreshold-1), 10))
+	h.Set("X-Ratelimit-Reset", strconv.FormatInt(min(fields.CeilDiv(reset, time.Second), epochThreshold-1), 10))
 }
 
 // SetOpenAI sets x-ratelimit-limit-<kind>, x-ratelimit-remaining-<kind> and
@@ -145,18 +103,6 @@ func SetAnthropic(h http.Header, kind string, limit, remaining int64, reset time
 	h.Set(prefix+"-Reset", at.Format(time.RFC3339))
 }
 
-// ceilDiv returns d/unit rounded up, 0 for d <= 0.
-func ceilDiv(d, unit time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	n := d / unit
-	if d%unit != 0 {
-		n++
-	}
-	return int64(n)
-}
-
 // ceilUnix returns t in Unix seconds, rounded up.
 func ceilUnix(t time.Time) int64 {
 	s := t.Unix()
@@ -164,26 +110,4 @@ func ceilUnix(t time.Time) int64 {
 		s++
 	}
 	return s
-}
-
-func clampSF(n int64) int64 { return min(max(n, 0), maxSFInteger) }
-
-// quoteSF serializes s as a Structured Field String.
-func quoteSF(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < 0x20 || c > 0x7e:
-			b.WriteByte('?')
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/fields"
 )
 
 func TestSetRetryAfter(t *testing.T) {
@@ -112,7 +114,9 @@ func TestSetOpenAIAndAnthropicWriteVendorSyntax(t *testing.T) {
 func TestRoundTrip(t *testing.T) {
 	resets := []time.Duration{0, time.Nanosecond, 999 * time.Millisecond, time.Second, 1500 * time.Millisecond, 6 * time.Minute, 23*time.Hour + 47*time.Minute + 36648*time.Millisecond}
 	counts := [][2]int64{{0, 0}, {1, 0}, {60, 59}, {150000, 149984}, {999999999999999, 1}}
-	ceilSec := func(d time.Duration) time.Duration { return time.Duration(ceilDiv(d, time.Second)) * time.Second }
+	ceilSec := func(d time.Duration) time.Duration {
+		return time.Duration(fields.CeilDiv(d, time.Second)) * time.Second
+	}
 	const noCap = 0
 	for _, reset := range resets {
 		for _, c := range counts {
@@ -131,7 +135,7 @@ func TestRoundTrip(t *testing.T) {
 			h = http.Header{}
 			SetRetryAfterMs(h, reset)
 			SetRetryAfter(h, time.Hour) // Retry-After-Ms takes precedence
-			check("SetRetryAfterMs", h, Signals{RetryAfter: time.Duration(ceilDiv(reset, time.Millisecond)) * time.Millisecond, HasRetryAfter: true})
+			check("SetRetryAfterMs", h, Signals{RetryAfter: time.Duration(fields.CeilDiv(reset, time.Millisecond)) * time.Millisecond, HasRetryAfter: true})
 
 			h = http.Header{}
 			SetIETF(h, "default", limit, time.Minute, remaining, reset)

@@ -1,0 +1,719 @@
+package httpthrottle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"hash/maphash"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/throttlekit/throttle"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Auto returns a LimiterFunc that needs no configuration: it learns each
+// quota from what the server says, and finds it by congestion control when
+// the server says nothing but 429. It is NewAuto(opts...).Limiter; keep the
+// AutoLimiter to read its Stats.
+//
+//	client := &http.Client{Transport: throttle.NewTransport(http.DefaultTransport, throttle.Auto())}
+func Auto(opts ...AutoOption) LimiterFunc {
+	return NewAuto(opts...).Limiter
+}
+
+// AutoLimiter keeps one learned Limiter per quota: by default per host and
+// credential (see AutoKey). It learns only through a Transport, which tells
+// the Limiter of every response; a Limiter used elsewhere stays as it is.
+//
+// # What it learns from headers
+//
+// Each limit a response reports with its size is learned, and re-tuned on
+// every response that reports it:
+//   - IETF RateLimit-Policy: q requests per w seconds, exactly; one limit
+//     per policy that counts requests (policies counting another unit are
+//     not learned).
+//   - OpenAI x-ratelimit-limit-{requests,tokens} and Anthropic
+//     anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-limit:
+//     per minute, by the vendors' convention.
+//   - GitHub x-ratelimit-limit with x-ratelimit-resource: per hour (per
+//     minute for the "search" and "code_search" resources), each resource a
+//     quota of its own; requests are assigned to a resource by the first
+//     segment of their path, as its responses report it.
+//
+// A limit is its name and its window, whatever family reports it: an IETF
+// policy "requests" over 60 seconds and OpenAI's per-minute requests are
+// one limit. When several families report one limit on a response, the
+// first in the order IETF, GitHub's X-RateLimit, OpenAI, Anthropic
+// teaches it, and the others are ignored for it. Each limit is a bucket of
+// the quota's Limiter, named "requests" (the first limit on requests,
+// which takes over the congestion-controlled bucket) or "requests#2",
+// "requests#3", … for the others, and "tokens", "input-tokens",
+// "output-tokens" for token limits: bucket names, which observers report
+// (Event.Limit), come from a bounded set whatever the server names its
+// policies; Stats gives the server's name.
+//
+// What is learned is bounded: at most 64 limits a quota (a 65th makes the
+// quota forget the limit reported least recently), policy names cut to 64
+// bytes, 16 GitHub resources per host and credential (the one used least
+// recently forgotten first) and AutoMaxQuotas quotas (default 4096, the
+// one used least recently forgotten first).
+//
+// The server's rate is the limit over its window. Its burst is the most
+// its bucket was seen to hold (a remaining count plus the cost of the
+// response), at most the limit: a server's burst is often far shorter than
+// its window (a GCRA server, LimitHandler at 600 a minute with a burst of
+// 5); before anything is seen, the limit for IETF and GitHub and one
+// second of the rate for the per-minute vendors. Other families (legacy
+// RateLimit-*, unnamed X-RateLimit-*) carry no window and are not learned;
+// their remaining counts still lower the levels, as on any Transport. A
+// limit reported without a remaining count is found by congestion control
+// (below), never above its rate.
+//
+// # Sharing a quota with others
+//
+// A remaining count is the quota's, not the client's: other clients spend
+// it too. The client's rate R for a learned limit is its share of a target.
+// Every interval of at least max(50ms, min(1s, 10/rate)) between two
+// responses reporting remaining counts r0 and r1, it measures the quota's
+// consumption C = rate*dt + r0 - r1 (at least its own), and its own
+// spending s, and computes s*T/C + 1% of the rate per second of dt, where
+// the target T = rate + (r1 - r*)/1s spends the surplus over the reserve
+// r* = min(burst/2, 1s of rate) within a second (and is at least 5% of the
+// rate). When the remaining count is the burst (r1 plus the response's
+// cost), the server's refill was thrown away and C cannot be told: C is
+// the client's own spending. Bounded to [R/2, 2R], that is the new R; a
+// decrease is averaged with the old R. Clients that do this converge together on a total of the
+// server's rate while the remaining count hovers at the reserve, whatever
+// their number; the small equal increase evens their shares out. Before it
+// has measured, a client takes 5% of the rate (50% for a token limit)
+// times the fraction of the limit that remains (at least a fifth), or if
+// higher the rate it already had, up to a fifth of the server's, times the
+// fraction of the burst that remains: calls queued on the congestion-
+// controlled bucket must not all fail their deadlines at once. With
+// AutoFleet it takes instead the rate over the fleet's members, times the
+// fraction of the burst, if that is more than the 5% share. It may spend at once its share, R/rate, of what
+// remains above the reserve: ten calls made together with 590 of 600 left
+// go together. On every response its level is lowered to its share of the
+// remaining count, and its capacity is a quarter second of R or, if more,
+// its share of the remaining count above the reserve (for tokens, at least
+// its share of the burst, since a token cost is capped at the capacity,
+// and never less than before, so that a call queued at a capacity is not
+// refused as oversized; at least the largest cost seen; at most the
+// burst). A refusal halves R, once per interval, never below the floor.
+// A refusal about the request or the account (the Transport's 413 for a
+// 429 that no wait cures, such as OpenAI's insufficient_quota, or a 402)
+// teaches nothing.
+//
+// # With nothing but 429
+//
+// A quota that reports no limit is found by congestion control on the
+// bucket "requests". It starts at the initial rate (AutoInitialRate,
+// default 2 per second) with a capacity of a tenth of a second of its rate
+// (at least 1). Epochs last max(250ms, 1/R); an epoch counts only if the
+// calls really went at half of R or more, so that an idle client does not
+// grow, and growth is by the time the epoch lasted (at most two epochs).
+//
+// In slow start R doubles every 2.26 s (grows by e^(0.307 t)). That pace
+// is chosen so that the first cut lands at or under the quota: a server's
+// burst hides the overload until it is spent, and with a burst of one
+// second of the quota, a sum of rates growing at g per second is e^x
+// times the quota when the burst runs out, where e^x-1-x = g; x = ln 2
+// (twice the quota, which a halving brings back) gives g = 1-ln 2 = 0.307.
+// Clients in slow start all grow at g, so their sum does too, whatever
+// their number. A client alone takes about 10 s to go from 2 to 50 per
+// second; more than a second of burst makes the overshoot larger, and
+// the second refusal corrects it.
+//
+// A refusal (a 429, or what the Transport counts as one) ends slow start
+// and cuts R: the first to half; a later one to what the server let
+// through since the previous refusal, pause included, bounded to [0.5,
+// 0.8] of R: a server that refills during the pause what the client sends
+// after it, and refuses once that is spent, let through exactly the
+// client's share. A refusal less than a second after the pause ended is
+// too soon to measure that share (and most likely due to clients that
+// have not cut yet): it cuts to 0.8 of R. A refusal before an epoch at the
+// cut rate has passed since the pause ended is the same congestion, and
+// cuts nothing. The cut is multiplied by a random factor in [0.9, 1], so
+// that clients refused together do not come back together, and sets the
+// rate W to climb back to: the cut rate before that factor. Below W, R
+// gains half its distance to W per counted epoch (at most 10% of R, at
+// least 1% of W); at W it probes, growing at a rate per second that rises
+// linearly from nothing to slow start's 0.307 over four doubling times
+// (9 s) since the cut: slowly while the share just measured is likely
+// right, as fast as slow start once it has held long enough that room has
+// probably been made (other clients done). A client alone pays for it
+// with a 429 every 5-8 s at its quota. The Transport's shared pause
+// on a refusal applies as always, lengthened by a random part of up to a
+// quarter of it, never past the Transport's MaxPause.
+//
+// # Bounds
+//
+// Every rate stays between the floor (AutoMinRate, default one per ten
+// seconds) and the maximum (AutoMaxRate, default none). Explicit limits
+// (AutoWithin) stay in force: a request must pass them and the learned
+// limits, which can only tighten them. The learned buckets are kept in a
+// Keyed (see NewKeyed), which drops them once they are idle and full; a
+// quota unused for AutoIdle (default 10 minutes, at least its longest
+// window) is forgotten, so memory follows the quotas in use. The
+// credential is hashed with a seed made for each AutoLimiter: the
+// AutoLimiter keeps only the hash, never the secret.
+type AutoLimiter struct {
+	cfg   autoConfig
+	keyed *throttle.Keyed[laneKey]
+	seed  maphash.Seed
+	epoch time.Time
+
+	mu     sync.Mutex
+	quotas map[quotaKey]*autoQuota
+	order  []*autoQuota // the quotas, for the sweep
+	next   int          // the sweep's position in order
+}
+
+// AutoOption configures an AutoLimiter.
+type AutoOption func(*autoConfig)
+
+type autoConfig struct {
+	key     func(*http.Request) string
+	initial float64 // tokens per second
+	max     float64 // 0: no maximum
+	floor   float64
+	within  LimiterFunc
+	clock   clockwork.Clock
+	obs     throttle.Observer
+	idle    time.Duration
+	rand    func() float64 // in [0, 1)
+	fleet   *autoFleet
+	// maxQuotas is the most quotas remembered.
+	maxQuotas int
+}
+
+// AutoKey sets what a quota is: requests with the same key(r) share one.
+// The default is the request's host and a hash of its credential
+// (Authorization, X-Api-Key, Api-Key or X-Goog-Api-Key), so that two API
+// keys of one vendor are two quotas. A custom key is used as given,
+// without the credential: hash secrets before returning them.
+func AutoKey(key func(*http.Request) string) AutoOption {
+	return func(c *autoConfig) { c.key = key }
+}
+
+// AutoInitialRate sets the rate a quota starts at before anything is
+// known about it. The default is 2 per second.
+func AutoInitialRate(r throttle.Rate) AutoOption {
+	return func(c *autoConfig) {
+		if v := perSecond(r); v > 0 {
+			c.initial = v
+		}
+	}
+}
+
+// AutoMaxRate caps every learned request rate at r (token limits are not
+// capped). The default is no cap.
+func AutoMaxRate(r throttle.Rate) AutoOption {
+	return func(c *autoConfig) {
+		if v := perSecond(r); v > 0 {
+			c.max = v
+		}
+	}
+}
+
+// AutoMinRate sets the floor no learned rate goes below, whatever the
+// server says. The default is one per ten seconds.
+func AutoMinRate(r throttle.Rate) AutoOption {
+	return func(c *autoConfig) {
+		if v := perSecond(r); v > 0 {
+			c.floor = v
+		}
+	}
+}
+
+// AutoWithin puts every request under f's Limiter as well as under the
+// learned one: the configured limits stay the ceiling, and learned limits
+// only tighten them. f's buckets must be on the same clock as Auto's
+// (AutoClock). The two are joined into one Limiter, costs in f's bucket
+// order first.
+func AutoWithin(f LimiterFunc) AutoOption {
+	return func(c *autoConfig) { c.within = f }
+}
+
+// AutoClock makes the learned buckets and the learning read time from c.
+func AutoClock(c clockwork.Clock) AutoOption {
+	return func(o *autoConfig) { o.clock = c }
+}
+
+// AutoObserver reports the learned buckets' decisions to o, and an
+// EventTuned each time a learned limit changes its rate or capacity.
+func AutoObserver(o throttle.Observer) AutoOption {
+	return func(c *autoConfig) { c.obs = o }
+}
+
+// AutoIdle sets how long a quota nobody uses is remembered; the default is
+// 10 minutes. A quota is always kept for at least its longest window.
+func AutoIdle(d time.Duration) AutoOption {
+	return func(c *autoConfig) {
+		if d > 0 {
+			c.idle = d
+		}
+	}
+}
+
+// DefaultAutoMaxQuotas is how many quotas an AutoLimiter remembers at
+// most, unless AutoMaxQuotas says otherwise.
+const DefaultAutoMaxQuotas = 4096
+
+// AutoMaxQuotas sets the most quotas remembered (hosts, credentials,
+// GitHub resources): a new quota beyond n makes the AutoLimiter forget the
+// one used least recently. The default is DefaultAutoMaxQuotas; n < 1
+// keeps it.
+func AutoMaxQuotas(n int) AutoOption {
+	return func(c *autoConfig) {
+		if n >= 1 {
+			c.maxQuotas = n
+		}
+	}
+}
+
+// NewAuto returns an AutoLimiter; see Auto.
+func NewAuto(opts ...AutoOption) *AutoLimiter {
+	cfg := autoConfig{initial: 2, floor: 0.1, idle: 10 * time.Minute, rand: rand.Float64, maxQuotas: DefaultAutoMaxQuotas}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	// The floor holds: the start is at least the floor, and a maximum
+	// below the floor is raised to it.
+	cfg.initial = max(cfg.initial, cfg.floor)
+	if cfg.max > 0 {
+		cfg.max = max(cfg.max, cfg.floor)
+		cfg.initial = min(cfg.initial, cfg.max)
+	}
+	a := &AutoLimiter{cfg: cfg, seed: maphash.MakeSeed(), quotas: make(map[quotaKey]*autoQuota)}
+	kopts := []throttle.Option{throttle.WithObserver(cfg.obs)}
+	if cfg.clock != nil {
+		kopts = append(kopts, throttle.WithClock(cfg.clock))
+	}
+	a.keyed = throttle.NewKeyed(a.startLimits, kopts...)
+	a.epoch = a.wall()
+	return a
+}
+
+// quotaKey names a quota: the key, the credential's hash, and for GitHub
+// the resource.
+type quotaKey struct {
+	name      string
+	cred      uint64
+	fleetCred string // with AutoFleet: the hex SHA-256 of the credential, the same in every process
+	resource  string
+}
+
+// fleetString is the quota's key in an AutoFleet store.
+func (k quotaKey) fleetString() string {
+	s := k.name
+	if k.fleetCred != "" {
+		s += "#" + k.fleetCred
+	}
+	if k.resource != "" {
+		s += "/" + k.resource
+	}
+	return s
+}
+
+func (k quotaKey) String() string {
+	s := k.name
+	if k.cred != 0 {
+		s += fmt.Sprintf("#%016x", k.cred)
+	}
+	if k.resource != "" {
+		s += "/" + k.resource
+	}
+	return s
+}
+
+// laneKey names one learned bucket in the Keyed.
+type laneKey struct {
+	quota quotaKey
+	name  string
+}
+
+// startLimits is the Keyed's config: what a bucket is before anything is
+// learned. The congestion-controlled "requests" bucket starts at the
+// initial rate; a bucket learned from headers is re-tuned as soon as it is
+// made, from a token of capacity.
+func (a *AutoLimiter) startLimits(k laneKey) []throttle.Limit {
+	if k.name == aimdLane {
+		return []throttle.Limit{{Name: k.name, Capacity: 1, Rate: rateOf(a.cfg.initial)}}
+	}
+	return []throttle.Limit{{Name: k.name, Capacity: 1, Rate: throttle.Per(1, time.Second)}}
+}
+
+// credentialHeaders are the request headers whose value identifies a
+// credential, hence a quota.
+var credentialHeaders = [...]string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
+
+// keyOf returns the quota key of r, without resource.
+func (a *AutoLimiter) keyOf(r *http.Request) quotaKey {
+	if a.cfg.key != nil {
+		return quotaKey{name: a.cfg.key(r)}
+	}
+	k := quotaKey{name: HostKey(r)}
+	var h maphash.Hash
+	var sh hash.Hash
+	found := false
+	for _, name := range credentialHeaders {
+		for _, v := range r.Header[name] {
+			if !found {
+				h.SetSeed(a.seed)
+				found = true
+				if a.cfg.fleet != nil {
+					sh = sha256.New()
+				}
+			}
+			h.WriteString(name)
+			h.WriteByte(0)
+			h.WriteString(v)
+			h.WriteByte(0)
+			if sh != nil {
+				io.WriteString(sh, name+"\x00"+v+"\x00")
+			}
+		}
+	}
+	if found {
+		k.cred = max(h.Sum64(), 1)
+		if sh != nil {
+			k.fleetCred = hex.EncodeToString(sh.Sum(nil)[:16])
+		}
+	}
+	return k
+}
+
+// Limiter returns the learned Limiter for r's quota, joined with the
+// AutoWithin Limiter if any. It is a LimiterFunc. The Gate AutoWithin
+// chooses must be a *Limiter, whose buckets the learned ones join: any
+// other fails the request.
+func (a *AutoLimiter) Limiter(r *http.Request) (throttle.Gate, error) {
+	var user *throttle.Limiter
+	if a.cfg.within != nil {
+		g, err := a.cfg.within(r)
+		if err != nil {
+			return nil, err
+		}
+		if g, user = gateOf(g); g != nil && user == nil {
+			return nil, fmt.Errorf("throttle: AutoWithin chose a %T; the learned buckets join only a *Limiter", g)
+		}
+	}
+	k := a.keyOf(r)
+	now := a.now()
+	a.mu.Lock()
+	q := a.quota(k, now)
+	if res := q.resourceOf(r); res != "" {
+		k.resource = res
+		q = a.quota(k, now)
+	}
+	a.sweep(now)
+	a.mu.Unlock()
+	if a.cfg.fleet != nil {
+		// A quota new to this process learns what the fleet knows before
+		// its first request, and a pause another member took holds before
+		// the request is sent.
+		q.mu.Lock()
+		q.share(now, false)
+		q.mu.Unlock()
+	}
+	l, err := q.limiter(user)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// quota returns the quota of k, made if need be. a.mu is held.
+func (a *AutoLimiter) quota(k quotaKey, now int64) *autoQuota {
+	q := a.quotas[k]
+	if q == nil {
+		if len(a.quotas) >= a.cfg.maxQuotas {
+			a.evictQuota()
+		}
+		q = &autoQuota{a: a, key: k}
+		q.lanes = []*lane{q.newLane(aimdLane)}
+		if a.cfg.fleet != nil {
+			q.lanes[0].fleet = &fleetCount{}
+		}
+		q.rebuild()
+		a.quotas[k] = q
+		a.order = append(a.order, q)
+	}
+	q.used.Store(now)
+	return q
+}
+
+// sweep looks at one quota, and forgets it if it has gone unused for long
+// enough. One look per call keeps up with the quotas made, one per call at
+// most. a.mu is held.
+func (a *AutoLimiter) sweep(now int64) {
+	if len(a.order) == 0 {
+		return
+	}
+	if a.next >= len(a.order) {
+		a.next = 0
+	}
+	q := a.order[a.next]
+	if now-q.used.Load() < int64(q.horizon()) {
+		a.next++
+		return
+	}
+	a.forget(a.next)
+}
+
+// evictQuota forgets the quota used least recently. a.mu is held.
+func (a *AutoLimiter) evictQuota() {
+	at := -1
+	var oldest int64
+	for i, q := range a.order {
+		if u := q.used.Load(); at < 0 || u < oldest {
+			at, oldest = i, u
+		}
+	}
+	if at >= 0 {
+		a.forget(at)
+	}
+}
+
+// forget drops the quota at index i of a.order. a.mu is held.
+func (a *AutoLimiter) forget(i int) {
+	delete(a.quotas, a.order[i].key)
+	last := len(a.order) - 1
+	a.order[i] = a.order[last]
+	a.order[last] = nil
+	a.order = a.order[:last]
+	if a.next > len(a.order) {
+		a.next = 0
+	}
+}
+
+// Len returns the number of quotas remembered.
+func (a *AutoLimiter) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.quotas)
+}
+
+// now is the time on the AutoLimiter's clock, in nanoseconds since it was
+// made.
+func (a *AutoLimiter) now() int64 { return int64(a.wall().Sub(a.epoch)) }
+
+func (a *AutoLimiter) wall() time.Time {
+	if a.cfg.clock != nil {
+		return a.cfg.clock.Now()
+	}
+	return time.Now()
+}
+
+// jitter returns a random number in [lo, hi).
+func (a *AutoLimiter) jitter(lo, hi float64) float64 {
+	return lo + (hi-lo)*a.cfg.rand()
+}
+
+// autoQuota is what is learned about one quota.
+type autoQuota struct {
+	a    *AutoLimiter
+	key  quotaKey
+	used atomic.Int64 // instant of the last use, on a's time line
+
+	mu        sync.Mutex
+	lanes     []*lane
+	lim       *throttle.Limiter  // over the lanes' buckets
+	comb      *throttle.Limiter  // lim joined with the user's buckets combUser
+	combUser  []*throttle.Bucket //
+	combOf    *throttle.Limiter  // the lim comb was made from
+	resources []resource         // GitHub: path segment to resource, on the base quota
+	throttled int64
+
+	// AutoFleet: whether and when q last synced, whether a sync of it
+	// stored (joined the fleet), and the members then.
+	synced  bool
+	syncAt  int64
+	joined  bool
+	members int
+}
+
+// resource maps the first segment of a request path to the GitHub resource
+// its responses named.
+type resource struct{ segment, name string }
+
+// maxResources bounds the path segments remembered per quota.
+const maxResources = 32
+
+// limiter returns the Limiter for a request whose explicit limits are user.
+func (q *autoQuota) limiter(user *throttle.Limiter) (*throttle.Limiter, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if user == nil {
+		return q.lim, nil
+	}
+	if q.comb != nil && q.combOf == q.lim && slices.Equal(q.combUser, core.Buckets(user)) {
+		return q.comb, nil
+	}
+	bs := append(slices.Clone(core.Buckets(user)), core.Buckets(q.lim)...)
+	l, err := throttle.NewLimiter(bs...)
+	if err != nil {
+		return nil, fmt.Errorf("throttle: Auto with explicit limits: %w", err)
+	}
+	core.SetExt(l, q)
+	q.comb, q.combUser, q.combOf = l, slices.Clone(core.Buckets(user)), q.lim
+	return l, nil
+}
+
+// rebuild makes the Limiter over the current lanes. q.mu is held (or q is
+// not yet shared).
+func (q *autoQuota) rebuild() {
+	bs := make([]*throttle.Bucket, len(q.lanes))
+	for i, ln := range q.lanes {
+		bs[i] = ln.b
+	}
+	l, err := throttle.NewLimiter(bs...)
+	if err != nil {
+		panic("throttle: joining learned buckets failed: " + err.Error())
+	}
+	core.SetExt(l, q)
+	q.lim = l
+}
+
+// horizon is how long q is kept unused.
+func (q *autoQuota) horizon() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	h := q.a.cfg.idle
+	for _, ln := range q.lanes {
+		h = max(h, ln.window)
+	}
+	return h
+}
+
+// resourceOf returns the GitHub resource learned for r's path, or "".
+func (q *autoQuota) resourceOf(r *http.Request) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.resources) == 0 {
+		return ""
+	}
+	seg := firstSegment(r)
+	for _, res := range q.resources {
+		if res.segment == seg {
+			return res.name
+		}
+	}
+	return ""
+}
+
+func firstSegment(r *http.Request) string {
+	if r.URL == nil {
+		return ""
+	}
+	p := strings.TrimPrefix(r.URL.Path, "/")
+	if i := strings.IndexByte(p, '/'); i >= 0 {
+		p = p[:i]
+	}
+	return p
+}
+
+// lane returns q's lane named name, or nil.
+func (q *autoQuota) lane(name string) *lane {
+	for _, ln := range q.lanes {
+		if ln.name == name {
+			return ln
+		}
+	}
+	return nil
+}
+
+// newLane makes a lane over the Keyed's bucket for name. A bucket the
+// Keyed still holds from an earlier time this quota was known keeps what
+// was learned then.
+func (q *autoQuota) newLane(name string) *lane {
+	l := q.a.keyed.Limiter(laneKey{quota: q.key, name: name})
+	b := core.Buckets(l)[0]
+	ln := &lane{name: name, lim: l, b: b, slow: true}
+	ln.rate, ln.capacity = perSecond(b.Rate()), b.Capacity()
+	return ln
+}
+
+// AutoQuotaStats describes one quota an AutoLimiter knows.
+type AutoQuotaStats struct {
+	// Key names the quota: its key (the host by default), then "#" and
+	// the hash of its credential if any, then "/" and its GitHub resource
+	// if any.
+	Key string
+	// Limits are the quota's learned buckets, in cost order.
+	Limits []AutoLimitStats
+	// Throttled counts the responses that said the quota was exceeded.
+	Throttled int64
+}
+
+// AutoLimitStats describes one learned limit.
+type AutoLimitStats struct {
+	// Name is the learned bucket's name (see AutoLimiter: from a bounded
+	// set), Policy the server's name for the limit ("" until learned; an
+	// IETF policy's name cut to 64 bytes, "requests" or a token kind for
+	// the vendors' families).
+	Name   string
+	Policy string
+	// Learned reports that the limit was read from the server's headers;
+	// false means it is being found by congestion control.
+	Learned bool
+	// Quota and Window are the server's limit, when Learned.
+	Quota  int64
+	Window time.Duration
+	// Rate and Capacity are the client's own, now.
+	Rate     throttle.Rate
+	Capacity int64
+}
+
+// Stats returns what a has learned, quota by quota, in no set order.
+func (a *AutoLimiter) Stats() []AutoQuotaStats {
+	a.mu.Lock()
+	qs := slices.Clone(a.order)
+	a.mu.Unlock()
+	out := make([]AutoQuotaStats, 0, len(qs))
+	for _, q := range qs {
+		q.mu.Lock()
+		s := AutoQuotaStats{Key: q.key.String(), Throttled: q.throttled}
+		for _, ln := range q.lanes {
+			s.Limits = append(s.Limits, AutoLimitStats{
+				Name: ln.name, Policy: ln.policy, Learned: ln.learned, Quota: ln.limit, Window: ln.window,
+				Rate: ln.b.Rate(), Capacity: ln.b.Capacity(),
+			})
+		}
+		q.mu.Unlock()
+		out = append(out, s)
+	}
+	return out
+}
+
+// perSecond is r in tokens per second.
+func perSecond(r throttle.Rate) float64 {
+	if r.Period() <= 0 || r.Tokens() <= 0 {
+		return 0
+	}
+	return float64(r.Tokens()) / r.Period().Seconds()
+}
+
+// rateOf is the Rate of v tokens per second, to a thousandth of a token
+// per second and at least that.
+func rateOf(v float64) throttle.Rate {
+	m := math.Round(v * 1000)
+	if !(m >= 1) { // NaN too
+		m = 1
+	}
+	if m > 1e15 {
+		m = 1e15
+	}
+	return throttle.Per(int64(m), 1000*time.Second)
+}

@@ -1,0 +1,149 @@
+package httpthrottle
+
+import (
+	"math"
+	"time"
+)
+
+// The constants of congestion control; see AutoLimiter.
+const (
+	// autoDouble is how long slow start takes to double the rate. A
+	// server's burst hides the overload until it is spent; with a burst of
+	// one second of the quota, a rate that grows at g per second is at
+	// e^x times the quota when the burst runs out, where e^x-1-x = g*1s.
+	// For the first cut, a halving, to land at or under the quota, e^x
+	// must be at most 2: g = 1-ln 2 = 0.307 per second, a doubling every
+	// ln 2/g = 2.26 s. All clients in slow start grow at the same g,
+	// whatever their number, and so does their sum.
+	autoDouble = 2260 * time.Millisecond
+	// autoProbeRamp is how many doubling times the probe's growth takes
+	// to rise from nothing to slow start's.
+	autoProbeRamp = 4
+	autoFirstCut  = 0.5  // cut on the refusal that ends slow start
+	autoSlowCut   = 0.5  // deepest cut on later refusals
+	autoCut       = 0.8  // least cut on later refusals
+	autoCutJitter = 0.1  // cuts are further multiplied by [1-this, 1)
+	autoApproach  = 0.5  // part of the distance to W gained per epoch
+	autoMaxStep   = 0.1  // most gained per epoch, as a part of the rate
+	autoStep      = 0.01 // least gained per epoch below W, as a part of W
+	autoBusy      = 0.5  // an epoch counts if the calls went this near the rate
+	autoCCBurst   = 0.1  // seconds of its rate a congestion-controlled bucket holds
+	autoMinEpoch  = 250 * time.Millisecond
+	// autoMeasure is the least time after a pause over which what the
+	// server let through measures the client's share.
+	autoMeasure = time.Second
+)
+
+// epoch is how long the rate is held before it is judged: long enough for
+// two calls, at least autoMinEpoch.
+func (ln *lane) epoch() int64 {
+	return max(int64(autoMinEpoch), int64(1/ln.rate*float64(time.Second)))
+}
+
+// congestion applies one response to a lane the server tells nothing
+// about: ok for a success, refused for a refusal (see AutoLimiter).
+func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int64) {
+	if ln.epochAt == 0 && ln.epochOK == 0 {
+		ln.epochAt = now
+	}
+	if ln.fleet != nil {
+		// The fleet's congestion control decides (see AutoFleet): count.
+		if refused {
+			ln.fleet.refused = true
+		} else if ok {
+			ln.fleet.ok += max(cost, 1)
+		}
+		return
+	}
+	if refused {
+		ln.refused429(a, now)
+		return
+	}
+	if !ok {
+		return
+	}
+	ln.epochOK += max(cost, 1)
+	ln.okSince += max(cost, 1)
+	el := now - ln.epochAt
+	if el < ln.epoch() {
+		return
+	}
+	got := float64(ln.epochOK) / (float64(el) / float64(time.Second))
+	if got >= autoBusy*ln.rate {
+		// Growth is by the time the epoch lasted, up to two epochs: a
+		// response that comes late is not a licence to jump.
+		secs := float64(min(el, 2*ln.epoch())) / float64(time.Second)
+		g := math.Ln2 / autoDouble.Seconds() // slow start's, per second
+		switch {
+		case ln.slow:
+			ln.rate *= math.Exp(g * secs)
+		case ln.rate < ln.wmax:
+			// At least a small step, so that W is reached, not only
+			// approached.
+			step := min((ln.wmax-ln.rate)*autoApproach, ln.rate*autoMaxStep)
+			ln.rate = min(ln.rate+max(step, autoStep*ln.wmax), ln.wmax)
+		default:
+			// Probing, faster the longer it goes unrefused (convex, as
+			// CUBIC's): the growth per second rises from nothing to slow
+			// start's over autoProbeRamp doubling times since the cut.
+			since := float64(now-ln.cutAt) / float64(time.Second)
+			ramp := autoProbeRamp * autoDouble.Seconds()
+			ln.rate *= math.Exp(g * min(1, since/ramp) * secs)
+		}
+		ln.rate = ln.bound(a, ln.rate)
+	}
+	ln.epochAt, ln.epochOK = now, 0
+}
+
+// bound keeps a congestion-controlled rate within the floor and the
+// maximum, and for a limit the server named, at most its rate.
+func (ln *lane) bound(a *AutoLimiter, v float64) float64 {
+	if ln.learned {
+		v = min(v, ln.ceil)
+	}
+	return a.clamp(v, !ln.tokens)
+}
+
+// refused429 applies a refusal to a congestion-controlled lane.
+func (ln *lane) refused429(a *AutoLimiter, now int64) {
+	if ln.cutEver && now < ln.quietUntil {
+		// The same congestion: one cut. The refusals of calls sent before
+		// the cut had any effect tell nothing new.
+		return
+	}
+	next := ln.rate * autoFirstCut
+	switch {
+	case ln.slow:
+	case now-ln.resumeAt < int64(autoMeasure):
+		// Refused again soon after the pause: too soon to measure the
+		// share, and most likely by others that have not cut yet. The
+		// least cut.
+		next = ln.rate * autoCut
+	default:
+		// What the server let through since the last refusal, pause
+		// included, is the client's share of the quota: the server
+		// refills during the pause what the client sends after it, and
+		// refused once it was spent.
+		delivered := float64(ln.okSince) / (float64(now-ln.cutAt) / float64(time.Second))
+		next = min(max(delivered, ln.rate*autoSlowCut), ln.rate*autoCut)
+	}
+	// The rate to climb back to is the cut rate itself: after slow start
+	// because the server's burst hid the overload until the refusal, later
+	// because it is what the server let through.
+	ln.wmax = next
+	ln.rate = ln.bound(a, next*a.jitter(1-autoCutJitter, 1))
+	ln.slow = false
+	ln.cutEver, ln.cutAt = true, now
+	// The Transport has paused the bucket (see stretchPause): calls resume
+	// at the cut rate when the pause ends, and its effect shows an epoch
+	// later.
+	ln.resumeAt = now
+	if ln.b != nil {
+		if u, ok := ln.b.PausedUntil(); ok {
+			ln.resumeAt = max(now, int64(u.Sub(a.epoch)))
+		}
+	}
+	ln.quietUntil = ln.resumeAt + ln.epoch()
+	ln.refusals++
+	ln.epochAt, ln.epochOK, ln.okSince = now, 0, 0
+}

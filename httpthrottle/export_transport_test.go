@@ -1,0 +1,61 @@
+package httpthrottle
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
+)
+
+// QueuedFor returns the number of waiters queued on l's buckets, for the
+// transport tests of package throttle_test, which drive a fake clock and
+// need to know when every goroutine has either finished or queued.
+func QueuedFor(l *throttle.Limiter) int { return core.Queued(l) }
+
+// SetRefusalWait sets how long t waits for a refusal's body, so that a
+// test of a stalled body need not wait the default.
+func SetRefusalWait(t *Transport, d time.Duration) { t.refusalWait = d }
+
+// limiterOf is Limiter as the Limiter it is, for the tests that look
+// inside the learned buckets.
+func (a *AutoLimiter) limiterOf(r *http.Request) (*throttle.Limiter, error) {
+	g, err := a.Limiter(r)
+	_, l := gateOf(g)
+	return l, err
+}
+
+// quotaOf returns the quota Auto learns for on l, or nil.
+func quotaOf(l *throttle.Limiter) *autoQuota {
+	q, _ := core.Ext(l).(*autoQuota)
+	return q
+}
+
+// t0 is when the tests' fake clocks start.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }
+
+// heldKeys counts the keys of k that have a Limiter of their own.
+func heldKeys(k any) int { return core.HeldKeys(k) }
+
+func oneLimit(int) []throttle.Limit {
+	return []throttle.Limit{{Name: "req", Capacity: 10, Rate: throttle.Per(10, time.Second)}}
+}
+
+func mustClass(t *testing.T, p *throttle.Class, cfg throttle.ClassConfig) *throttle.Class {
+	t.Helper()
+	c, err := p.NewClass(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustTry(t *testing.T, c *throttle.Class, cost int64, want bool) {
+	t.Helper()
+	if ok, err := c.TryAcquire(cost); err != nil || ok != want {
+		t.Fatalf("%s.TryAcquire(%d) = %v, %v; want %v", c.Name(), cost, ok, err, want)
+	}
+}

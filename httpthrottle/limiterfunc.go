@@ -1,0 +1,120 @@
+package httpthrottle
+
+import (
+	"net/http"
+
+	"github.com/throttlekit/throttle"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// LimiterFunc chooses the Gate that governs an HTTP request, for a
+// Transport (client side) or for LimitHandler (server side): one shared by
+// every request, or one per host, API key or model. Any Gate will do: a
+// Limiter, a key's Limiter of a Keyed (PerKey), a ClassLimiter, a Marker,
+// or redisbucket's Limiter, whose quota many processes share. A nil Gate
+// (or a nil *Limiter) with a nil error lets the request through unlimited;
+// an error fails it.
+type LimiterFunc func(*http.Request) (throttle.Gate, error)
+
+// Shared returns a LimiterFunc that puts every request under g.
+func Shared(g throttle.Gate) LimiterFunc {
+	return func(*http.Request) (throttle.Gate, error) { return g, nil }
+}
+
+// unlimited is the LimiterFunc of no limit, for a nil one.
+func unlimited(*http.Request) (throttle.Gate, error) { return nil, nil }
+
+// gateOf returns g, nil for a nil Gate or a nil *Limiter in one, and the
+// Limiter g is, if it is one: the in-process fast paths.
+func gateOf(g throttle.Gate) (throttle.Gate, *throttle.Limiter) {
+	switch v := g.(type) {
+	case nil:
+		return nil, nil
+	case *throttle.Limiter:
+		if v == nil {
+			return nil, nil
+		}
+		return v, v
+	}
+	return g, nil
+}
+
+// limitCount returns the number of limits of g, l being g as a Limiter
+// (gateOf), without the copy of Limits for a Limiter.
+func limitCount(g throttle.Gate, l *throttle.Limiter) int {
+	if l != nil {
+		return len(core.Buckets(l))
+	}
+	return len(g.Limits())
+}
+
+// gateClock returns the clock the Transport reads pauses and deadlines on
+// for g: a Limiter's own, a Marker's or a ClassLimiter's, else that of a
+// Gate with a Clock method, else the real clock.
+func gateClock(g throttle.Gate, l *throttle.Limiter) clockwork.Clock {
+	if l != nil {
+		return core.Clock(l)
+	}
+	if c := core.Clock(g); c != nil {
+		return c
+	}
+	if c, ok := g.(interface{ Clock() clockwork.Clock }); ok {
+		if clk := c.Clock(); clk != nil {
+			return clk
+		}
+	}
+	return clockwork.NewRealClock()
+}
+
+// gateLimits returns g.Limits(), or nothing for a nil Gate.
+func gateLimits(g throttle.Gate) []throttle.Limit {
+	if g, _ := gateOf(g); g != nil {
+		return g.Limits()
+	}
+	return nil
+}
+
+// CostFunc returns what a request costs on each limit of g, in the order of
+// g.Limits(). A zero cost leaves that limit out; a request whose costs are
+// all zero is free and takes no permit. The default cost is 1 on every
+// limit. Returning a number of costs other than one per limit is a bug:
+// the Transport fails the request with an error matching ErrCostCount, and
+// LimitHandler answers 500, without sending or admitting it.
+//
+// A CostFunc that reads the request body must not consume it: on the client
+// side read it through GetBody, on the server side put back what was read.
+type CostFunc func(r *http.Request, g throttle.Gate) ([]int64, error)
+
+// defaultCost is one request on every limit.
+func defaultCost(_ *http.Request, g throttle.Gate) ([]int64, error) {
+	n := 0
+	if g, l := gateOf(g); g != nil {
+		n = limitCount(g, l)
+	}
+	// Shared and never written: Acquire and TryAcquire only read costs,
+	// and a Permit keeps a copy.
+	return core.DefaultCosts(n), nil
+}
+
+// HostKey returns the request's host (with port, if any), to key limiters by
+// host with PerKey.
+func HostKey(r *http.Request) string {
+	if r.URL != nil && r.URL.Host != "" {
+		return r.URL.Host
+	}
+	return r.Host
+}
+
+// HeaderKey returns a key function that reads the header name, an API key
+// say, to key limiters by it with PerKey. A request without the header gets
+// the empty key.
+func HeaderKey(name string) func(*http.Request) string {
+	name = http.CanonicalHeaderKey(name)
+	return func(r *http.Request) string {
+		if v := r.Header[name]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+}

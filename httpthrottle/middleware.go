@@ -1,0 +1,311 @@
+package httpthrottle
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/throttlekit/throttle"
+
+	"github.com/throttlekit/throttle/internal/fields"
+	"github.com/throttlekit/throttle/internal/headers"
+)
+
+// LimitHandler returns a handler that enforces a quota in front of next, for Go
+// servers that limit their own clients.
+//
+// For each request it takes the request's cost (LimitCost; 1 on every
+// limit by default) from the Gate that pick chooses, without waiting: a
+// request the Gate covers now goes to next, with a Permit that the handler
+// may settle (see RequestPermit); any other is answered 429 Too Many
+// Requests with a Retry-After of the exact wait for its cost
+// (Gate.WaitTime), rounded up to whole seconds so that a client that
+// honours it is admitted. A cost larger than a limit's capacity can never
+// be admitted and is answered 413 Content Too Large; an error of pick is
+// answered 500, one of the cost function 400, and a cost function that
+// returns the wrong number of costs 500. A nil Gate (or a nil *Limiter),
+// or a nil pick, lets the request through; a nil next panics here. Any
+// Gate will do: redisbucket's Limiter puts every replica of a server under
+// one quota.
+//
+// Every answer from the limiter's side, admitted or not, carries the
+// Gate's state in headers, if it is a Meter (a Limiter, a key's Limiter,
+// a ClassLimiter, redisbucket's Limiter): the IETF RateLimit-Policy and
+// RateLimit fields by default (see WriteIETF and LimitHeaders), so that
+// well-behaved clients can pace themselves.
+//
+// An admitted request's handler is given a ResponseWriter of LimitHandler's
+// around the server's, through which RequestPermit finds the request's
+// Permit; it flushes, hijacks and unwraps to the server's as
+// http.ResponseController expects. LimitHandler keeps no copy of the
+// request, and with the default headers it formats none of them on an
+// answer whose values it has made before: they are made once per limit
+// and state (checked against the limits' names and rates as they are on
+// each request, so SetRate and SetCapacity show at once) and shared
+// between answers, so replace a field (Set, Add, Del) rather than write
+// into the slice the header holds.
+func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
+	if next == nil {
+		// As http.ServeMux.Handle does: a nil handler is a bug to report
+		// where it is made, not a nil call on the first request.
+		panic("throttle: LimitHandler: nil next handler")
+	}
+	if pick == nil {
+		pick = unlimited
+	}
+	h := &limitHandler{next: next, pick: pick, cost: defaultCost, ietf: true, headers: WriteIETF}
+	h.rejected, h.reply = h.tooMany, newTooManyReply()
+	for _, opt := range opts {
+		opt(h)
+	}
+	h.memo = newLimitIETF()
+	return h
+}
+
+// LimitOption configures LimitHandler.
+type LimitOption func(*limitHandler)
+
+// LimitCost sets what each request costs; the default is 1 on every
+// bucket. A server-side CostFunc that reads the body must put back what it
+// read (LLM.Cost does).
+//
+// Under PerKey, a key held in its Keyed's compact form is decided without
+// a Limiter of its own: f is then given a stand-in Limiter with the key's
+// limits (bucket names, capacities and rates, as CostFuncs read them),
+// whose levels are not the key's.
+func LimitCost(f CostFunc) LimitOption {
+	return func(h *limitHandler) { h.cost, h.customCost = f, true }
+}
+
+// LimitHeaders replaces WriteIETF as the writer of the rate-limit headers,
+// to speak another dialect; write is called with the header of every
+// response the middleware answers or admits, before next runs.
+func LimitHeaders(write func(h http.Header, status []throttle.LimitStatus)) LimitOption {
+	return func(h *limitHandler) { h.headers, h.ietf = write, false }
+}
+
+// LimitRejected replaces the writer of refused requests. When it is called,
+// the rate-limit headers and Retry-After are set; it must write the
+// response, normally with status 429. wait is how long until the request
+// would be admitted, or -1 if never.
+func LimitRejected(write func(w http.ResponseWriter, r *http.Request, wait time.Duration)) LimitOption {
+	return func(h *limitHandler) { h.rejected = write }
+}
+
+type limitHandler struct {
+	next       http.Handler
+	pick       LimiterFunc
+	cost       CostFunc
+	customCost bool // cost is not defaultCost
+	ietf       bool // headers is WriteIETF: PerKey may hand over cached values
+	headers    func(http.Header, []throttle.LimitStatus)
+	rejected   func(http.ResponseWriter, *http.Request, time.Duration)
+	states     sync.Pool // of *reqState
+	marks      pickMarks // requests pick is running for (middleware_mark.go)
+	reply      tooManyReply
+	memo       *limitIETF // header values made once (middleware_ietf.go)
+}
+
+func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st, _ := h.states.Get().(*reqState)
+	if st == nil {
+		st = &reqState{h: h}
+		st.w.st = st
+	}
+	st.r, st.picking = r, true
+	slot := h.marks.mark(st)
+	if slot < 0 {
+		// No PerKey can find r in the marks: give it the request's
+		// context instead, at the cost of a copy of the request.
+		r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
+		st.r = r
+	}
+	g, err := h.picked(r, st, slot)
+	g, l := gateOf(g)
+	switch {
+	case err != nil:
+		h.pickFailed(w, err)
+	case g == nil && st.keyed != nil:
+		st.keyed.serve(h, w, r, st)
+	case g == nil:
+		h.next.ServeHTTP(w, r)
+	case l != nil:
+		h.serveLimiter(w, r, st, l)
+	default:
+		h.serveGate(w, r, st, g)
+	}
+	st.reset()
+	h.states.Put(st)
+}
+
+// picked runs pick for r, with st marked at slot, and unmarks it however
+// pick returns: a mark left behind by a panic would be found by a later
+// request at the same address.
+func (h *limitHandler) picked(r *http.Request, st *reqState, slot int) (throttle.Gate, error) {
+	defer func() {
+		h.marks.unmark(st, slot)
+		st.picking = false
+	}()
+	return h.pick(r)
+}
+
+// writeStatus writes the rate-limit headers of status, which is storage
+// of a reqState: a writer given with LimitHeaders gets a copy of its own,
+// which it may keep.
+func (h *limitHandler) writeStatus(hd http.Header, status []throttle.LimitStatus) {
+	if !h.ietf {
+		status = slices.Clone(status)
+	}
+	h.headers(hd, status)
+}
+
+func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
+	http.Error(w, "choosing the rate limiter: "+err.Error(), http.StatusInternalServerError)
+}
+
+// serveLimiter admits or refuses r on l.
+func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *reqState, l *throttle.Limiter) {
+	costs, err := h.cost(r, l)
+	if err != nil {
+		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(costs) != len(core.Buckets(l)) {
+		// The cost function's bug, not the client's.
+		http.Error(w, "request cost: "+core.CostCount(len(costs), len(core.Buckets(l))).Error(), http.StatusInternalServerError)
+		return
+	}
+	if costsFree(costs) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	ok, err := l.TryAcquire(costs...)
+	if err != nil {
+		h.costFailed(w, err)
+		return
+	}
+	if status := l.Status(st.status[:0]); h.ietf {
+		h.memo.write(w.Header(), status)
+	} else {
+		h.writeStatus(w.Header(), status)
+	}
+	if !ok {
+		wait, err := l.WaitTime(costs...)
+		if err != nil {
+			wait = -1
+		}
+		h.refuse(w, r, wait)
+		return
+	}
+	st.admit(core.Buckets(l), costs)
+	st.w.ResponseWriter = w
+	h.next.ServeHTTP(&st.w, r)
+}
+
+// serveGate admits or refuses r on g, a Gate that is not a Limiter,
+// through the Gate interface: the headers come from a Meter's status, and
+// the admitted request's Permit is the one TryAcquirePermit took.
+func (h *limitHandler) serveGate(w http.ResponseWriter, r *http.Request, st *reqState, g throttle.Gate) {
+	costs, err := h.cost(r, g)
+	if err != nil {
+		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if n := len(g.Limits()); len(costs) != n {
+		http.Error(w, "request cost: "+core.CostCount(len(costs), n).Error(), http.StatusInternalServerError)
+		return
+	}
+	if costsFree(costs) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	p, ok, err := g.TryAcquirePermit(costs...)
+	if err != nil {
+		h.costFailed(w, err)
+		return
+	}
+	if m, isMeter := g.(throttle.Meter); isMeter {
+		h.writeStatus(w.Header(), m.Status(st.status[:0]))
+	}
+	if !ok {
+		wait, err := g.WaitTime(costs...)
+		if err != nil {
+			wait = -1
+		}
+		h.refuse(w, r, wait)
+		return
+	}
+	st.p, st.asked = p, true
+	st.w.ResponseWriter = w
+	h.next.ServeHTTP(&st.w, r)
+}
+
+// costFailed answers a request whose costs the limiter turned away.
+func (h *limitHandler) costFailed(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	if errors.Is(err, throttle.ErrCostExceedsCapacity) {
+		status = http.StatusRequestEntityTooLarge
+	}
+	http.Error(w, err.Error(), status)
+}
+
+// refuse answers a request the limiter does not cover now, wait being how
+// long until it would, or -1 if never.
+func (h *limitHandler) refuse(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	h.memo.setRetry(w.Header(), wait)
+	h.rejected(w, r, wait)
+}
+
+// tooMany is the default writer of refused requests: what
+// http.Error(w, "429 too many requests", 429) writes, from values made once.
+func (h *limitHandler) tooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
+	hd := w.Header()
+	delete(hd, "Content-Length")
+	hd["Content-Type"], hd["X-Content-Type-Options"] = h.reply.contentType, h.reply.nosniff
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write(h.reply.body)
+}
+
+// tooManyReply is tooMany's header values and body, which it puts into
+// every refusal as they are: one-element slices of capacity one, so that
+// an Add to the field makes a new slice.
+type tooManyReply struct {
+	contentType, nosniff []string
+	body                 []byte
+}
+
+func newTooManyReply() tooManyReply {
+	return tooManyReply{
+		contentType: []string{"text/plain; charset=utf-8"},
+		nosniff:     []string{"nosniff"},
+		body:        []byte("429 too many requests\n"),
+	}
+}
+
+// WriteIETF writes status as the RateLimit-Policy and RateLimit fields of
+// draft-ietf-httpapi-ratelimit-headers-10, one policy per bucket, named
+// after the bucket ("default" for a bucket without a name): q and w are the
+// bucket's rate over a whole number of seconds (Per(500, time.Minute) is
+// q=500;w=60, Every(100*time.Millisecond) is q=10;w=1), qu the status's
+// Unit when it has one other than requests, r the whole tokens
+// remaining and t the seconds until the bucket is full again, rounded up. It
+// replaces any such fields already in h.
+func WriteIETF(h http.Header, status []throttle.LimitStatus) {
+	h.Del("Ratelimit-Policy")
+	h.Del("Ratelimit")
+	for _, s := range status {
+		name := s.Name
+		if name == "" {
+			name = "default"
+		}
+		q, window := fields.PolicyWindow(s.Rate.Tokens(), s.Rate.Period())
+		reset := s.Reset
+		if reset < 0 {
+			reset = time.Duration(1<<63 - 1)
+		}
+		headers.AddIETFUnit(h, name, s.Unit, q, window, s.Remaining, reset)
+	}
+}

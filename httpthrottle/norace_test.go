@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpthrottle
+
+const raceEnabled = false

@@ -1,0 +1,249 @@
+package httpthrottle
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/throttlekit/throttle"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/headers"
+)
+
+// StatusOverloaded is Anthropic's 529: the service is overloaded.
+const StatusOverloaded = 529
+
+// heed applies what a response said to l: reported remaining counts lower
+// the matching buckets, and a response that says the client went over the
+// quota pauses the whole limiter and sets each bucket to the cost of the
+// refused request (or to what the server reports remaining, if less), so
+// that every goroutine waits, one call (the refused one's retry, or the
+// next in line) goes when the pause ends, and the others are released at
+// the configured rate after it. A bucket whose quota the server reports
+// still holding the call (GitHub's secondary limit, a 403 with
+// retry-after while 4,990 of the hour remain) keeps its level, lowered to
+// the report: the refusal was another limit's, which the pause heeds, and
+// this quota's rate (5,000 an hour) would hold the calls queued behind the
+// pause for 0.72 s each. Emptied to 0, the buckets would hold even
+// that one call back for a refill at the configured rate (1.2 s at 50 a
+// minute) on top of the pause: an SDK that retries itself would pay it on
+// every attempt.
+//
+// A success that carries no signal, most responses, needs nothing; that
+// test is kept small enough to inline, so that such a response makes no
+// call here at all.
+func (t *Transport) heed(l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
+		return
+	}
+	t.heedSignals(l, costs, status, sig, clock)
+}
+
+// heedSignals is heed for a response that said something.
+func (t *Transport) heedSignals(l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+	if n := len(sig.Malformed); n > 0 {
+		t.malformed.Add(int64(n))
+	}
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if q.Remaining < 0 {
+			continue
+		}
+		b := quotaBucket(l, q)
+		if b == nil {
+			continue
+		}
+		// A rounded count is a hint within its rounding.
+		b.Drain(q.MostRemaining())
+	}
+	if !throttledBy(status, sig) {
+		return
+	}
+	t.throttled.Add(1)
+	d, ok := serverWait(status, sig)
+	if !ok {
+		d = t.initial
+	}
+	l.PauseUntil(clock.Now().Add(d))
+	for i, b := range core.Buckets(l) {
+		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return quotaBucket(l, q) == b }); !holds {
+			core.LevelTo(b, n)
+		}
+	}
+	t.restoreAtReset(l, sig, d, clock)
+}
+
+// restoreAtReset gives the buckets whose server quota is restored at once
+// at the end of a window (a reset that is not a continuous refill to full,
+// see headers.Quota.RefillsToFull), and which the pause d holds through
+// that reset, the server's level when the pause ends: its limit, never
+// above their capacity. Paused, the client spent nothing since the server
+// said 0 was left, so at the reset the server has its whole limit; refilled
+// at the configured rate instead, a bucket of 5,000 an hour would release
+// one call every 0.72 s long after the server reset.
+func (t *Transport) restoreAtReset(l *throttle.Limiter, sig *headers.Signals, d time.Duration, clock clockwork.Clock) {
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if q.Remaining != 0 || q.Limit <= 0 || q.Reset <= 0 || q.Reset > d || q.RefillsToFull() ||
+			sig.Capped && q.Reset >= t.maxPause {
+			continue
+		}
+		if b := quotaBucket(l, q); b != nil {
+			t.resets.at(b, q.Limit, d, clock)
+		}
+	}
+}
+
+// throttledBy reports whether a response says the client went over a
+// quota: a 429; a 403 with a remaining count of 0 (GitHub's primary rate
+// limit) or with Retry-After (GitHub's secondary limits, whose wait
+// secondaryWait supplies when the server named none); or a 503 or 529 with
+// Retry-After.
+func throttledBy(status int, sig *headers.Signals) bool {
+	switch status {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusForbidden:
+		if sig.HasRetryAfter {
+			return true
+		}
+		for _, q := range sig.Quotas {
+			if q.Remaining == 0 {
+				return true
+			}
+		}
+	case http.StatusServiceUnavailable, StatusOverloaded:
+		return sig.HasRetryAfter
+	}
+	return false
+}
+
+// serverWait is how long the server asked the client to hold off: its
+// Retry-After, or for a 429 or 403 without one, the longest reset of the
+// quotas it reports exhausted.
+func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
+	if status == http.StatusTooManyRequests || status == http.StatusForbidden {
+		return sig.Pause()
+	}
+	return sig.RetryAfter, sig.HasRetryAfter
+}
+
+// quotaBucket returns the bucket of l that a reported quota describes
+// (see quotaIndex), or nil when none matches.
+func quotaBucket(l *throttle.Limiter, q *headers.Quota) *throttle.Bucket {
+	if i := quotaIndex(len(core.Buckets(l)), func(i int) string { return core.Buckets(l)[i].Name() }, q); i >= 0 {
+		return core.Buckets(l)[i]
+	}
+	return nil
+}
+
+// quotaIndex returns the index of the limit, of n named by name, that a
+// reported quota describes: the limit of the same name; else, for a quota
+// without a name, an IETF policy, or a "requests" quota, the limit named
+// "requests" or the only limit. An IETF policy counting another unit than
+// requests (its qu, such as "content-bytes") matches only a limit named as
+// the policy or as the unit: its remaining count says nothing about
+// requests. It returns -1 when none matches.
+func quotaIndex(n int, name func(i int) string, q *headers.Quota) int {
+	find := func(s string) int {
+		for i := range n {
+			if name(i) == s {
+				return i
+			}
+		}
+		return -1
+	}
+	if q.Unit != "" {
+		if i := find(q.Name); i >= 0 && q.Name != "" {
+			return i
+		}
+		return find(q.Unit)
+	}
+	if q.Name != "" {
+		if i := find(q.Name); i >= 0 {
+			return i
+		}
+		if q.Family != headers.FamilyIETF && q.Name != "requests" {
+			return -1
+		}
+	}
+	if i := find("requests"); i >= 0 {
+		return i
+	}
+	if n == 1 {
+		return 0
+	}
+	return -1
+}
+
+// heedGate is heed for a Gate that is not a Limiter, through what it can
+// do (see Gate): a Leveler's limits are lowered to the remaining counts
+// reported, and to the refused call's cost after a refusal (never raised:
+// a shared level, as redisbucket's, is the fleet's); a Pauser is paused
+// for the server's wait. A Gate with neither is paced by its own rate; the
+// refused request is still retried after the server's wait.
+func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
+		return
+	}
+	if n := len(sig.Malformed); n > 0 {
+		t.malformed.Add(int64(n))
+	}
+	lv, _ := g.(throttle.Leveler)
+	var limits []throttle.Limit
+	name := func(i int) string { return limits[i].Name }
+	if lv != nil && len(sig.Quotas) > 0 {
+		limits = g.Limits()
+		for i := range sig.Quotas {
+			q := &sig.Quotas[i]
+			if q.Remaining < 0 {
+				continue
+			}
+			if j := quotaIndex(len(limits), name, q); j >= 0 {
+				lv.Lower(j, q.MostRemaining())
+			}
+		}
+	}
+	if !throttledBy(status, sig) {
+		return
+	}
+	t.throttled.Add(1)
+	d, ok := serverWait(status, sig)
+	if !ok {
+		d = t.initial
+	}
+	if p, ok := g.(throttle.Pauser); ok {
+		p.PauseUntil(clock.Now().Add(d))
+	}
+	if lv == nil {
+		return
+	}
+	if limits == nil {
+		limits = g.Limits()
+	}
+	for i := range min(len(limits), len(costs)) {
+		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return quotaIndex(len(limits), name, q) == i }); !holds {
+			lv.Lower(i, n)
+		}
+	}
+}
+
+// refusedLevel is the level of a limit after a refusal of a call that cost
+// c on it: c, or what the server reports remaining of the limit's quota
+// (the quotas mine matches) if less. holds reports instead that a quota
+// the server reports still holds the call: the limit keeps its level.
+func refusedLevel(c int64, sig *headers.Signals, mine func(q *headers.Quota) bool) (n int64, holds bool) {
+	n = c
+	for j := range sig.Quotas {
+		q := &sig.Quotas[j]
+		if q.Remaining < 0 || !mine(q) {
+			continue
+		}
+		if q.Remaining > 0 && q.Remaining >= c {
+			holds = true
+			continue
+		}
+		return min(n, q.MostRemaining()), false
+	}
+	return n, holds
+}

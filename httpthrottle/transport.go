@@ -1,0 +1,660 @@
+package httpthrottle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/throttlekit/throttle"
+
+	"github.com/jonboulle/clockwork"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/throttlekit/throttle/internal/headers"
+)
+
+// DefaultMaxPause is the longest a Transport waits on what a server says,
+// unless WithMaxPause sets another limit.
+const DefaultMaxPause = 60 * time.Second
+
+// DefaultRetries is how many times a Transport retries a request, unless
+// WithRetries says otherwise.
+const DefaultRetries = 3
+
+// Transport is an http.RoundTripper that keeps the requests of an
+// http.Client under a server's quota, and reacts when the server says the
+// client went over it.
+//
+// Before sending a request, RoundTrip takes a permit from the request's
+// Gate (see LimiterFunc) with the request's context, which waits out any
+// pause and queues in FIFO order; a context that ends first, or whose
+// deadline is too near for the permit, fails the request before it is sent
+// and spends nothing (a *WaitError matches context.DeadlineExceeded). With
+// WithLLM the deadline decision counts what the permits in flight will
+// likely give back when they settle: for each bucket whose wait passes the
+// deadline, the tokens its unsettled attempts reserved, times the share of
+// their reservations that this Transport's settled attempts on that bucket
+// did not use (all of it before any has settled), turned into time at the
+// bucket's rate and taken off its wait. Likewise, with or without WithLLM,
+// a bucket emptied by a window's "remaining: 0" whose reset is scheduled
+// (see the pause below) counts the limit the reset restores, from
+// the reset on. When every bucket then fits the deadline the request
+// queues instead of failing, and fails with the context's error if its
+// deadline comes first. With WithInFlight it then
+// waits for one of a fixed number of in-flight slots, released when the
+// response body is closed.
+//
+// On every response RoundTrip reads the rate-limit headers the server sent
+// (Retry-After, Retry-After-Ms, the IETF RateLimit fields and their older
+// form, X-RateLimit-*, OpenAI's and Anthropic's): a reported remaining count
+// lowers the matching bucket's level, never raises it (see Signals below for
+// the matching; a count the server rounds, as Anthropic rounds tokens to the
+// thousand, lowers it to the most the rounding allows). Malformed values are
+// ignored and counted in Stats. The body of a 429 or 403 is read too, up to
+// 16 KiB and for at most 200 ms, and handed back to the caller intact (the
+// bytes read, then the rest): Google's google.rpc.RetryInfo retryDelay
+// counts as a Retry-After; a billing refusal (OpenAI's insufficient_quota
+// and spend-limit codes, Anthropic's spend caps) is returned at once after
+// its one attempt, never retried (x-should-retry: false for an SDK that
+// retries itself), pauses and drains nothing, and counts in Stats.Refused
+// and as an EventRefused; a refusal whose body has not come within the time
+// is returned as it is, not retried. A 429, a 403 reporting a remaining
+// count of 0 (GitHub's primary limit) or carrying Retry-After (GitHub's
+// secondary limit; one that names no wait, its body saying "secondary rate
+// limit", waits a minute, doubling with each such refusal in a row until a
+// success, within the MaxPause), and a 503 or 529 with Retry-After pause
+// the whole Limiter until the instant the server named (or, with no hint,
+// the initial back-off), capped at the MaxPause, so that every goroutine
+// waits, not only the one that was refused. A reset that is the time until
+// the quota is full again (OpenAI's, Anthropic's) is not waited whole: the
+// pause lasts one unit's refill (see headers.Quota.Wait). The pause sets
+// each bucket to the refused request's cost, or to the remaining count the
+// server reports if lower, so that one call goes when the pause ends and
+// the others follow at the configured rate, not in a burst; a bucket whose
+// quota the server reports still holding the call keeps its level. When
+// the pause holds through the end of a server's window (GitHub's
+// x-ratelimit-reset with remaining 0), the bucket gets the server's level
+// back at that instant, its whole limit (never above its capacity).
+//
+// A refused request is retried, with exponential back-off and jitter
+// (github.com/cenkalti/backoff/v4) and the server's Retry-After as the
+// least wait, when all of these hold: retries remain (WithRetries); the
+// wait fits the MaxPause and the context's deadline, and the server did not
+// ask for more than the MaxPause; the request can be replayed (no body, or
+// GetBody set); the server did not send x-should-retry: false or
+// Stripe-Should-Retry: false; and the response is a 429 (or a 403 as
+// above), a 503 or 529 with Retry-After, a 503 or 529 without it to an
+// idempotent method or a request with an Idempotency-Key, or a status of
+// 400 or more with x-should-retry: true. Each retry takes a new permit.
+// Otherwise RoundTrip returns the last response itself, body intact, with a
+// nil error, as the RoundTripper contract asks. A response that is retried
+// is read (up to 16 KiB, so it can still be returned if the next permit
+// cannot be had before the deadline) and closed. Requests of SDKs that
+// retry on their own (X-Stainless-Retry-Count) are left to their retries,
+// unless WithSDKRetries, and get the Transport's own refusals as responses
+// whose body ends in the refusal's error, which the SDKs return as the
+// call's error; see RefusalHeader.
+//
+// RoundTrip never modifies the caller's request: a retry sends a clone with
+// a fresh body from GetBody. Errors of the base transport are returned as
+// they are, without retry.
+//
+// Signals: a quota the server reports is matched to a limit by name
+// (OpenAI's and Anthropic's "requests", "tokens", "input-tokens",
+// "output-tokens", or an IETF policy name); a quota without a name, or an
+// IETF policy or "requests" quota that matches no limit, goes to the limit
+// named "requests", or to the only limit of a one-limit Gate. Other quotas
+// are ignored.
+//
+// Any Gate: what the Transport does to a Limiter it does to any Gate,
+// through the Gate interface and what the Gate can do beyond it. A Pauser
+// (redisbucket's Limiter, whose pause holds every process on its id) is
+// paused as a Limiter is; a Leveler is lowered to the remaining counts and,
+// after a refusal, to the refused call's cost (never raised: a shared
+// level is the fleet's); WithLLM settles the Permit the Gate's Acquire
+// gave. A Gate without a capability goes without its reaction: one that is
+// no Pauser is paced by its own rate, the refused request still retried
+// after the server's wait. On a Gate that is not a Limiter the deadline
+// decision is the Gate's own (no count of what permits in flight or window
+// resets will give back), and the window resets are left to the Gate (a
+// Pauser's level comes back at its rate after the pause).
+//
+// Time (pauses, back-off, deadlines) is read on the clock of the request's
+// Gate: a Limiter's, a Marker's or a ClassLimiter's own (WithClock), or
+// the Clock method's of a Gate that has one (redisbucket's Limiter), else
+// the real clock; so a Gate built on a clockwork.FakeClock drives the
+// Transport in tests.
+type Transport struct {
+	base     http.RoundTripper
+	limiter  LimiterFunc
+	cost     CostFunc
+	settle   func(resp *http.Response, p settler, sig *headers.Signals) (aboutRequest bool)
+	retrySDK bool // retry requests of SDKs that retry on their own
+	inflight *semaphore.Weighted
+	maxPause time.Duration
+	retries  int
+	initial  time.Duration
+	maxWait  time.Duration
+	// refusalWait bounds the wait for a refusal's body (refusalWait; tests
+	// shorten it).
+	refusalWait time.Duration
+
+	requests, sent, retried, throttled, malformed, failed, refused atomic.Int64
+	waited                                                         atomic.Int64
+	// secondary counts GitHub secondary limits in a row that named no wait,
+	// for the growing pause of secondaryWait.
+	secondary atomic.Int64
+	resets    windowResets
+	inFlight  flightBook
+}
+
+// TransportOption configures a Transport.
+type TransportOption func(*Transport)
+
+// WithCost sets what each request costs; the default is 1 on every bucket.
+func WithCost(f CostFunc) TransportOption {
+	return func(t *Transport) { t.cost = f }
+}
+
+// WithInFlight caps the requests in flight at n: a request holds one slot
+// from the moment it is sent until its response body is closed (or the
+// base transport fails). Slots are handed out in FIFO order, after the
+// permit. Vendors cap concurrent requests as well as their rate.
+func WithInFlight(n int64) TransportOption {
+	return func(t *Transport) {
+		if n > 0 {
+			t.inflight = semaphore.NewWeighted(n)
+		}
+	}
+}
+
+// WithMaxPause caps every wait a server can impose (Retry-After, quota
+// resets): a longer one pauses the Limiter for d only and is not retried.
+// The default is DefaultMaxPause; d <= 0 keeps it.
+func WithMaxPause(d time.Duration) TransportOption {
+	return func(t *Transport) {
+		if d > 0 {
+			t.maxPause = d
+		}
+	}
+}
+
+// WithRetries sets how many times a refused request is retried; 0 never
+// retries. The default is DefaultRetries.
+func WithRetries(n int) TransportOption {
+	return func(t *Transport) { t.retries = max(n, 0) }
+}
+
+// WithBackOff sets the exponential back-off between retries: the first
+// interval (default 500ms), growing 1.5 times per retry with ±50% jitter up
+// to max (default 30s). A server's Retry-After is always the least wait.
+func WithBackOff(initial, max time.Duration) TransportOption {
+	return func(t *Transport) {
+		if initial > 0 {
+			t.initial = initial
+		}
+		if max > 0 {
+			t.maxWait = max
+		}
+	}
+}
+
+// NewTransport returns a Transport that sends requests through base
+// (http.DefaultTransport if nil) under the Gate that limiter chooses for
+// each request; a nil limiter chooses none, and requests go unlimited.
+func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...TransportOption) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if limiter == nil {
+		limiter = unlimited
+	}
+	t := &Transport{
+		base:     base,
+		limiter:  limiter,
+		cost:     defaultCost,
+		maxPause: DefaultMaxPause,
+		retries:  DefaultRetries,
+		initial:  500 * time.Millisecond,
+		maxWait:  30 * time.Second,
+
+		refusalWait: refusalWait,
+	}
+	for _, opt := range opts {
+		opt(t)
+	}
+	return t
+}
+
+// TransportStats counts what a Transport did since it was made.
+type TransportStats struct {
+	Requests  int64 // calls of RoundTrip
+	Sent      int64 // attempts handed to the base transport
+	Retried   int64 // attempts that were retried
+	Throttled int64 // responses that said the client went over the quota
+	Malformed int64 // malformed rate-limit header fields ignored
+	Failed    int64 // RoundTrip calls that returned an error, or a refusal of the Transport's own (RefusalHeader)
+	// Refused counts responses that refused the account rather than the
+	// pace (a spent credit or a spend cap; see Transport): returned after
+	// their one attempt, pausing nothing. They are not in Throttled.
+	Refused int64
+	Waited  time.Duration // total time requests waited before being sent
+}
+
+// Stats returns the counters of t.
+func (t *Transport) Stats() TransportStats {
+	return TransportStats{
+		Requests:  t.requests.Load(),
+		Sent:      t.sent.Load(),
+		Retried:   t.retried.Load(),
+		Throttled: t.throttled.Load(),
+		Malformed: t.malformed.Load(),
+		Failed:    t.failed.Load(),
+		Refused:   t.refused.Load(),
+		Waited:    time.Duration(t.waited.Load()),
+	}
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// if it can.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// RoundTrip sends req under its Limiter; see Transport.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.requests.Add(1)
+	resp, err := t.roundTrip(req)
+	if err != nil {
+		t.failed.Add(1)
+		// An SDK that retries any error would retry a refusal of ours:
+		// it gets a response that says not to.
+		if r := refusal(req, err); r != nil {
+			return r, nil
+		}
+	}
+	return resp, err
+}
+
+func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
+	g, err := t.limiter(req)
+	if err != nil {
+		closeRequestBody(req)
+		return nil, fmt.Errorf("throttle: choosing the limiter: %w", err)
+	}
+	g, l := gateOf(g)
+	if g == nil {
+		t.sent.Add(1)
+		return t.base.RoundTrip(req)
+	}
+	costs, err := t.cost(req, g)
+	if n := limitCount(g, l); err == nil && len(costs) != n {
+		err = core.CostCount(len(costs), n)
+	}
+	if err != nil {
+		closeRequestBody(req)
+		return nil, fmt.Errorf("throttle: request cost: %w", err)
+	}
+	// x stays on the stack unless a retry follows: the retry's closures
+	// take a copy to the heap. It is filled field by field: a composite
+	// literal is built in a temporary and copied over, and reading back the
+	// temporary's fresh 8-byte stores as 16-byte moves stalls the CPU.
+	var x exchange
+	x.t, x.req, x.ctx, x.l, x.costs, x.clock = t, req, req.Context(), l, costs, gateClock(g, l)
+	if l == nil {
+		x.gate = &gateSide{g: g}
+	}
+	resp, err := x.send()
+	if err != nil {
+		if x.n == 0 {
+			closeRequestBody(req)
+		}
+		return nil, err
+	}
+	if !x.retryable(resp, &x.sig) {
+		return resp, nil
+	}
+	rx := x
+	return rx.retry(resp)
+}
+
+// exchange is one call of RoundTrip: the request and its attempts.
+type exchange struct {
+	t     *Transport
+	req   *http.Request
+	ctx   context.Context
+	l     *throttle.Limiter // the Gate, if it is a Limiter: the in-process paths
+	gate  *gateSide         // the Gate otherwise
+	costs []int64
+	clock clockwork.Clock
+	n     int // attempts sent
+
+	// Between attempts: the response to return if no retry follows, and
+	// what the server said about the wait.
+	last   *http.Response
+	floor  time.Duration // least wait, from Retry-After or a quota reset
+	capped bool          // the server asked for more than maxPause
+	final  *http.Response
+	sig    headers.Signals // what the last response said
+	// The last response refuses the request itself (too large), not the
+	// client's pace: it is neither heeded as a throttle nor retried.
+	aboutRequest bool
+	// What the body of the last 429 or 403 said (see readRefusal), and
+	// whether it stalled instead: a refusal whose body has not come is
+	// returned as it is, never retried (its body cannot be kept).
+	refusal headers.Refusal
+	stalled bool
+}
+
+// gateSide is an exchange's Gate when it is not a Limiter, apart so that
+// the exchange of a Limiter, the common case, stays small.
+type gateSide struct {
+	g throttle.Gate
+	// p is the Permit of the attempt under way, when one was taken (see
+	// takeGate).
+	p throttle.Permit
+}
+
+// send makes one attempt: permit, in-flight slot, request, and the reading
+// of the response's signals.
+func (x *exchange) send() (*http.Response, error) {
+	t := x.t
+	var waited int64
+	taken := !costsFree(x.costs)
+	if taken {
+		var w int64
+		var err error
+		if x.l != nil {
+			w, err = core.Take(x.ctx, x.l, x.costs)
+			if err != nil {
+				w, err = x.takeLater(err)
+			}
+		} else {
+			w, err = x.takeGate()
+		}
+		if err != nil {
+			return nil, err
+		}
+		waited = w
+	}
+	var release func()
+	if t.inflight != nil {
+		if !t.inflight.TryAcquire(1) {
+			start := x.now()
+			if err := t.inflight.Acquire(x.ctx, 1); err != nil {
+				x.giveBack(taken)
+				return nil, err
+			}
+			// The slot may have come after a pause began: wait it out.
+			if err := x.waitPause(); err != nil {
+				t.inflight.Release(1)
+				x.giveBack(taken)
+				return nil, err
+			}
+			waited += x.now() - start
+		}
+		release = sync.OnceFunc(func() { t.inflight.Release(1) })
+	}
+	req := x.req
+	if x.n > 0 {
+		req = x.req.Clone(x.ctx)
+		if x.req.Body != nil && x.req.Body != http.NoBody {
+			var err error
+			if req.Body, err = x.req.GetBody(); err != nil {
+				if release != nil {
+					release()
+				}
+				x.giveBack(taken)
+				return nil, fmt.Errorf("throttle: replaying the request body: %w", err)
+			}
+		}
+	}
+	x.dropLast()
+	if waited != 0 {
+		t.waited.Add(waited)
+	}
+	x.n++
+	t.sent.Add(1)
+	booked := t.settle != nil && taken && x.l != nil
+	if booked {
+		t.inFlight.add(core.Buckets(x.l), x.costs)
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		// The costs stay spent: the request may have reached the server.
+		if booked {
+			t.inFlight.Settled(core.Buckets(x.l), x.costs, x.costs)
+		}
+		if release != nil {
+			release()
+		}
+		return nil, err
+	}
+	if release != nil {
+		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	}
+	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
+	status := resp.StatusCode
+	x.refusal, x.stalled = headers.Refusal{}, false
+	if status == http.StatusTooManyRequests || status == http.StatusForbidden {
+		x.readRefusal(resp)
+		if x.refusal.Secondary {
+			t.secondaryWait(&x.sig)
+		}
+	} else if status < 300 && t.secondary.Load() != 0 {
+		t.secondary.Store(0)
+	}
+	x.aboutRequest = false
+	if t.settle != nil && taken {
+		// Before heed: a refund must not undo the emptying after a 429.
+		x.aboutRequest = t.settle(resp, x.settler(), &x.sig)
+	}
+	switch {
+	case x.refusal.Billing != "":
+		// Heeded as the 402 it means: the quotas it reports, no pause.
+		status = http.StatusPaymentRequired
+		t.refused.Add(1)
+		if x.l != nil {
+			observeRefused(core.Buckets(x.l), x.costs, x.refusal.Billing)
+		}
+		noRetryForSDK(x.req, resp)
+	case x.aboutRequest:
+		// Heeded as the 413 it means: the quotas it reports, no pause.
+		status = http.StatusRequestEntityTooLarge
+		noRetryForSDK(x.req, resp)
+	}
+	if x.l == nil {
+		t.heedGate(x.gate.g, x.costs, status, &x.sig, x.clock)
+		return resp, nil
+	}
+	t.heed(x.l, x.costs, status, &x.sig, x.clock)
+	if q, ok := core.Ext(x.l).(*autoQuota); ok {
+		// A 429 about the request itself tells nothing of the quota's rate.
+		q.response(x.req, x.l, x.costs, status, &x.sig, t.maxPause)
+	}
+	return resp, nil
+}
+
+// costsFree reports whether a request costs nothing on every bucket. An
+// empty list is not free: Acquire rejects it.
+func costsFree(costs []int64) bool {
+	if len(costs) == 0 {
+		return false
+	}
+	for _, c := range costs {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// takeLater is what follows a Limiter's refusal err of the costs: a wait
+// past the deadline that what is in flight will likely give back, or a
+// window reset restore, in time queues the request instead (takeHoping).
+func (x *exchange) takeLater(err error) (int64, error) {
+	var wait *throttle.WaitError
+	if !errors.As(err, &wait) || !x.t.fitsLater(x.ctx, x.l, x.costs, x.clock) {
+		return 0, err
+	}
+	return x.takeHoping()
+}
+
+// takeGate takes the costs on a Gate that is not a Limiter: Acquire,
+// keeping the Permit for the settlement WithLLM makes, or a Taker's Wait
+// when nothing will settle. The Gate decides about the deadline: the Transport knows
+// nothing of what its permits in flight will give back.
+func (x *exchange) takeGate() (int64, error) {
+	start := x.clock.Now()
+	var err error
+	gs := x.gate
+	if tk, ok := gs.g.(throttle.Taker); ok && x.t.settle == nil {
+		err = tk.Wait(x.ctx, x.costs...)
+	} else {
+		gs.p, err = gs.g.Acquire(x.ctx, x.costs...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int64(x.clock.Since(start)), nil
+}
+
+// now reads the time waits are measured on: a Limiter's monotonic time
+// line, or the exchange's clock.
+func (x *exchange) now() int64 {
+	if x.l != nil {
+		return core.Now(x.l)
+	}
+	return x.clock.Now().UnixNano()
+}
+
+// settler returns the permit of the attempt just answered, for WithLLM to
+// settle: on a Limiter one booked as in flight (see flightBook), on any
+// other Gate the Permit its Acquire gave.
+func (x *exchange) settler() settler {
+	if x.l != nil {
+		return core.NewPermit(core.Buckets(x.l), x.costs, &x.t.inFlight).(settler)
+	}
+	gs := x.gate
+	p := &gatePermit{p: gs.p, costs: x.costs, limits: gs.g.Limits()}
+	gs.p = nil
+	return p
+}
+
+// giveBack returns the costs taken for a request that was not sent.
+func (x *exchange) giveBack(taken bool) {
+	switch {
+	case !taken:
+	case x.l != nil:
+		core.Settle(core.Buckets(x.l), x.costs, make([]int64, len(x.costs)))
+	case x.gate.p != nil:
+		x.gate.p.Cancel()
+		x.gate.p = nil
+	default:
+		if tk, ok := x.gate.g.(throttle.Taker); ok {
+			tk.Refund(x.costs...)
+		}
+	}
+}
+
+// waitPause waits until no bucket of the Limiter is paused; a Gate of
+// another kind pauses its own callers.
+func (x *exchange) waitPause() error {
+	if x.l == nil {
+		return nil
+	}
+	for {
+		var until time.Time
+		for _, b := range core.Buckets(x.l) {
+			if u, ok := b.PausedUntil(); ok && u.After(until) {
+				until = u
+			}
+		}
+		d := x.clock.Until(until)
+		if until.IsZero() || d <= 0 {
+			return nil
+		}
+		timer := x.clock.NewTimer(d)
+		select {
+		case <-timer.Chan():
+		case <-x.ctx.Done():
+			timer.Stop()
+			return x.ctx.Err()
+		}
+	}
+}
+
+// dropLast discards the response kept from the previous attempt.
+func (x *exchange) dropLast() {
+	if x.last != nil {
+		discardResponse(x.last)
+		x.last = nil
+	}
+}
+
+// keepBytes is the most of a retried response's body that is kept, so that
+// the response can still be returned if the retry cannot take place.
+const keepBytes = 16 << 10
+
+// drainBytes is the most of a discarded body that is read, so that its
+// connection can be reused.
+const drainBytes = 4 << 10
+
+// keepLast reads the body of the response kept for a retry into memory and
+// closes it, releasing its connection and in-flight slot while the retry
+// waits. A body too long to keep is discarded with its response.
+func (x *exchange) keepLast() {
+	r := x.last
+	if r == nil {
+		return
+	}
+	if pb, ok := r.Body.(*peekedBody); ok && !pb.complete() {
+		// The rest may never come: reading on could block.
+		r.Body.Close()
+		x.last = nil
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, keepBytes+1))
+	r.Body.Close()
+	if err != nil || len(b) > keepBytes {
+		x.last = nil
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+}
+
+// discardResponse drains a little of a response body, for connection
+// reuse, and closes it.
+func discardResponse(r *http.Response) {
+	io.CopyN(io.Discard, r.Body, drainBytes)
+	r.Body.Close()
+}
+
+// closeRequestBody closes the body of a request that will not be sent: the
+// RoundTripper contract makes that the transport's job.
+func closeRequestBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// releaseBody frees an in-flight slot when the response body is closed.
+type releaseBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releaseBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}

@@ -1,0 +1,91 @@
+// Package corelink lends the HTTP layer (package httpthrottle) the parts of
+// the core (package throttle) that are not its public API: the buckets of a
+// Limiter without a copy, its wait without a Permit's allocation, a Permit
+// booked in flight, a Keyed key decided under one lock. Exporting them from
+// the core would put them in front of every user of a Bucket; an internal
+// table keeps them between the two packages of this module.
+//
+// The core cannot be imported here (it imports this package), so the table's
+// types are parameters: the core fills a Core with its own types in its init,
+// and httpthrottle reads it back with the same types. Nothing else is
+// stored, and nothing changes after init.
+package corelink
+
+import (
+	"context"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Core is the table the core registers. L is *throttle.Limiter, B
+// *throttle.Bucket, P throttle.Permit, E throttle.Event.
+type Core[L, B, P, E any] struct {
+	// Buckets returns the Limiter's buckets, in cost order; not to be
+	// written.
+	Buckets func(l L) []B
+	// Take is the Limiter's Wait reporting how long it waited, in the
+	// nanoseconds of its time line, with costs not copied.
+	Take func(ctx context.Context, l L, costs []int64) (waited int64, err error)
+	// Now reads the Limiter's monotonic time line, in nanoseconds.
+	Now func(l L) int64
+	// Clock returns the clock a Limiter, ClassLimiter or Marker sleeps on,
+	// or nil for another value.
+	Clock func(g any) clockwork.Clock
+	// Ext and SetExt read and set a value the HTTP layer keeps on a
+	// Limiter (Auto's quota); the core never reads it.
+	Ext    func(l L) any
+	SetExt func(l L, v any)
+	// NewPermit records a copy of costs taken from bs; book, if not nil,
+	// is told the costs and the actual use once the permit is settled or
+	// kept (Permit.Keep).
+	NewPermit func(bs []B, costs []int64, book Book[B]) P
+	// Settle corrects costs taken from bs to actual, as a Permit's Settle
+	// does.
+	Settle func(bs []B, costs, actual []int64)
+	// LevelTo sets the level of b to n, at most its capacity, debt
+	// included.
+	LevelTo func(b B, n int64)
+	// Observe reports e to the observer of b, if it has one.
+	Observe func(b B, e E) bool
+	// CostCount is the core's error for got costs where want were due.
+	CostCount func(got, want int) error
+	// DefaultCosts returns one on each of n limits, not to be written.
+	DefaultCosts func(n int) []int64
+	// Queued returns the number of waiters queued on the Limiter's
+	// buckets: the HTTP layer's tests wait for every goroutine to have
+	// finished or queued on it.
+	Queued func(l L) int
+	// HeldKeys counts a Keyed's keys that have a Limiter of their own: the
+	// HTTP layer's tests check that LimitHandler keeps keys compact.
+	HeldKeys func(k any) int
+	// Keyed returns a Keyed's Admitter (of its key type), or nil for a
+	// value that is not a Keyed.
+	Keyed func(k any) any
+}
+
+// Book is told of a permit's settlement: a Transport's count of tokens in
+// flight.
+type Book[B any] interface {
+	Settled(bs []B, costs, actual []int64)
+}
+
+// Decision is what a Keyed decided for a key held compactly (Admitter). S
+// is throttle.LimitStatus.
+type Decision[S any] struct {
+	OK     bool
+	Costs  []int64       // the costs decided
+	Status []S           // every limit after the decision
+	Wait   time.Duration // refused: until the costs are covered, -1 if never
+	// WriteIETF's values of Status and Wait, from the limits' cache, when
+	// asked for and kept there; else nil.
+	Policy, State, Retry []string
+}
+
+var core any
+
+// Register stores the core's table; the core calls it once, in its init.
+func Register(c any) { core = c }
+
+// Load returns the table, as the type the core registered.
+func Load[T any]() T { return core.(T) }

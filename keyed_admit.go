@@ -1,0 +1,171 @@
+package throttle
+
+import (
+	"time"
+
+	"github.com/throttlekit/throttle/internal/corelink"
+)
+
+// decision is what admit decided for a key held compactly.
+type decision = corelink.Decision[LimitStatus]
+
+// admit is LimitHandler's TryAcquire of costs (nil: one on every limit) on
+// key, with the status and, for a refusal, the wait, all read at one instant
+// under the shard lock. For a key that has a Limiter, or whose overflow
+// bucket has one, it returns that Limiter instead, for LimitHandler to
+// decide on, in held if held is not nil. status is storage for the
+// decision's status; with ietf set, the decision carries its header values
+// too when the cache of the key's limits has them.
+func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool, held *Limiter) (*Limiter, decision, error) {
+	s, tag := k.shard(key)
+	s.mu.Lock()
+	e, p, now, err := s.lookup(k, key, tag, true)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, decision{}, err
+	}
+	steps := s.due()
+	if e == nil {
+		// A call that can only fail must not make the key.
+		if costs == nil {
+			costs = defaultCosts(len(p.shapes))
+		}
+		if err := p.check(costs); err != nil {
+			s.forget(p)
+			s.mu.Unlock()
+			return nil, decision{}, err
+		}
+		if k.reserve(s, now) {
+			e, steps = s.insert(key, tag, p, now), stepsInsert
+		} else {
+			e, err = s.overflow(k, p, tag, now)
+			s.forget(p)
+			if err != nil {
+				s.sweep(now, steps)
+				s.mu.Unlock()
+				return nil, decision{}, err
+			}
+		}
+	}
+	if h := e.held(); h != nil {
+		if held == nil {
+			held = new(Limiter)
+		}
+		*held = limiterOver(h.shared())
+		s.sweep(now, steps)
+		s.mu.Unlock()
+		return held, decision{}, nil
+	}
+	p = e.prof()
+	if costs == nil {
+		costs = defaultCosts(len(p.shapes))
+	}
+	if err := p.check(costs); err != nil {
+		s.mu.Unlock()
+		return nil, decision{}, err
+	}
+	d := decision{OK: e.try(costs, now), Costs: costs}
+	for i := range p.shapes {
+		sh, l := &p.shapes[i], e.get(i)
+		reset := time.Duration(-1)
+		if t := sh.readyAt(&l, sh.capacity); t != never {
+			reset = time.Duration(t - now)
+		}
+		status = append(status, LimitStatus{
+			Name:      p.limits[i].Name,
+			Capacity:  sh.capacity,
+			Rate:      p.limits[i].Rate,
+			Remaining: max(l.tokens, 0),
+			Reset:     reset,
+		})
+	}
+	d.Status = status
+	if !d.OK {
+		d.Wait = -1
+		if t := e.readyAt(costs, now); t != never {
+			d.Wait = time.Duration(t - now)
+		}
+	}
+	if ietf {
+		if c := k.ietfCache(p); c != nil {
+			d.Policy = c.policy
+			if len(status) == 1 {
+				d.State = c.stateOf(status[0].Remaining, status[0].Reset)
+			}
+			if !d.OK {
+				d.Retry = c.retryOf(d.Wait)
+			}
+		}
+	}
+	s.sweep(now, steps)
+	s.mu.Unlock()
+	if k.obs != nil {
+		kind := EventRejected
+		if d.OK {
+			kind = EventGranted
+		}
+		p.observe(k.obs, costs, kind)
+	}
+	return nil, d, nil
+}
+
+// costView returns what LimitHandler's cost function is shown for key: the
+// key's Limiter if it has one, or that of the key's overflow bucket if the
+// key would overflow and the bucket has one (lim), or else the stand-in of
+// its limits (view).
+func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
+	s, tag := k.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, p, now, err := s.lookup(k, key, tag, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if e != nil {
+		if h := e.held(); h != nil {
+			l := limiterOver(h.shared())
+			return &l, nil, nil
+		}
+		view, err = k.view(e.prof())
+		return nil, view, err
+	}
+	defer s.forget(p) // runs before the unlock
+	if !k.hasRoom(s, now) {
+		o, err := s.overflow(k, p, tag, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if h := o.held(); h != nil {
+			l := limiterOver(h.shared())
+			return &l, nil, nil
+		}
+	}
+	view, err = k.view(p)
+	return nil, view, err
+}
+
+// defaultCosts is defaultCost for n limits.
+func defaultCosts(n int) []int64 {
+	if n <= len(oneEach) {
+		return oneEach[:n] // only read, as in defaultCost
+	}
+	costs := make([]int64, n)
+	for i := range costs {
+		costs[i] = 1
+	}
+	return costs
+}
+
+var oneEach = [...]int64{1, 1, 1, 1, 1, 1, 1, 1}
+
+// keyedAdmit lends LimitHandler a Keyed's admit and costView (through
+// corelink), under its key type.
+type keyedAdmit[K comparable] struct{ k *Keyed[K] }
+
+func (a keyedAdmit[K]) Admit(key K, costs []int64, status []LimitStatus, ietf bool, held *Limiter) (*Limiter, decision, error) {
+	return a.k.admit(key, costs, status, ietf, held)
+}
+
+func (a keyedAdmit[K]) CostView(key K) (lim, view *Limiter, err error) { return a.k.costView(key) }
+
+func (k *Keyed[K]) admitter() any { return keyedAdmit[K]{k} }

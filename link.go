@@ -1,0 +1,101 @@
+package throttle
+
+import (
+	"context"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/throttlekit/throttle/internal/corelink"
+)
+
+// Link is the table corelink lends package httpthrottle: its fields are
+// documented there.
+type link = corelink.Core[*Limiter, *Bucket, Permit, Event]
+
+func init() {
+	corelink.Register(&link{
+		Buckets: func(l *Limiter) []*Bucket { return l.bs },
+		Take: func(ctx context.Context, l *Limiter, costs []int64) (int64, error) {
+			return l.take(ctx, costs)
+		},
+		Now:    func(l *Limiter) int64 { return l.bs[0].g.Load().now() },
+		Clock:  timeline,
+		Ext:    func(l *Limiter) any { return l.ext },
+		SetExt: func(l *Limiter, v any) { l.ext = v },
+		NewPermit: func(bs []*Bucket, costs []int64, book corelink.Book[*Bucket]) Permit {
+			p := newPermit(bs, costs)
+			p.booked = book
+			return p
+		},
+		Settle:       settle,
+		LevelTo:      (*Bucket).levelTo,
+		Observe:      observeBucket,
+		CostCount:    costCount,
+		DefaultCosts: defaultCosts,
+		Queued:       func(l *Limiter) int { return l.bs[0].queued() },
+		HeldKeys: func(v any) int {
+			if k, ok := v.(interface{ heldCount() int }); ok {
+				return k.heldCount()
+			}
+			return 0
+		},
+		Keyed: func(v any) any {
+			if k, ok := v.(interface{ admitter() any }); ok {
+				return k.admitter()
+			}
+			return nil
+		},
+	})
+}
+
+// timeline returns the clock g sleeps on: a Limiter's buckets', a
+// ClassLimiter's hierarchies', a Marker's; nil for another value. A
+// group's clock is fixed when it is made and published through the atomic
+// group pointer, so it is read without the lock.
+func timeline(g any) clockwork.Clock {
+	switch g := g.(type) {
+	case *Limiter:
+		return g.bs[0].g.Load().timers
+	case *ClassLimiter:
+		return g.timeline()
+	case *Marker:
+		return g.timeline()
+	}
+	return nil
+}
+
+// observeBucket reports e to b's observer, if it has one.
+func observeBucket(b *Bucket, e Event) bool {
+	if b.obs == nil {
+		return false
+	}
+	b.obs.Observe(e)
+	return true
+}
+
+// queued returns the number of waiters in b's queue.
+func (b *Bucket) queued() int {
+	g := b.lock()
+	defer g.mu.Unlock()
+	n := 0
+	for w := g.head; w != nil; w = w.next {
+		n++
+	}
+	return n
+}
+
+// heldCount counts the keys that have a Limiter of their own.
+func (k *Keyed[K]) heldCount() int {
+	n := 0
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.Lock()
+		for j := range s.ents.n {
+			if s.ents.at(j).held() != nil {
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
