@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/slogthrottle"
 )
 
 // nopObserver discards every event: what remains is the cost of building
@@ -17,7 +18,7 @@ type nopObserver struct{}
 func (nopObserver) Observe(throttle.Event) {}
 
 // BenchmarkObserverTryAcquire measures TryAcquire with no observer, with
-// one that discards events, and with a SlogObserver, whose grants here
+// one that discards events, and with a slogthrottle.Observer, whose grants here
 // never wait and so are never logged. The bucket never runs dry, so every
 // call grants.
 func BenchmarkObserverTryAcquire(b *testing.B) {
@@ -28,7 +29,7 @@ func BenchmarkObserverTryAcquire(b *testing.B) {
 		{"none", nil},
 		{"nop", []throttle.Option{throttle.WithObserver(nopObserver{})}},
 		{"slog", []throttle.Option{throttle.WithObserver(
-			throttle.NewSlogObserver(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Second))}},
+			slogthrottle.New(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Second))}},
 	} {
 		bk, err := throttle.New(math.MaxInt64, throttle.Per(math.MaxInt64, time.Second), c.opts...)
 		if err != nil {

@@ -1,4 +1,4 @@
-package throttle_test
+package slogthrottle_test
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/slogthrottle"
 )
 
-// A SlogObserver logs the grants that waited more than a second, at most
+// An Observer logs the grants that waited more than a second, at most
 // once a minute. A fake clock stands in for the passing of time, so that
 // the output is the same on every run; a program passes neither clock.
-func ExampleSlogObserver() {
+func ExampleNew() {
 	ctx := context.Background()
 	clock := clockwork.NewFakeClock()
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
@@ -25,7 +26,7 @@ func ExampleSlogObserver() {
 			return a
 		},
 	}))
-	obs := throttle.NewSlogObserver(logger, time.Minute, throttle.SlogClock(clock))
+	obs := slogthrottle.New(logger, time.Minute, slogthrottle.WithClock(clock))
 	tokens, err := throttle.New(1000, throttle.Per(500, time.Second),
 		throttle.WithName("tokens"), throttle.WithClock(clock), throttle.WithObserver(obs))
 	if err != nil {

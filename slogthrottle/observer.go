@@ -1,4 +1,7 @@
-package throttle
+// Package slogthrottle logs a limiter's long waits with log/slog: an
+// Observer (see throttle.WithObserver) that writes one line in the style
+// of kubectl's client-side throttling message, at most one per interval.
+package slogthrottle
 
 import (
 	"context"
@@ -8,20 +11,21 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
 )
 
-// DefaultSlogThreshold is the wait a grant must exceed before a
-// SlogObserver logs it. It is the threshold above which Kubernetes clients
+// DefaultThreshold is the wait a grant must exceed before a
+// Observer logs it. It is the threshold above which Kubernetes clients
 // log their client-side throttling at the default verbosity.
-const DefaultSlogThreshold = time.Second
+const DefaultThreshold = time.Second
 
-// SlogObserver is an Observer that logs long waits to a *slog.Logger, one
+// Observer is a throttle.Observer that logs long waits to a *slog.Logger, one
 // line in the style of kubectl's client-side throttling message:
 //
 //	waited 1.2s for 'tokens' due to client-side throttling
 //
-// It logs only EventGranted events whose Wait exceeds a threshold
-// (DefaultSlogThreshold unless SlogThreshold says otherwise), and at most
+// It logs only throttle.EventGranted events whose Wait exceeds a threshold
+// (DefaultThreshold unless WithThreshold says otherwise), and at most
 // one line per interval across every limit it observes, so that a program
 // stuck behind a limit does not flood its log. Each line carries the
 // attributes limit, wait and cost, and, when earlier qualifying waits were
@@ -30,14 +34,14 @@ const DefaultSlogThreshold = time.Second
 // a later line; a count still pending when waits stop is never reported,
 // since the observer owns no goroutine or timer.
 //
-// The interval is measured on the clock given with SlogClock (the real
+// The interval is measured on the clock given with WithClock (the real
 // clock by default), which should be the clock of the buckets observed.
 // While the logger is not enabled at the observer's level, waits are
 // neither logged nor counted.
 //
-// A SlogObserver is safe for concurrent use and never blocks beyond the
+// A Observer is safe for concurrent use and never blocks beyond the
 // logger's handler; it may be shared by any number of buckets.
-type SlogObserver struct {
+type Observer struct {
 	logger    *slog.Logger
 	level     slog.Leveler
 	threshold time.Duration
@@ -49,39 +53,39 @@ type SlogObserver struct {
 	suppressed atomic.Int64 // qualifying waits dropped since the last line
 }
 
-// SlogOption configures a SlogObserver.
-type SlogOption func(*SlogObserver)
+// Option configures an Observer.
+type Option func(*Observer)
 
-// SlogThreshold makes the observer log only grants whose wait is strictly
-// longer than d. SlogThreshold(0) logs every grant that waited at all; a
+// WithThreshold makes the observer log only grants whose wait is strictly
+// longer than d. WithThreshold(0) logs every grant that waited at all; a
 // negative d logs every grant, including those that did not wait.
-func SlogThreshold(d time.Duration) SlogOption {
-	return func(o *SlogObserver) { o.threshold = d }
+func WithThreshold(d time.Duration) Option {
+	return func(o *Observer) { o.threshold = d }
 }
 
-// SlogLevel sets the level of the observer's lines; the default is
+// WithLevel sets the level of the observer's lines; the default is
 // slog.LevelInfo. A *slog.LevelVar changes it while the program runs.
-func SlogLevel(l slog.Leveler) SlogOption {
-	return func(o *SlogObserver) { o.level = l }
+func WithLevel(l slog.Leveler) Option {
+	return func(o *Observer) { o.level = l }
 }
 
-// SlogClock makes the observer measure its interval on c, normally the
+// WithClock makes the observer measure its interval on c, normally the
 // clock given to the observed buckets with WithClock.
-func SlogClock(c clockwork.Clock) SlogOption {
-	return func(o *SlogObserver) { o.clock = c }
+func WithClock(c clockwork.Clock) Option {
+	return func(o *Observer) { o.clock = c }
 }
 
-// NewSlogObserver returns a SlogObserver that writes to logger, or to
+// New returns an Observer that writes to logger, or to
 // slog.Default() as it is at this call when logger is nil, at most one line
 // per every. An every of zero or less logs every qualifying wait.
-func NewSlogObserver(logger *slog.Logger, every time.Duration, opts ...SlogOption) *SlogObserver {
+func New(logger *slog.Logger, every time.Duration, opts ...Option) *Observer {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	o := &SlogObserver{
+	o := &Observer{
 		logger:    logger,
 		level:     slog.LevelInfo,
-		threshold: DefaultSlogThreshold,
+		threshold: DefaultThreshold,
 		every:     int64(every),
 	}
 	for _, opt := range opts {
@@ -101,8 +105,8 @@ func NewSlogObserver(logger *slog.Logger, every time.Duration, opts ...SlogOptio
 // Observe logs e if it is a grant that waited longer than the threshold and
 // the interval since the last line has passed, and counts it as suppressed
 // if the interval has not.
-func (o *SlogObserver) Observe(e Event) {
-	if e.Kind != EventGranted || e.Wait <= o.threshold {
+func (o *Observer) Observe(e throttle.Event) {
+	if e.Kind != throttle.EventGranted || e.Wait <= o.threshold {
 		return
 	}
 	ctx := context.Background()
@@ -115,7 +119,7 @@ func (o *SlogObserver) Observe(e Event) {
 		next := o.next.Load()
 		// Losing the race to a concurrent wait in the same interval counts
 		// as being inside the interval: that wait's line is the one logged.
-		if now < next || !o.next.CompareAndSwap(next, addSat(now, uint64(o.every))) {
+		if now < next || !o.next.CompareAndSwap(next, now+min(o.every, math.MaxInt64-now)) {
 			o.suppressed.Add(1)
 			return
 		}

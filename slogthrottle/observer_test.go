@@ -1,4 +1,4 @@
-package throttle_test
+package slogthrottle_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/slogthrottle"
 )
 
 // slogLine is one record captured by slogRecorder.
@@ -73,7 +74,7 @@ func suppressedOf(t *testing.T, l slogLine) int64 {
 
 func TestSlogObserverLine(t *testing.T) {
 	h := &slogRecorder{}
-	o := throttle.NewSlogObserver(slog.New(h), time.Second, throttle.SlogClock(clockwork.NewFakeClockAt(slogT0)))
+	o := slogthrottle.New(slog.New(h), time.Second, slogthrottle.WithClock(clockwork.NewFakeClockAt(slogT0)))
 	o.Observe(throttle.Event{Kind: throttle.EventGranted, Limit: "tokens", Cost: 4000, Wait: 1200 * time.Millisecond})
 	lines := h.take()
 	if len(lines) != 1 {
@@ -116,7 +117,7 @@ func TestSlogObserverMessage(t *testing.T) {
 		{"x", 999 * time.Microsecond, "waited 999µs for 'x' due to client-side throttling"},
 	} {
 		h := &slogRecorder{}
-		o := throttle.NewSlogObserver(slog.New(h), 0, throttle.SlogThreshold(0))
+		o := slogthrottle.New(slog.New(h), 0, slogthrottle.WithThreshold(0))
 		o.Observe(granted(c.limit, c.wait))
 		lines := h.take()
 		if len(lines) != 1 || lines[0].msg != c.want {
@@ -130,7 +131,7 @@ func TestSlogObserverMessage(t *testing.T) {
 
 func TestSlogObserverThreshold(t *testing.T) {
 	h := &slogRecorder{}
-	o := throttle.NewSlogObserver(slog.New(h), 0)
+	o := slogthrottle.New(slog.New(h), 0)
 	for _, e := range []throttle.Event{
 		granted("a", 0),
 		granted("a", time.Second), // not above the default threshold
@@ -149,14 +150,14 @@ func TestSlogObserverThreshold(t *testing.T) {
 		t.Fatalf("a wait of 1s+1ns logged %d lines, want 1", len(lines))
 	}
 
-	o = throttle.NewSlogObserver(slog.New(h), 0, throttle.SlogThreshold(50*time.Millisecond))
+	o = slogthrottle.New(slog.New(h), 0, slogthrottle.WithThreshold(50*time.Millisecond))
 	o.Observe(granted("a", 50*time.Millisecond))
 	o.Observe(granted("a", 50*time.Millisecond+1))
 	if lines := h.take(); len(lines) != 1 || lines[0].attrs["wait"].Duration() != 50*time.Millisecond+1 {
 		t.Fatalf("threshold 50ms: got %+v, want only the 50ms+1ns wait", lines)
 	}
 
-	o = throttle.NewSlogObserver(slog.New(h), 0, throttle.SlogThreshold(-1))
+	o = slogthrottle.New(slog.New(h), 0, slogthrottle.WithThreshold(-1))
 	o.Observe(granted("a", 0))
 	o.Observe(throttle.Event{Kind: throttle.EventRejected, Limit: "a", Cost: 1})
 	if lines := h.take(); len(lines) != 1 {
@@ -170,7 +171,7 @@ func TestSlogObserverThreshold(t *testing.T) {
 func TestSlogObserverInterval(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(slogT0)
 	h := &slogRecorder{}
-	o := throttle.NewSlogObserver(slog.New(h), time.Second, throttle.SlogClock(clk))
+	o := slogthrottle.New(slog.New(h), time.Second, slogthrottle.WithClock(clk))
 	// At each offset from the start, one qualifying wait; want is the
 	// suppressed count of the line it logs, or -1 if it logs none.
 	steps := []struct {
@@ -210,7 +211,7 @@ func TestSlogObserverInterval(t *testing.T) {
 func TestSlogObserverSharedInterval(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(slogT0)
 	h := &slogRecorder{}
-	o := throttle.NewSlogObserver(slog.New(h), time.Minute, throttle.SlogClock(clk))
+	o := slogthrottle.New(slog.New(h), time.Minute, slogthrottle.WithClock(clk))
 	o.Observe(granted("requests", 10*time.Millisecond))
 	o.Observe(granted("requests", 5*time.Second))
 	o.Observe(granted("tokens", 7*time.Second))
@@ -231,7 +232,7 @@ func TestSlogObserverSharedInterval(t *testing.T) {
 
 func TestSlogObserverEveryZeroLogsAll(t *testing.T) {
 	h := &slogRecorder{}
-	o := throttle.NewSlogObserver(slog.New(h), 0, throttle.SlogClock(clockwork.NewFakeClockAt(slogT0)))
+	o := slogthrottle.New(slog.New(h), 0, slogthrottle.WithClock(clockwork.NewFakeClockAt(slogT0)))
 	for range 5 {
 		o.Observe(granted("tokens", 2*time.Second))
 	}
@@ -252,7 +253,7 @@ func TestSlogObserverLevel(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(slogT0)
 	h := &slogRecorder{min: slog.LevelWarn}
 	var lv slog.LevelVar // INFO
-	o := throttle.NewSlogObserver(slog.New(h), time.Second, throttle.SlogClock(clk), throttle.SlogLevel(&lv))
+	o := slogthrottle.New(slog.New(h), time.Second, slogthrottle.WithClock(clk), slogthrottle.WithLevel(&lv))
 	o.Observe(granted("tokens", 2*time.Second))
 	o.Observe(granted("tokens", 2*time.Second))
 	if lines := h.take(); len(lines) != 0 {
@@ -271,7 +272,7 @@ func TestSlogObserverLevel(t *testing.T) {
 func TestSlogObserverConcurrent(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(slogT0)
 	h := &slogRecorder{}
-	o := throttle.NewSlogObserver(slog.New(h), time.Second, throttle.SlogClock(clk))
+	o := slogthrottle.New(slog.New(h), time.Second, slogthrottle.WithClock(clk))
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
 	for range goroutines {
@@ -304,7 +305,7 @@ func TestSlogObserverBucket(t *testing.T) {
 	ctx := context.Background()
 	clk := clockwork.NewFakeClockAt(slogT0)
 	h := &slogRecorder{}
-	o := throttle.NewSlogObserver(slog.New(h), time.Minute, throttle.SlogClock(clk))
+	o := slogthrottle.New(slog.New(h), time.Minute, slogthrottle.WithClock(clk))
 	b, err := throttle.New(1, throttle.Every(2*time.Second),
 		throttle.WithName("tokens"), throttle.WithClock(clk), throttle.WithObserver(o))
 	if err != nil {
