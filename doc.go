@@ -64,35 +64,14 @@
 // key, so it is dropped lazily and made again on its next use, with no
 // change in any decision.
 //
-// # HTTP clients: Transport
+// # HTTP and gRPC
 //
-// [NewTransport] wraps an http.RoundTripper so that every request of a
-// client takes a permit first, from the [Gate] that a [LimiterFunc]
-// chooses: [Shared] for one limiter (any Gate: a Limiter, a ClassLimiter,
-// a Marker, redisbucket's Limiter for a fleet), [PerKey] with [HostKey],
-// [HeaderKey] or [ModelKey] for one per key. The [Transport] reads every
-// response's rate-limit headers (Retry-After, the IETF RateLimit fields,
-// X-RateLimit-*, OpenAI's and Anthropic's), lowers the Gate's limits to
-// what the server says is left (a [Leveler]), and on a 429 pauses the
-// whole Gate (a [Pauser]) until the instant the server named, then retries
-// with back-off when the request can be replayed.
-// [WithCost] sets what a request costs, [WithInFlight] caps the requests in
-// flight.
-//
-// # LLM APIs: LLM
-//
-// [WithLLM] with an [LLM] value makes a Transport count the tokens of
-// OpenAI-style and Anthropic-style JSON calls: each request reserves an
-// estimate read from its body, and its permit is settled against the usage
-// the response reports. [LLM.Cost] is the same estimate as a [CostFunc].
-//
-// # HTTP servers: LimitHandler
-//
-// [LimitHandler] is the server side: middleware that admits a request the
-// chosen Gate covers now and answers any other 429 with the exact
-// Retry-After, writing the IETF RateLimit-Policy and RateLimit fields on
-// every answer. [RequestPermit] gives the handler the request's Permit, to
-// settle against the request's real cost.
+// Package httpthrottle, in this module, puts HTTP clients and servers
+// under any Gate: a Transport for http.Client that reads every rate-limit
+// header a server sends, pauses the Gate on a 429 and settles LLM calls'
+// tokens, a LimitHandler middleware for servers, and Auto, which learns a
+// server's limits with no configuration. Module grpcthrottle does the same
+// for gRPC.
 //
 // # Scheduling: Reserve, priorities, Pace, unlimited and closed limits
 //
@@ -120,19 +99,11 @@
 // rate; as a Gate it grants green, grants yellow only under
 // [AllowBestEffort], and refuses red with a [*MarkError].
 //
-// # Limits learned from the server: Auto
-//
-// [Auto] is a [LimiterFunc] that needs no configuration: an [AutoLimiter]
-// learns each host's quota from its rate-limit headers ([AutoOption]s set
-// floors, ceilings and keys), and finds it by congestion control where the
-// server says nothing; [AutoLimiter.Stats] reports what it learned
-// ([AutoQuotaStats], [AutoLimitStats]).
-//
 // # Observing decisions
 //
-// [WithObserver] reports every decision of a bucket to an [Observer];
-// [NewSlogObserver] logs long waits with log/slog, and [Observers] fans out
-// to several.
+// [WithObserver] reports every decision of a bucket to an [Observer], and
+// [Observers] fans out to several; package slogthrottle logs long waits
+// with log/slog, module otelthrottle records OpenTelemetry metrics.
 //
 // # Every type, one line each
 //
@@ -149,30 +120,27 @@
 //   - [Reservation]: a place in a bucket's queue, taken without blocking.
 //
 // What every limiter is:
-//   - [Gate]: the interface the Transport, LimitHandler and the gRPC
-//     interceptors take; [Permit]: the costs it took, to settle.
+//   - [Gate]: the interface httpthrottle's Transport and LimitHandler and
+//     the gRPC interceptors take; [Permit]: the costs it took, to settle.
 //   - [Pauser], [Leveler], [Meter], [Taker]: what a Gate can do beyond it.
 //   - [LimitStatus]: the state of one limit, as a Meter reports it.
 //   - [WaitError]: a deadline that comes before the turn.
 //
-// HTTP:
-//   - [Transport], [TransportOption], [TransportStats]: the client side.
-//   - [LimiterFunc] picks the Gate of a request, [CostFunc] its costs.
-//   - [LimitOption]: the options of [LimitHandler], the server side.
-//   - [LLM], [Usage], [Tokenizer], [OversizedError]: LLM calls' tokens.
-//   - [AutoLimiter], [AutoOption], [AutoQuotaStats], [AutoLimitStats],
-//     [AutoStore]: limits learned from the server, for one process or a
-//     fleet.
-//
 // Observing:
 //   - [Observer], [Event], [EventKind]: every decision of a bucket.
-//   - [SlogObserver], [SlogOption]: long waits logged with log/slog.
 //
 // # Other packages and modules
 //
-// Package github.com/throttlekit/throttle/throttletest, in this module,
-// runs a fake rate-limited vendor on loopback for tests and demos. The
-// integrations are modules of their own, so that a program that uses only
+// Packages of this module:
+//
+//   - github.com/throttlekit/throttle/httpthrottle: the HTTP layer
+//     (Transport, LimitHandler, LLM, Auto, the rate-limit headers);
+//   - github.com/throttlekit/throttle/slogthrottle: long waits logged with
+//     log/slog;
+//   - github.com/throttlekit/throttle/throttletest: a fake rate-limited
+//     vendor on loopback, for tests and demos.
+//
+// The integrations are modules of their own, so that a program that uses only
 // this package inherits none of their dependencies:
 //
 //   - github.com/throttlekit/throttle/redisbucket shares a bucket or a

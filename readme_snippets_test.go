@@ -50,6 +50,8 @@ import (
 var snippetImports = map[string]string{
 	"throttle":     "github.com/throttlekit/throttle",
 	"throttletest": "github.com/throttlekit/throttle/throttletest",
+	"httpthrottle": "github.com/throttlekit/throttle/httpthrottle",
+	"slogthrottle": "github.com/throttlekit/throttle/slogthrottle",
 	"redisbucket":  "github.com/throttlekit/throttle/redisbucket",
 	"otelthrottle": "github.com/throttlekit/throttle/otelthrottle",
 	"grpcthrottle": "github.com/throttlekit/throttle/grpcthrottle",
@@ -169,7 +171,7 @@ func TestMarkdownSnippetsCompile(t *testing.T) {
 func TestMarkdownSnippetsCheckFails(t *testing.T) {
 	_, uses := workspace(t)
 	bad := []snippet{
-		{file: "BAD.md", line: 10, code: "lim, _ := throttle.NewLimiter()\nh := throttle.LimitCost(llm.Cost)\n"},
+		{file: "BAD.md", line: 10, code: "lim, _ := throttle.NewLimiter()\nh := httpthrottle.LimitCost(llm.Cost)\n"},
 		{file: "BAD.md", line: 20, code: "rpm, _ := throttle.New(1, throttle.Every(time.Second))\n\nfunc f() {}\n"},
 		{file: "GOOD.md", line: 30, code: "b, err := throttle.New(1, throttle.Every(time.Second))\nif err != nil {\n\treturn err\n}\n"},
 		{file: "BAD.md", line: 40, code: "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(ctx)\n}\n"},
