@@ -27,6 +27,11 @@ var (
 	ErrNoRefill = errors.New("throttle: bucket never refills and cannot cover the cost")
 	// ErrSettled is returned when a Permit is settled or cancelled twice.
 	ErrSettled = errors.New("throttle: permit already settled")
+	// ErrInvalidOption is matched by the error of a constructor given an
+	// Option it does not take (WithMaxKeys to New, say): an option is
+	// never silently ignored. NewKeyed, which returns no error, panics
+	// with it.
+	ErrInvalidOption = errors.New("throttle: invalid option")
 )
 
 // WaitError is returned by Acquire when the context's deadline comes before

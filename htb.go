@@ -176,9 +176,12 @@ func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 	if err != nil {
 		return nil, err
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
+	o, err := applyOptions("NewQuota", optClock|optName, map[optionSet]string{
+		optObserver: ": classes report no events; observe the buckets of a Limiter instead",
+		optMaxKeys:  ": it caps a Keyed's keys",
+	}, opts)
+	if err != nil {
+		return nil, err
 	}
 	d := &domain{clock: o.clock, timers: o.clock}
 	if o.clock == nil {

@@ -93,7 +93,9 @@ type Keyed[K comparable] struct {
 
 // NewKeyed returns an empty keyed limiter whose key K gets the limits
 // config(K) returns. WithClock and WithObserver apply to every key; the
-// limits are named by their Limit.Name, so WithName is ignored.
+// limits are named by their Limit.Name, so given WithName NewKeyed panics
+// with an error that matches ErrInvalidOption: a mistake in the program,
+// found on its first run, as NewKeyed returns no error.
 //
 // config is called without any lock held, on a key's first use and again
 // whenever the key is made afresh after being dropped, so it must be
@@ -107,9 +109,11 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 		// ErrInvalidLimit, never with a nil call.
 		config = func(K) []Limit { return nil }
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
+	o, err := applyOptions("NewKeyed", optClock|optObserver|optMaxKeys, map[optionSet]string{
+		optName: ": a key's limits are named by their Limit.Name",
+	}, opts)
+	if err != nil {
+		panic(err)
 	}
 	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed(), max: DefaultMaxKeys}
 	if o.maxKeys != 0 {

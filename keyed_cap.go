@@ -67,13 +67,14 @@ const DefaultMaxKeys = 1 << 19
 // string keys), 7.5 MB for all 64; a key whose limits would need a 65th
 // fails with ErrTooManyKeys.
 //
-// WithMaxKeys applies to NewKeyed only; other constructors ignore it.
+// WithMaxKeys applies to NewKeyed only; other constructors fail with
+// ErrInvalidOption.
 func WithMaxKeys(n int) Option {
 	return func(o *options) {
 		if n <= 0 {
 			n = -1 // set, to no cap
 		}
-		o.maxKeys = n
+		o.maxKeys, o.set = n, o.set|optMaxKeys
 	}
 }
 

@@ -52,7 +52,7 @@ type Observer interface {
 // WithObserver reports the bucket's decisions to o. With no observer the
 // bucket does no extra work.
 func WithObserver(o Observer) Option {
-	return func(opts *options) { opts.obs = o }
+	return func(opts *options) { opts.obs, opts.set = o, opts.set|optObserver }
 }
 
 func observe(bs []*Bucket, costs []int64, k EventKind, wait time.Duration) {

@@ -21,5 +21,5 @@ package throttle
 // calls, use New with the capacity of the largest cost. Pace fails for a
 // rate New would refuse.
 func Pace(rate Rate, opts ...Option) (*Bucket, error) {
-	return New(1, rate, opts...)
+	return newBucket("Pace", 1, rate, opts)
 }

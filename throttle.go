@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -39,17 +40,52 @@ type options struct {
 	name    string
 	obs     Observer
 	maxKeys int // WithMaxKeys, for a Keyed
+	set     optionSet
+}
+
+// optionSet is a set of Options, by kind.
+type optionSet uint8
+
+const (
+	optClock optionSet = 1 << iota
+	optName
+	optObserver
+	optMaxKeys
+)
+
+// optionNames are the Options' names, by bit, for errors.
+var optionNames = [...]string{"WithClock", "WithName", "WithObserver", "WithMaxKeys"}
+
+// applyOptions applies opts for the constructor ctor, which takes the
+// options in takes: any other fails with ErrInvalidOption, saying why
+// (why, by option), rather than being ignored.
+func applyOptions(ctor string, takes optionSet, why map[optionSet]string, opts []Option) (options, error) {
+	var o options
+	for _, opt := range opts {
+		if opt == nil {
+			return options{}, fmt.Errorf("%w: %s given a nil Option", ErrInvalidOption, ctor)
+		}
+		opt(&o)
+	}
+	if extra := o.set &^ takes; extra != 0 {
+		for i, name := range optionNames {
+			if extra&(1<<i) != 0 {
+				return options{}, fmt.Errorf("%w: %s does not take %s%s", ErrInvalidOption, ctor, name, why[1<<i])
+			}
+		}
+	}
+	return o, nil
 }
 
 // WithClock makes the bucket read time from c and sleep on c's timers.
 // The default is the real clock, read directly as a monotonic offset.
 func WithClock(c clockwork.Clock) Option {
-	return func(o *options) { o.clock = c }
+	return func(o *options) { o.clock, o.set = c, o.set|optClock }
 }
 
 // WithName names the bucket; errors and observer events carry the name.
 func WithName(name string) Option {
-	return func(o *options) { o.name = name }
+	return func(o *options) { o.name, o.set = name, o.set|optName }
 }
 
 // New returns a full bucket that holds at most capacity tokens and refills
@@ -59,13 +95,18 @@ func WithName(name string) Option {
 // switch a limit off or shut it, behind the same types. New fails for a
 // negative capacity, a negative token count or a period <= 0.
 func New(capacity int64, rate Rate, opts ...Option) (*Bucket, error) {
+	return newBucket("New", capacity, rate, opts)
+}
+
+// newBucket is New for the constructor ctor, named in errors.
+func newBucket(ctor string, capacity int64, rate Rate, opts []Option) (*Bucket, error) {
 	s, err := rate.shape(capacity)
 	if err != nil {
 		return nil, err
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
+	o, err := applyOptions(ctor, optClock|optName|optObserver, bucketWhy, opts)
+	if err != nil {
+		return nil, err
 	}
 	b := &Bucket{name: o.name, obs: o.obs, rate: rate, shape: s, paused: noPause}
 	b.self[0] = b
@@ -75,6 +116,9 @@ func New(capacity int64, rate Rate, opts ...Option) (*Bucket, error) {
 	b.g.Store(g)
 	return b, nil
 }
+
+// bucketWhy says why New takes no WithMaxKeys.
+var bucketWhy = map[optionSet]string{optMaxKeys: ": it caps a Keyed's keys"}
 
 // Name returns the name given with WithName.
 func (b *Bucket) Name() string { return b.name }

@@ -83,9 +83,12 @@ func NewMarker(cir Rate, cbs int64, pir Rate, pbs int64, opts ...Option) (*Marke
 	if rateLess(pir, cir) {
 		return nil, fmt.Errorf("throttle: NewMarker: peak rate %v is below the committed rate %v", pir, cir)
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
+	o, err := applyOptions("NewMarker", optClock|optName, map[optionSet]string{
+		optObserver: ": a Marker reports no events",
+		optMaxKeys:  ": it caps a Keyed's keys",
+	}, opts)
+	if err != nil {
+		return nil, err
 	}
 	m := &Marker{clock: o.clock, name: o.name, p: ps, c: cs, cir: cir}
 	if o.clock == nil {
