@@ -163,8 +163,9 @@ func (d *domain) wall() time.Time {
 // NewClass. The rate must be positive and finite. A capacity of 0 makes a
 // closed quota, as New does a closed bucket: it admits nothing and has no
 // classes (TryAcquire refuses, Acquire and WaitTime fail with ErrClosed,
-// NewClass fails). WithName names it, WithClock sets its clock;
-// WithObserver is not supported on classes and is ignored.
+// NewClass fails). WithName names it, WithClock sets its clock; classes
+// report no events, so WithObserver, like WithMaxKeys, fails with
+// ErrInvalidOption.
 func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 	if rate.tokens <= 0 || rate.inf {
 		return nil, fmt.Errorf("throttle: NewQuota: rate must be positive and finite, got %v", rate)

@@ -61,7 +61,7 @@ type Client struct {
 // NewClient returns the interceptors of a client whose calls go through
 // the Gates pick chooses. A nil pick limits nothing.
 func NewClient(pick Pick, opts ...Option) *Client {
-	return &Client{c: newConfig(pick, opts)}
+	return &Client{c: newConfig(clientSide, pick, opts)}
 }
 
 // UnaryClientInterceptor returns the interceptor of unary calls, for

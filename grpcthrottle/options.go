@@ -2,6 +2,7 @@ package grpcthrottle
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -23,8 +24,18 @@ const DefaultMaxPause = httpthrottle.DefaultMaxPause
 const DefaultRetries = httpthrottle.DefaultRetries
 
 // Option configures a Client or a Server. Each says which side reads it;
-// the other ignores it.
+// NewClient and NewServer panic, naming it, if given one only the other
+// side reads: an option is never silently ignored.
 type Option func(*config)
+
+// side is the Client or the Server, as a set of bits: the sides an Option
+// applies to.
+type side uint8
+
+const (
+	clientSide side = 1 << iota
+	serverSide
+)
 
 type config struct {
 	pick     Pick
@@ -35,13 +46,16 @@ type config struct {
 	maxPause time.Duration
 	retries  int
 	trailer  func(md metadata.MD, status []throttle.LimitStatus)
-	onAdmit  bool // the quota trailer goes with admitted calls too
-	permits  bool // a server's handlers get their Permit (WithHandlerPermit)
+	onAdmit  bool   // the quota trailer goes with admitted calls too
+	permits  bool   // a server's handlers get their Permit (WithHandlerPermit)
+	side     side   // the side being configured
+	wrong    string // the first option given that only the other side reads
 	last     atomic.Pointer[gateCount]
 }
 
-func newConfig(pick Pick, opts []Option) *config {
+func newConfig(sd side, pick Pick, opts []Option) *config {
 	c := &config{
+		side:     sd,
 		pick:     pick,
 		clock:    clockwork.NewRealClock(),
 		maxPause: DefaultMaxPause,
@@ -50,6 +64,10 @@ func newConfig(pick Pick, opts []Option) *config {
 	}
 	for _, opt := range opts {
 		opt(c)
+	}
+	if c.wrong != "" {
+		ctor := map[side]string{clientSide: "NewClient", serverSide: "NewServer"}[sd]
+		panic(fmt.Sprintf("grpcthrottle: %s does not take %s: only the other side reads it", ctor, c.wrong))
 	}
 	if c.pick == nil {
 		c.pick = func(context.Context, string, any) (throttle.Gate, error) { return nil, nil }
@@ -77,7 +95,11 @@ func WithSettle(f SettleFunc) Option {
 // own: without it, over a throttle.Taker such as a Limiter, an admitted
 // call allocates nothing.
 func WithHandlerPermit() Option {
-	return func(c *config) { c.permits = true }
+	return func(c *config) {
+		if c.reads(serverSide, "WithHandlerPermit") {
+			c.permits = true
+		}
+	}
 }
 
 // WithMessageCost meters streams per message (both sides): every message
@@ -106,7 +128,7 @@ func WithClock(clk clockwork.Clock) Option {
 // is not re-sent. The default is DefaultMaxPause; d <= 0 keeps it.
 func WithMaxPause(d time.Duration) Option {
 	return func(c *config) {
-		if d > 0 {
+		if c.reads(clientSide, "WithMaxPause") && d > 0 {
 			c.maxPause = d
 		}
 	}
@@ -119,7 +141,11 @@ func WithMaxPause(d time.Duration) Option {
 // policy's own round short). 0 never re-sends. The default is
 // DefaultRetries.
 func WithRetries(n int) Option {
-	return func(c *config) { c.retries = max(n, 0) }
+	return func(c *config) {
+		if c.reads(clientSide, "WithRetries") {
+			c.retries = max(n, 0)
+		}
+	}
 }
 
 // WithQuotaTrailer replaces WriteIETF as the writer of the quota status a
@@ -127,7 +153,11 @@ func WithRetries(n int) Option {
 // (and admits, under WithQuotaOnAdmit); nil sends none. It is called only
 // for a Gate that is a throttle.Meter.
 func WithQuotaTrailer(write func(md metadata.MD, status []throttle.LimitStatus)) Option {
-	return func(c *config) { c.trailer = write }
+	return func(c *config) {
+		if c.reads(serverSide, "WithQuotaTrailer") {
+			c.trailer = write
+		}
+	}
 }
 
 // WithQuotaOnAdmit has a server send the quota status with every call its
@@ -137,7 +167,11 @@ func WithQuotaTrailer(write func(md metadata.MD, status []throttle.LimitStatus))
 // (10% of it; see benchmarks/README.md), even with values it need not
 // format.
 func WithQuotaOnAdmit() Option {
-	return func(c *config) { c.onAdmit = true }
+	return func(c *config) {
+		if c.reads(serverSide, "WithQuotaOnAdmit") {
+			c.onAdmit = true
+		}
+	}
 }
 
 // costs returns the costs of a call on g.
@@ -157,4 +191,16 @@ func (c *config) taker(g throttle.Gate, permit bool) throttle.Taker {
 	}
 	tk, _ := g.(throttle.Taker)
 	return tk
+}
+
+// reads reports whether the side being configured reads option name,
+// which only sd reads; if not, it records name for newConfig's panic.
+func (c *config) reads(sd side, name string) bool {
+	if c.side&sd != 0 {
+		return true
+	}
+	if c.wrong == "" {
+		c.wrong = name
+	}
+	return false
 }

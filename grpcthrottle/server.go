@@ -50,7 +50,7 @@ type Server struct {
 // NewServer returns the interceptors of a server whose calls go through
 // the Gates pick chooses. A nil pick limits nothing.
 func NewServer(pick Pick, opts ...Option) *Server {
-	return &Server{c: newConfig(pick, opts)}
+	return &Server{c: newConfig(serverSide, pick, opts)}
 }
 
 // UnaryServerInterceptor returns the interceptor of unary calls, for
