@@ -40,7 +40,10 @@ func TestOptionsOfTheOtherSide(t *testing.T) {
 			t.Errorf("an option of both sides: panic %q", msg)
 		}
 	}
-	if msg := panics(func() { NewClient(nil, WithRetries(2), WithMaxPause(time.Second)); NewServer(nil, WithHandlerPermit(), WithQuotaOnAdmit()) }); msg != "" {
+	if msg := panics(func() {
+		NewClient(nil, WithRetries(2), WithMaxPause(time.Second))
+		NewServer(nil, WithHandlerPermit(), WithQuotaOnAdmit())
+	}); msg != "" {
 		t.Errorf("each side's own options: panic %q", msg)
 	}
 }
