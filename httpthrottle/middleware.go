@@ -168,18 +168,8 @@ func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
 
 // serveLimiter admits or refuses r on l.
 func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *reqState, l *throttle.Limiter) {
-	costs, err := h.cost(r, l)
-	if err != nil {
-		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if len(costs) != len(core.Buckets(l)) {
-		// The cost function's bug, not the client's.
-		http.Error(w, "request cost: "+core.CostCount(len(costs), len(core.Buckets(l))).Error(), http.StatusInternalServerError)
-		return
-	}
-	if costsFree(costs) {
-		h.next.ServeHTTP(w, r)
+	costs, served := h.costsOf(w, r, l, len(core.Buckets(l)))
+	if served {
 		return
 	}
 	ok, err := l.TryAcquire(costs...)
@@ -193,11 +183,7 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 		h.writeStatus(w.Header(), status)
 	}
 	if !ok {
-		wait, err := l.WaitTime(costs...)
-		if err != nil {
-			wait = -1
-		}
-		h.refuse(w, r, wait)
+		h.refuseOn(w, r, l, costs)
 		return
 	}
 	st.admit(core.Buckets(l), costs)
@@ -209,17 +195,8 @@ func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *
 // through the Gate interface: the headers come from a Meter's status, and
 // the admitted request's Permit is the one TryAcquirePermit took.
 func (h *limitHandler) serveGate(w http.ResponseWriter, r *http.Request, st *reqState, g throttle.Gate) {
-	costs, err := h.cost(r, g)
-	if err != nil {
-		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if n := len(g.Limits()); len(costs) != n {
-		http.Error(w, "request cost: "+core.CostCount(len(costs), n).Error(), http.StatusInternalServerError)
-		return
-	}
-	if costsFree(costs) {
-		h.next.ServeHTTP(w, r)
+	costs, served := h.costsOf(w, r, g, len(g.Limits()))
+	if served {
 		return
 	}
 	p, ok, err := g.TryAcquirePermit(costs...)
@@ -231,16 +208,41 @@ func (h *limitHandler) serveGate(w http.ResponseWriter, r *http.Request, st *req
 		h.writeStatus(w.Header(), m.Status(st.status[:0]))
 	}
 	if !ok {
-		wait, err := g.WaitTime(costs...)
-		if err != nil {
-			wait = -1
-		}
-		h.refuse(w, r, wait)
+		h.refuseOn(w, r, g, costs)
 		return
 	}
 	st.p, st.asked = p, true
 	st.w.ResponseWriter = w
 	h.next.ServeHTTP(&st.w, r)
+}
+
+// costsOf returns r's costs on g, which has n limits, or served once it
+// has answered r itself: with an error for a cost function that failed or
+// gave other than n costs (its bug, not the client's: a 500), or through
+// next for a request that costs nothing.
+func (h *limitHandler) costsOf(w http.ResponseWriter, r *http.Request, g throttle.Gate, n int) (costs []int64, served bool) {
+	costs, err := h.cost(r, g)
+	switch {
+	case err != nil:
+		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+	case len(costs) != n:
+		http.Error(w, "request cost: "+core.CostCount(len(costs), n).Error(), http.StatusInternalServerError)
+	case costsFree(costs):
+		h.next.ServeHTTP(w, r)
+	default:
+		return costs, false
+	}
+	return nil, true
+}
+
+// refuseOn answers a request g does not cover now, with the wait g gives
+// for its costs (-1, never, if g gives none).
+func (h *limitHandler) refuseOn(w http.ResponseWriter, r *http.Request, g throttle.Gate, costs []int64) {
+	wait, err := g.WaitTime(costs...)
+	if err != nil {
+		wait = -1
+	}
+	h.refuse(w, r, wait)
 }
 
 // costFailed answers a request whose costs the limiter turned away.
