@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // AutoStore keeps what throttle.AutoLimiters learn about each quota in
@@ -28,8 +27,6 @@ type AutoStore struct {
 	client redis.UniversalClient
 	prefix string
 }
-
-var _ httpthrottle.AutoStore = (*AutoStore)(nil)
 
 // NewAutoStore returns an AutoStore on client whose keys start with
 // prefix (which may be empty).

@@ -111,3 +111,8 @@ func TestAutoStoreFleet(t *testing.T) {
 		t.Errorf("the second process after the first's 429: paused %v until %v (now %v); want paused", ok, u, fc.Now())
 	}
 }
+
+// An AutoStore is what httpthrottle.AutoFleet takes; the package itself
+// does not import httpthrottle, so a program sharing a bucket in Redis does
+// not link the HTTP layer.
+var _ httpthrottle.AutoStore = (*redisbucket.AutoStore)(nil)
