@@ -13,10 +13,7 @@ import (
 // NewLimiter joins the groups of its buckets, so one lock covers a whole
 // set of limits and limits shared between sets cannot deadlock.
 type group struct {
-	mu      sync.Mutex
-	clock   clockwork.Clock // nil: the real clock, read with time.Since
-	timers  clockwork.Clock // never nil: where waiters sleep
-	epoch   time.Time       // instant 0 of the time line
+	timeline
 	members []*Bucket
 
 	idle sync.Pool // waiters done with, for reuse; see recycle
@@ -39,37 +36,77 @@ type group struct {
 }
 
 func newGroup(c clockwork.Clock) *group {
-	g := &group{clock: c, timers: c, ahead: c == nil}
-	if c == nil {
-		g.timers = clockwork.NewRealClock()
-		g.epoch = time.Now()
-	} else {
-		g.epoch = c.Now()
-	}
+	g := &group{ahead: c == nil}
+	g.start(c)
 	return g
 }
+
+// timeline is what every queue shares, a group of buckets and a domain of
+// classes alike: the lock, the clock and instant 0 of the time line that
+// waiters' instants are counted on, and the clock their timers are made on.
+type timeline struct {
+	mu     sync.Mutex
+	clock  clockwork.Clock // nil: the real clock, read with time.Since
+	timers clockwork.Clock // never nil: where waiters sleep
+	epoch  time.Time       // instant 0 of the time line
+}
+
+// start sets the time line going at c's present (nil: the real clock).
+func (tl *timeline) start(c clockwork.Clock) {
+	tl.clock, tl.timers = c, c
+	if c == nil {
+		tl.timers = clockwork.NewRealClock()
+		tl.epoch = time.Now()
+	} else {
+		tl.epoch = c.Now()
+	}
+}
+
+// line returns tl: what joinQueues locks and orders the queues by.
+func (tl *timeline) line() *timeline { return tl }
 
 // now returns the current instant: nanoseconds since the epoch. With no
 // injected clock it reads the monotonic clock directly, which costs about
 // half of what clockwork's real clock (time.Now().Sub) does.
-func (g *group) now() int64 {
-	if g.clock == nil {
-		return int64(time.Since(g.epoch))
+func (tl *timeline) now() int64 {
+	if tl.clock == nil {
+		return int64(time.Since(tl.epoch))
 	}
-	return int64(g.clock.Since(g.epoch))
+	return int64(tl.clock.Since(tl.epoch))
 }
 
-// wall returns the current time on the group's clock.
-func (g *group) wall() time.Time {
-	if g.clock == nil {
+// wall returns the current time on the time line's clock.
+func (tl *timeline) wall() time.Time {
+	if tl.clock == nil {
 		return time.Now()
 	}
-	return g.clock.Now()
+	return tl.clock.Now()
 }
 
-// instant converts t to the group's time line.
-func (g *group) instant(t time.Time) int64 {
-	return int64(t.Sub(g.epoch))
+// instant converts t to the time line.
+func (tl *timeline) instant(t time.Time) int64 {
+	return int64(t.Sub(tl.epoch))
+}
+
+// idleTimer returns a stopped timer with nothing in its channel. On a fake
+// clock it is made by firing at once, which registers nothing: a timer
+// registered for a wrong instant, even briefly, would count in a test's
+// BlockUntilContext, and the test's Advance could come before the real
+// arming. On the real clock a stopped channel timer costs nothing until
+// armed, so it is made the cheap way.
+func (tl *timeline) idleTimer() clockwork.Timer {
+	if tl.clock == nil {
+		t := tl.timers.NewTimer(time.Hour)
+		t.Stop()
+		return t
+	}
+	t := tl.timers.NewTimer(0)
+	t.Stop()
+	select {
+	case <-t.Chan():
+	default:
+	}
+	return t
 }
 
 // join moves every bucket and waiter of o into g. Both are locked.

@@ -7,9 +7,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/jonboulle/clockwork"
 )
 
 // Class is one node of a hierarchical token bucket (HTB, after Linux
@@ -129,10 +127,7 @@ type ClassConfig struct {
 // domain is what the classes acquired together share: one mutex, one time
 // line, one set of queues (one FIFO per class) and one armed timer.
 type domain struct {
-	mu      sync.Mutex
-	clock   clockwork.Clock // nil: the real clock
-	timers  clockwork.Clock
-	epoch   time.Time
+	timeline
 	classes []*Class
 	queued  int            // waiters in the queues
 	seen    int64          // latest instant served; projections start there
@@ -142,20 +137,6 @@ type domain struct {
 	idle    sync.Pool
 	// onGrant, when set (tests), is told of every grant, under the lock.
 	onGrant func(cs []*Class, costs []int64, at int64)
-}
-
-func (d *domain) now() int64 {
-	if d.clock == nil {
-		return int64(time.Since(d.epoch))
-	}
-	return int64(d.clock.Since(d.epoch))
-}
-
-func (d *domain) wall() time.Time {
-	if d.clock == nil {
-		return time.Now()
-	}
-	return d.clock.Now()
 }
 
 // NewQuota returns the root of a new hierarchy: a quota of capacity
@@ -180,13 +161,8 @@ func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	d := &domain{clock: o.clock, timers: o.clock}
-	if o.clock == nil {
-		d.timers = clockwork.NewRealClock()
-		d.epoch = time.Now()
-	} else {
-		d.epoch = o.clock.Now()
-	}
+	d := &domain{}
+	d.start(o.clock)
 	r := &Class{name: o.name, rate: rate, ceil: rate, gnum: s.num, gden: s.den, g: s}
 	r.tree = &tree{den: s.den, classes: []*Class{r}}
 	r.self[0] = r
