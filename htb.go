@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
-
 )
 
 // Class is one node of a hierarchical token bucket (HTB, after Linux
@@ -402,16 +401,10 @@ func (c *Class) Tokens() float64 {
 
 // lock locks the class's domain and returns it; classes move between
 // domains when joined by NewClassLimiter.
-func (c *Class) lock() *domain {
-	for {
-		d := c.d.Load()
-		d.mu.Lock()
-		if c.d.Load() == d {
-			return d
-		}
-		d.mu.Unlock()
-	}
-}
+func (c *Class) lock() *domain { return lockQueue(&c.d) }
+
+// domain returns the class's domain, which can change unless it is locked.
+func (c *Class) domain() *domain { return c.d.Load() }
 
 func className(c *Class) string {
 	if c.name == "" {

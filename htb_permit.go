@@ -1,14 +1,12 @@
 package throttle
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -225,46 +223,18 @@ func (l *ClassLimiter) WaitTime(costs ...int64) (time.Duration, error) {
 
 // joinDomains puts the classes' hierarchies in one domain.
 func joinDomains(classes []*Class) error {
-	for {
-		var ds []*domain
-		for _, c := range classes {
-			if d := c.d.Load(); !slices.Contains(ds, d) {
-				ds = append(ds, d)
-			}
-		}
-		slices.SortFunc(ds, func(a, b *domain) int {
-			return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
-		})
-		for _, d := range ds {
-			d.mu.Lock()
-		}
-		stale := false
-		for _, c := range classes {
-			stale = stale || !slices.Contains(ds, c.d.Load())
-		}
-		var err error
-		if !stale {
+	return joinQueues(classes, (*Class).domain, errors.New("throttle: NewClassLimiter: classes use different clocks"),
+		func(ds []*domain) error {
 			for _, o := range ds {
-				if o.clock != ds[0].clock {
-					err = errors.New("throttle: NewClassLimiter: classes use different clocks")
-				}
 				if o.queued > 0 {
-					err = errors.New("throttle: NewClassLimiter: a hierarchy has waiters; join hierarchies before use")
+					return errors.New("throttle: NewClassLimiter: a hierarchy has waiters; join hierarchies before use")
 				}
 			}
-			if err == nil {
-				for _, o := range ds[1:] {
-					ds[0].join(o)
-				}
+			for _, o := range ds[1:] {
+				ds[0].join(o)
 			}
-		}
-		for _, d := range ds {
-			d.mu.Unlock()
-		}
-		if !stale {
-			return err
-		}
-	}
+			return nil
+		})
 }
 
 // join moves every class of o, which has no waiters, into d. Both are

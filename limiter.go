@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -64,45 +65,82 @@ func limiterOver(bs []*Bucket) Limiter {
 	return Limiter{bs: bs, obs: observed(bs)}
 }
 
-// join puts buckets in one group, locking every group involved in address
-// order so that concurrent joins cannot deadlock.
+// join puts buckets in one group.
 func join(buckets []*Bucket) error {
+	return joinQueues(buckets, (*Bucket).grp, errors.New("throttle: NewLimiter: buckets use different clocks"),
+		func(gs []*group) error {
+			for _, o := range gs[1:] {
+				gs[0].join(o)
+			}
+			return nil
+		})
+}
+
+// queue is a queue of either kind, a group of buckets or a domain of
+// classes, as joinQueues and lockQueue see it.
+type queue interface {
+	comparable
+	line() *timeline
+}
+
+// joinQueues puts the queues that items are in into one, for NewLimiter
+// and NewClassLimiter: it locks every queue involved in address order, so
+// that concurrent joins cannot deadlock, and, once every item is still in
+// one of them (none was joined elsewhere meanwhile) and they share a
+// clock, calls merge with them, to merge into the first. clocks is the
+// error for queues on different clocks.
+func joinQueues[I any, Q queue](items []I, queueOf func(I) Q, clocks error, merge func(qs []Q) error) error {
 	for {
-		var gs []*group
-		for _, b := range buckets {
-			if g := b.grp(); !slices.Contains(gs, g) {
-				gs = append(gs, g)
+		var qs []Q
+		for _, it := range items {
+			if q := queueOf(it); !slices.Contains(qs, q) {
+				qs = append(qs, q)
 			}
 		}
-		slices.SortFunc(gs, func(a, b *group) int {
-			return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
+		slices.SortFunc(qs, func(a, b Q) int {
+			return cmp.Compare(uintptr(unsafe.Pointer(a.line())), uintptr(unsafe.Pointer(b.line())))
 		})
-		for _, g := range gs {
-			g.mu.Lock()
+		for _, q := range qs {
+			q.line().mu.Lock()
 		}
 		stale := false
-		for _, b := range buckets {
-			stale = stale || !slices.Contains(gs, b.g.Load())
+		for _, it := range items {
+			stale = stale || !slices.Contains(qs, queueOf(it))
 		}
 		var err error
 		if !stale {
-			for _, o := range gs[1:] {
-				if o.clock != gs[0].clock {
-					err = errors.New("throttle: NewLimiter: buckets use different clocks")
+			for _, o := range qs[1:] {
+				if o.line().clock != qs[0].line().clock {
+					err = clocks
 				}
 			}
 			if err == nil {
-				for _, o := range gs[1:] {
-					gs[0].join(o)
-				}
+				err = merge(qs)
 			}
 		}
-		for _, g := range gs {
-			g.mu.Unlock()
+		for _, q := range qs {
+			q.line().mu.Unlock()
 		}
 		if !stale {
 			return err
 		}
+	}
+}
+
+// lockQueue locks the queue p points to and returns it. An item's queue
+// changes when it is joined into another (by NewLimiter or
+// NewClassLimiter), hence the check after locking.
+func lockQueue[T any, Q interface {
+	*T
+	queue
+}](p *atomic.Pointer[T]) Q {
+	for {
+		q := Q(p.Load())
+		q.line().mu.Lock()
+		if Q(p.Load()) == q {
+			return q
+		}
+		q.line().mu.Unlock()
 	}
 }
 
