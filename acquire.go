@@ -22,15 +22,15 @@ import (
 // re-timed earlier is armed again when it becomes the head.
 type waiter struct {
 	wake
-	bs         []*Bucket
-	costs      []int64
-	prev, next *waiter
-	queued     bool // it went into the queue, at since
-	one        [1]*Bucket
-	oneCost    [1]int64
-	rsv        *Reservation // set for a reservation: no goroutine sleeps on it, no timer
-	priority   int          // from the context; see WithPriority
-	overtaken  int          // waiters queued after it and served before it
+	links[waiter]
+	bs        []*Bucket
+	costs     []int64
+	queued    bool // it went into the queue, at since
+	one       [1]*Bucket
+	oneCost   [1]int64
+	rsv       *Reservation // set for a reservation: no goroutine sleeps on it, no timer
+	priority  int          // from the context; see WithPriority
+	overtaken int          // waiters queued after it and served before it
 }
 
 // arm sets the head's timer for its instant, which serve has left in the
@@ -164,32 +164,22 @@ func (w *waiter) finish(err error) {
 	w.wake.finish(err)
 }
 
+func (w *waiter) linked() *links[waiter] { return &w.links }
+
+// push queues w last, keeping queued.
 func (g *group) push(w *waiter) {
-	w.prev = g.last
-	if g.last == nil {
-		g.head = w
+	if g.head == nil {
 		g.queued.Store(true)
-	} else {
-		g.last.next = w
 	}
-	g.last = w
+	g.pushBack(w)
 }
 
+// remove takes w out of the queue, keeping queued.
 func (g *group) remove(w *waiter) {
-	if w.prev == nil {
-		g.head = w.next
-		if g.head == nil {
-			g.queued.Store(false)
-		}
-	} else {
-		w.prev.next = w.next
+	g.unlink(w)
+	if g.head == nil {
+		g.queued.Store(false)
 	}
-	if w.next == nil {
-		g.last = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.prev, w.next = nil, nil
 }
 
 // readyAt is the instant at which costs can be taken from bs, served after

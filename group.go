@@ -23,7 +23,7 @@ type group struct {
 	// queue has one timer, which tests can count and wait for.
 	ahead bool
 
-	head, last *waiter // the FIFO queue
+	fifo[waiter, *waiter] // the FIFO queue: head, last
 
 	// queued is whether head is set, kept for reading without the lock: a
 	// caller that sees waiters queued will queue too, and prepares its
@@ -129,7 +129,7 @@ func (g *group) join(o *group) {
 	for w := o.head; w != nil; {
 		next := w.next
 		w.since = shift(w.since, delta)
-		w.prev, w.next = nil, nil
+		w.links = links[waiter]{}
 		if w.rsv == nil {
 			w.timer.Stop()
 		}
@@ -143,6 +143,59 @@ func (g *group) join(o *group) {
 	if g.head != nil {
 		g.arm(g.now())
 	}
+}
+
+// links are a queued node's neighbours in its fifo.
+type links[N any] struct{ prev, next *N }
+
+// node is what a fifo holds: a pointer to a node with links.
+type node[N any] interface {
+	*N
+	linked() *links[N]
+}
+
+// fifo is a doubly linked queue: the one list of waiters of both queues, a
+// group's (of waiters) and each class's (of entries).
+type fifo[N any, P node[N]] struct{ head, last P }
+
+// pushBack queues n last.
+func (q *fifo[N, P]) pushBack(n P) {
+	l := n.linked()
+	l.prev, l.next = (*N)(q.last), nil
+	if q.last == nil {
+		q.head = n
+	} else {
+		q.last.linked().next = (*N)(n)
+	}
+	q.last = n
+}
+
+// linkBefore queues n just before at, which is queued.
+func (q *fifo[N, P]) linkBefore(at, n P) {
+	a, l := at.linked(), n.linked()
+	l.prev, l.next = a.prev, (*N)(at)
+	if a.prev == nil {
+		q.head = n
+	} else {
+		P(a.prev).linked().next = (*N)(n)
+	}
+	a.prev = (*N)(n)
+}
+
+// unlink takes n out of the queue.
+func (q *fifo[N, P]) unlink(n P) {
+	l := n.linked()
+	if l.prev == nil {
+		q.head = P(l.next)
+	} else {
+		P(l.prev).linked().next = l.next
+	}
+	if l.next == nil {
+		q.last = P(l.prev)
+	} else {
+		P(l.next).linked().prev = l.prev
+	}
+	l.prev, l.next = nil, nil
 }
 
 // shift returns t+delta, an instant moved to another time line, saturating

@@ -83,10 +83,11 @@ type Class struct {
 	cl      level
 	tag     vtag // as a borrower from the parent
 	vt      vtag // as a lender: the start tag of the latest borrow granted
-	head    *centry
-	last    *centry
 	removed bool
 	snap    classSnap // saved state, while a wait is projected
+
+	// The class's waiters: head, last.
+	fifo[centry, *centry]
 }
 
 // tree is what the guarantee buckets of one hierarchy share: a common

@@ -11,10 +11,12 @@ import (
 
 // centry is a waiter's place in one class's FIFO queue.
 type centry struct {
-	w          *classWaiter
-	c          *Class
-	prev, next *centry
+	links[centry]
+	w *classWaiter
+	c *Class
 }
+
+func (e *centry) linked() *links[centry] { return &e.links }
 
 // classWaiter is one Acquire call on one or several classes (one per
 // hierarchy). It is a candidate once it heads the queue of every class it
@@ -72,36 +74,18 @@ func (d *domain) recycle(w *classWaiter) {
 	d.idle.Put(w)
 }
 
+// push queues w last in the queue of each of its classes.
 func (d *domain) push(w *classWaiter) {
 	for i := range w.ents {
-		e := &w.ents[i]
-		c := e.c
-		e.prev, e.next = c.last, nil
-		if c.last == nil {
-			c.head = e
-		} else {
-			c.last.next = e
-		}
-		c.last = e
+		w.ents[i].c.pushBack(&w.ents[i])
 	}
 	d.queued++
 }
 
+// remove takes w out of its classes' queues.
 func (d *domain) remove(w *classWaiter) {
 	for i := range w.ents {
-		e := &w.ents[i]
-		c := e.c
-		if e.prev == nil {
-			c.head = e.next
-		} else {
-			e.prev.next = e.next
-		}
-		if e.next == nil {
-			c.last = e.prev
-		} else {
-			e.next.prev = e.prev
-		}
-		e.prev, e.next = nil, nil
+		w.ents[i].c.unlink(&w.ents[i])
 	}
 	d.queued--
 }
@@ -111,14 +95,11 @@ func (d *domain) remove(w *classWaiter) {
 func (d *domain) pushFront(w *classWaiter) {
 	for i := range w.ents {
 		e := &w.ents[i]
-		c := e.c
-		e.prev, e.next = nil, c.head
-		if c.head == nil {
-			c.last = e
+		if e.c.head == nil {
+			e.c.pushBack(e)
 		} else {
-			c.head.prev = e
+			e.c.linkBefore(e.c.head, e)
 		}
-		c.head = e
 	}
 	d.queued++
 }
