@@ -1,9 +1,12 @@
 package throttle
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -196,6 +199,74 @@ func (q *fifo[N, P]) unlink(n P) {
 		P(l.next).linked().prev = l.prev
 	}
 	l.prev, l.next = nil, nil
+}
+
+// queue is a queue of either kind, a group of buckets or a domain of
+// classes, as joinQueues and lockQueue see it.
+type queue interface {
+	comparable
+	line() *timeline
+}
+
+// joinQueues puts the queues that items are in into one, for NewLimiter
+// and NewClassLimiter: it locks every queue involved in address order, so
+// that concurrent joins cannot deadlock, and, once every item is still in
+// one of them (none was joined elsewhere meanwhile) and they share a
+// clock, calls merge with them, to merge into the first. clocks is the
+// error for queues on different clocks.
+func joinQueues[I any, Q queue](items []I, queueOf func(I) Q, clocks error, merge func(qs []Q) error) error {
+	for {
+		var qs []Q
+		for _, it := range items {
+			if q := queueOf(it); !slices.Contains(qs, q) {
+				qs = append(qs, q)
+			}
+		}
+		slices.SortFunc(qs, func(a, b Q) int {
+			return cmp.Compare(uintptr(unsafe.Pointer(a.line())), uintptr(unsafe.Pointer(b.line())))
+		})
+		for _, q := range qs {
+			q.line().mu.Lock()
+		}
+		stale := false
+		for _, it := range items {
+			stale = stale || !slices.Contains(qs, queueOf(it))
+		}
+		var err error
+		if !stale {
+			for _, o := range qs[1:] {
+				if o.line().clock != qs[0].line().clock {
+					err = clocks
+				}
+			}
+			if err == nil {
+				err = merge(qs)
+			}
+		}
+		for _, q := range qs {
+			q.line().mu.Unlock()
+		}
+		if !stale {
+			return err
+		}
+	}
+}
+
+// lockQueue locks the queue p points to and returns it. An item's queue
+// changes when it is joined into another (by NewLimiter or
+// NewClassLimiter), hence the check after locking.
+func lockQueue[T any, Q interface {
+	*T
+	queue
+}](p *atomic.Pointer[T]) Q {
+	for {
+		q := Q(p.Load())
+		q.line().mu.Lock()
+		if Q(p.Load()) == q {
+			return q
+		}
+		q.line().mu.Unlock()
+	}
 }
 
 // shift returns t+delta, an instant moved to another time line, saturating

@@ -157,10 +157,7 @@ func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 	if err != nil {
 		return nil, err
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := optionsOf(opts)
 	d := &domain{}
 	d.start(o.clock)
 	r := &Class{name: o.name, rate: rate, ceil: rate, gnum: s.num, gden: s.den, g: s}

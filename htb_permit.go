@@ -44,16 +44,8 @@ func (p *ClassPermit) Costs() []int64 { return slices.Clone(p.costs) }
 // and its borrowing stays bounded by its ceiling. Queued waiters are
 // re-timed. Settling twice, or after Cancel, fails with ErrSettled.
 func (p *ClassPermit) Settle(actual ...int64) error {
-	if len(actual) != len(p.cs) {
-		return classCostCount(len(actual), len(p.cs))
-	}
-	for _, a := range actual {
-		if a < 0 {
-			return ErrInvalidCost
-		}
-	}
-	if !p.settled.CompareAndSwap(false, true) {
-		return ErrSettled
+	if err := settling(&p.settled, actual, len(p.cs), classCostCount); err != nil {
+		return err
 	}
 	d := p.cs[0].lock()
 	now := max(d.now(), d.seen)
@@ -96,18 +88,14 @@ func (l *ClassLimiter) timeline() clockwork.Clock {
 // must use the same clock. It joins their hierarchies' locks and time
 // lines into one, which it can do only while nobody waits in them.
 func NewClassLimiter(classes ...*Class) (*ClassLimiter, error) {
-	if len(classes) == 0 {
-		return nil, errors.New("throttle: NewClassLimiter needs at least one class")
-	}
-	for i, c := range classes {
-		if c == nil {
-			return nil, fmt.Errorf("throttle: NewClassLimiter: class %d is nil", i)
+	err := checkJoin("NewClassLimiter", "class", classes, func(_ int, o, c *Class) error {
+		if o.tree == c.tree {
+			return fmt.Errorf("throttle: NewClassLimiter: %s and %s are in the same hierarchy", className(o), className(c))
 		}
-		for _, o := range classes[:i] {
-			if o.tree == c.tree {
-				return nil, fmt.Errorf("throttle: NewClassLimiter: %s and %s are in the same hierarchy", className(o), className(c))
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := joinDomains(classes); err != nil {
 		return nil, err

@@ -1,14 +1,11 @@
 package throttle
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // Limiter spends on several buckets at once, all or nothing: a provider's
@@ -42,16 +39,14 @@ type Limiter struct {
 // each model its own daily bucket, or keep the waits short with
 // deadlines).
 func NewLimiter(buckets ...*Bucket) (*Limiter, error) {
-	if len(buckets) == 0 {
-		return nil, errors.New("throttle: NewLimiter needs at least one bucket")
-	}
-	for i, b := range buckets {
-		if b == nil {
-			return nil, fmt.Errorf("throttle: NewLimiter: bucket %d is nil", i)
+	err := checkJoin("NewLimiter", "bucket", buckets, func(i int, o, b *Bucket) error {
+		if o == b {
+			return fmt.Errorf("throttle: NewLimiter: bucket %d (%q) appears twice", i, b.name)
 		}
-		if slices.Index(buckets, b) != i {
-			return nil, fmt.Errorf("throttle: NewLimiter: bucket %d (%q) appears twice", i, b.name)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := join(buckets); err != nil {
 		return nil, err
@@ -76,72 +71,24 @@ func join(buckets []*Bucket) error {
 		})
 }
 
-// queue is a queue of either kind, a group of buckets or a domain of
-// classes, as joinQueues and lockQueue see it.
-type queue interface {
-	comparable
-	line() *timeline
-}
-
-// joinQueues puts the queues that items are in into one, for NewLimiter
-// and NewClassLimiter: it locks every queue involved in address order, so
-// that concurrent joins cannot deadlock, and, once every item is still in
-// one of them (none was joined elsewhere meanwhile) and they share a
-// clock, calls merge with them, to merge into the first. clocks is the
-// error for queues on different clocks.
-func joinQueues[I any, Q queue](items []I, queueOf func(I) Q, clocks error, merge func(qs []Q) error) error {
-	for {
-		var qs []Q
-		for _, it := range items {
-			if q := queueOf(it); !slices.Contains(qs, q) {
-				qs = append(qs, q)
+// checkJoin checks what NewLimiter or NewClassLimiter (fn) is given to
+// join: at least one item (what names one), none nil, and none that clash
+// says cannot go with one before it (i is its index).
+func checkJoin[T any](fn, what string, items []*T, clash func(i int, earlier, it *T) error) error {
+	if len(items) == 0 {
+		return fmt.Errorf("throttle: %s needs at least one %s", fn, what)
+	}
+	for i, it := range items {
+		if it == nil {
+			return fmt.Errorf("throttle: %s: %s %d is nil", fn, what, i)
+		}
+		for _, o := range items[:i] {
+			if err := clash(i, o, it); err != nil {
+				return err
 			}
-		}
-		slices.SortFunc(qs, func(a, b Q) int {
-			return cmp.Compare(uintptr(unsafe.Pointer(a.line())), uintptr(unsafe.Pointer(b.line())))
-		})
-		for _, q := range qs {
-			q.line().mu.Lock()
-		}
-		stale := false
-		for _, it := range items {
-			stale = stale || !slices.Contains(qs, queueOf(it))
-		}
-		var err error
-		if !stale {
-			for _, o := range qs[1:] {
-				if o.line().clock != qs[0].line().clock {
-					err = clocks
-				}
-			}
-			if err == nil {
-				err = merge(qs)
-			}
-		}
-		for _, q := range qs {
-			q.line().mu.Unlock()
-		}
-		if !stale {
-			return err
 		}
 	}
-}
-
-// lockQueue locks the queue p points to and returns it. An item's queue
-// changes when it is joined into another (by NewLimiter or
-// NewClassLimiter), hence the check after locking.
-func lockQueue[T any, Q interface {
-	*T
-	queue
-}](p *atomic.Pointer[T]) Q {
-	for {
-		q := Q(p.Load())
-		q.line().mu.Lock()
-		if Q(p.Load()) == q {
-			return q
-		}
-		q.line().mu.Unlock()
-	}
+	return nil
 }
 
 // Buckets returns the limiter's buckets in cost order.

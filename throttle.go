@@ -41,6 +41,15 @@ type options struct {
 	maxKeys int // WithMaxKeys, for a Keyed
 }
 
+// optionsOf returns the options opts set.
+func optionsOf(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 // WithClock makes the bucket read time from c and sleep on c's timers.
 // The default is the real clock, read directly as a monotonic offset.
 func WithClock(c clockwork.Clock) Option {
@@ -63,10 +72,7 @@ func New(capacity int64, rate Rate, opts ...Option) (*Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := optionsOf(opts)
 	b := &Bucket{name: o.name, obs: o.obs, rate: rate, shape: s, paused: noPause}
 	b.self[0] = b
 	g := newGroup(o.clock)
