@@ -415,17 +415,10 @@ func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *g
 		g.mu.Unlock()
 		return g, 0, true, err
 	}
-	// A context that is never done (Background, and so most requests'
-	// contexts) has no channel: no select then, which keeps the runtime's
-	// channel code off a path that HTTP requests take cold.
-	if d := ctx.Done(); d != nil {
-		select {
-		case <-d:
-			g.mu.Unlock()
-			observe(bs, costs, EventCancelled, 0)
-			return g, 0, true, ctx.Err()
-		default:
-		}
+	if doneNow(ctx) {
+		g.mu.Unlock()
+		observe(bs, costs, EventCancelled, 0)
+		return g, 0, true, ctx.Err()
 	}
 	// With waiters queued the caller queues too: serving them here would
 	// wake the head from this goroutine, where its own armed timer wakes it
@@ -442,6 +435,29 @@ func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *g
 		observe(bs, costs, EventGranted, 0)
 	}
 	return g, now, true, nil
+}
+
+// doneNow reports whether ctx is done already, for a call that fails
+// rather than queue then. A context that is never done (Background, and so
+// most requests' contexts) has no channel: no select then, which keeps the
+// runtime's channel code off a path that HTTP requests take cold.
+func doneNow(ctx context.Context) bool {
+	if d := ctx.Done(); d != nil {
+		select {
+		case <-d:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// outlasts reports whether a wait of wait from now ends after ctx's
+// deadline, read on tl's clock (a fake one in tests): a call fails fast
+// then, rather than queue.
+func (tl *timeline) outlasts(ctx context.Context, wait time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && dl.Sub(tl.wall()) < wait
 }
 
 // tryOrWaiter is tryOrLock for a caller that queues next with a waiter:
@@ -516,7 +532,7 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, 
 		}
 	}
 	wait := time.Duration(t - now)
-	if dl, ok := ctx.Deadline(); ok && dl.Sub(g.wall()) < wait {
+	if g.outlasts(ctx, wait) {
 		err := &WaitError{Wait: wait, Limit: binding(w)}
 		g.mu.Unlock()
 		observe(w.bs, w.costs, EventRejected, wait)

@@ -674,13 +674,9 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 		d.mu.Unlock()
 		return err
 	}
-	if done := ctx.Done(); done != nil {
-		select {
-		case <-done:
-			d.mu.Unlock()
-			return ctx.Err()
-		default:
-		}
+	if doneNow(ctx) {
+		d.mu.Unlock()
+		return ctx.Err()
 	}
 	now := max(d.now(), d.seen)
 	if d.queued > 0 {
@@ -696,16 +692,14 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 	}
 	w := d.waiter(cs, costs)
 	t := d.project(w, now)
-	if dl, ok := ctx.Deadline(); ok {
-		wait := time.Duration(math.MaxInt64)
-		if t != never {
-			wait = time.Duration(t - now)
-		}
-		if dl.Sub(d.wall()) < wait {
-			d.mu.Unlock()
-			d.recycle(w)
-			return &WaitError{Wait: wait, Limit: cs[0].name}
-		}
+	wait := time.Duration(math.MaxInt64)
+	if t != never {
+		wait = time.Duration(t - now)
+	}
+	if d.outlasts(ctx, wait) {
+		d.mu.Unlock()
+		d.recycle(w)
+		return &WaitError{Wait: wait, Limit: cs[0].name}
 	}
 	w.ready(&d.timeline)
 	w.since = now
