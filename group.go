@@ -19,7 +19,7 @@ type group struct {
 	timeline
 	members []*Bucket
 
-	idle sync.Pool // waiters done with, for reuse; see recycle
+	idle pool[waiter] // waiters done with, for reuse; see recycle
 
 	// ahead: waiters behind the head arm their timers as they queue (see
 	// waiter). Set on the real clock only, so that on a fake clock a
@@ -147,6 +147,20 @@ func (g *group) join(o *group) {
 		g.arm(g.now())
 	}
 }
+
+// pool keeps waiters done with for reuse, a group's and a domain's.
+type pool[W any] struct{ p sync.Pool }
+
+// get returns a waiter used before, or a new one.
+func (p *pool[W]) get() *W {
+	if w, ok := p.p.Get().(*W); ok {
+		return w
+	}
+	return new(W)
+}
+
+// put keeps w, emptied by recycle, for get.
+func (p *pool[W]) put(w *W) { p.p.Put(w) }
 
 // links are a queued node's neighbours in its fifo.
 type links[N any] struct{ prev, next *N }

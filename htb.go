@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 )
 
@@ -124,8 +123,11 @@ type ClassConfig struct {
 	CeilBurst int64
 }
 
-// domain is what the classes acquired together share: one mutex, one time
-// line, one set of queues (one FIFO per class) and one armed timer.
+// domain is what the classes acquired together share: one time line (the
+// lock and the clocks, as a group's), one set of queues (a fifo per class,
+// of its waiters' entries) and one armed timer. Its waiters sleep, wake,
+// leave and are recycled as a group's do (wake, pool); only the order in
+// which they are served is its own (schedule).
 type domain struct {
 	timeline
 	classes []*Class
@@ -134,7 +136,7 @@ type domain struct {
 	armed   *classWaiter   // the waiter whose timer is set
 	removed []*classWaiter // granted in a projection, to put back
 	gen     uint64
-	idle    sync.Pool
+	idle    pool[classWaiter]
 	// onGrant, when set (tests), is told of every grant, under the lock.
 	onGrant func(cs []*Class, costs []int64, at int64)
 }

@@ -49,10 +49,7 @@ type classOpt struct {
 }
 
 func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
-	w, _ := d.idle.Get().(*classWaiter)
-	if w == nil {
-		w = &classWaiter{}
-	}
+	w := d.idle.get()
 	if len(cs) == 1 {
 		w.oneC[0], w.oneCost[0] = cs[0], costs[0]
 		w.cs, w.costs, w.plan, w.ents = w.oneC[:], w.oneCost[:], w.onePlan[:], w.oneEnt[:]
@@ -71,7 +68,7 @@ func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
 // recycle is group.recycle for a classWaiter.
 func (d *domain) recycle(w *classWaiter) {
 	*w = classWaiter{wake: w.reuse(), opts: w.opts[:0]}
-	d.idle.Put(w)
+	d.idle.put(w)
 }
 
 // push queues w last in the queue of each of its classes.

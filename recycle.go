@@ -6,10 +6,7 @@ package throttle
 // a slow limiter, those allocations and their collection were a tenth of
 // the CPU spent per grant.
 func (g *group) waiter() *waiter {
-	if w, ok := g.idle.Get().(*waiter); ok {
-		return w
-	}
-	return &waiter{}
+	return g.idle.get()
 }
 
 // prepare returns a waiter ready to queue, channel and timer made, when
@@ -35,5 +32,5 @@ func (g *group) ready(w *waiter) { w.ready(&g.timeline) }
 // returned (see wake.reuse).
 func (g *group) recycle(w *waiter) {
 	*w = waiter{wake: w.reuse()}
-	g.idle.Put(w)
+	g.idle.put(w)
 }
