@@ -21,21 +21,16 @@ import (
 // (the queue was re-timed later) serves nothing and sleeps on, and one
 // re-timed earlier is armed again when it becomes the head.
 type waiter struct {
-	bs         []*Bucket
-	costs      []int64
-	since      int64 // instant the waiter queued; it is never served earlier
-	prev, next *waiter
-	done       chan struct{} // one value once granted or failed; kept for reuse
-	timer      clockwork.Timer
-	queued     bool  // it went into the queue, at since
-	armed      int64 // instant the timer is armed for; never when stopped
-	granted    bool
-	err        error
-	one        [1]*Bucket
-	oneCost    [1]int64
-	rsv        *Reservation // set for a reservation: no goroutine sleeps on it, no timer
-	priority   int          // from the context; see WithPriority
-	overtaken  int          // waiters queued after it and served before it
+	wake
+	links[waiter]
+	bs        []*Bucket
+	costs     []int64
+	queued    bool // it went into the queue, at since
+	one       [1]*Bucket
+	oneCost   [1]int64
+	rsv       *Reservation // set for a reservation: no goroutine sleeps on it, no timer
+	priority  int          // from the context; see WithPriority
+	overtaken int          // waiters queued after it and served before it
 }
 
 // arm sets the head's timer for its instant, which serve has left in the
@@ -74,45 +69,53 @@ func (g *group) instantOf(w *waiter) int64 {
 	}
 }
 
-// idleTimer returns a stopped timer with nothing in its channel. On a fake
-// clock it is made by firing at once, which registers nothing: a timer
-// registered for a wrong instant, even briefly, would count in a test's
-// BlockUntilContext, and the test's Advance could come before the real
-// arming. On the real clock a stopped channel timer costs nothing until
-// armed, so it is made the cheap way.
-func (g *group) idleTimer() clockwork.Timer { return idleTimer(g.clock, g.timers) }
-
-// idleTimer is group.idleTimer for any queue: clock is the injected clock
-// (nil for the real one), timers the clock that makes timers.
-func idleTimer(clock, timers clockwork.Clock) clockwork.Timer {
-	if clock == nil {
-		t := timers.NewTimer(time.Hour)
-		t.Stop()
-		return t
-	}
-	t := timers.NewTimer(0)
-	t.Stop()
-	select {
-	case <-t.Chan():
-	default:
-	}
-	return t
+// wake is what one queued call sleeps on and is woken by, in a Bucket's
+// queue (waiter) and in a class's (classWaiter) alike: its channel, its
+// timer, and how its wait ended. The queue's own side of sleeping, serving
+// and leaving is a waitQueue.
+type wake struct {
+	since   int64         // instant the waiter queued; it is never served earlier
+	done    chan struct{} // one value once granted or failed; kept for reuse
+	timer   clockwork.Timer
+	armed   int64 // instant the timer is armed for; never when stopped
+	granted bool
+	err     error
 }
 
-func (w *waiter) setTimer(t, now int64) { armTimer(w.timer, &w.armed, t, now) }
+// waitQueue is what wake.sleep needs of the queue a waiter is in: a
+// Bucket's group for a waiter, a domain of classes for a classWaiter. The
+// waiter implements it, as it knows its queue; every method but lockNow
+// and cancelled is called with the queue locked.
+type waitQueue interface {
+	lockNow() int64      // locks the waiter's queue and returns the present instant
+	unlock()             // unlocks it
+	fired(now int64)     // the waiter's timer fired: serve what is due, re-arm
+	refund(now int64)    // the waiter was granted, then cancelled: give it back
+	leave(now int64)     // the waiter was cancelled while queued: take it out
+	cancelled(now int64) // after unlock, once cancelled: tell the observers
+}
 
-// armTimer sets timer to fire at instant t (never: stopped), now being the
-// present instant; armed holds the instant it is set for, so that setting
-// the same instant again costs nothing.
-func armTimer(timer clockwork.Timer, armed *int64, t, now int64) {
-	if t == *armed {
+// ready gives w its channel and, on tl's clock, its timer if it has none
+// yet.
+func (w *wake) ready(tl *timeline) {
+	if w.done == nil {
+		w.done = make(chan struct{}, 1)
+		w.timer = tl.idleTimer()
+	}
+}
+
+// setTimer sets w's timer to fire at instant t (never: stopped), now being
+// the present instant; armed holds the instant it is set for, so that
+// setting the same instant again costs nothing.
+func (w *wake) setTimer(t, now int64) {
+	if t == w.armed {
 		return
 	}
-	*armed = t
+	w.armed = t
 	if t == never {
-		timer.Stop()
+		w.timer.Stop()
 	} else {
-		timer.Reset(time.Duration(t - now))
+		w.timer.Reset(time.Duration(t - now))
 	}
 }
 
@@ -121,42 +124,62 @@ func armTimer(timer clockwork.Timer, armed *int64, t, now int64) {
 // Acquire call can return as soon as done has its value, without the lock,
 // and w be reused. done has room for that one value: a waiter is finished
 // at most once per use, and recycle empties it between uses.
-func (w *waiter) finish(err error) {
+func (w *wake) finish(err error) {
 	w.granted = err == nil
 	w.err = err
-	if w.rsv != nil {
-		return
-	}
 	w.timer.Stop()
+	w.armed = never
 	w.done <- struct{}{}
 }
 
-func (g *group) push(w *waiter) {
-	w.prev = g.last
-	if g.last == nil {
-		g.head = w
-		g.queued.Store(true)
-	} else {
-		g.last.next = w
+// reuse returns the wake of a waiter to recycle, once its call has
+// returned: by then it is out of the queue and its timer is stopped. A
+// value left in done (granted, then cancelled) or in the timer's channel
+// (a tick that came as it was stopped) is dropped, so that the next use
+// starts empty. The channel and the timer are kept; the timer was made on
+// the clock of the queue, which every queue the waiter can be in shares,
+// since buckets or classes joined into one share a clock. A waiter never
+// queued (done nil) has neither.
+func (w *wake) reuse() wake {
+	if w.done != nil {
+		select {
+		case <-w.done:
+		default:
+		}
+		select {
+		case <-w.timer.Chan():
+		default:
+		}
 	}
-	g.last = w
+	return wake{done: w.done, timer: w.timer}
 }
 
+// finish is wake.finish for a waiter that may be a reservation, which has
+// no goroutine to wake and no timer.
+func (w *waiter) finish(err error) {
+	if w.rsv != nil {
+		w.granted, w.err = err == nil, err
+		return
+	}
+	w.wake.finish(err)
+}
+
+func (w *waiter) linked() *links[waiter] { return &w.links }
+
+// push queues w last, keeping queued.
+func (g *group) push(w *waiter) {
+	if g.head == nil {
+		g.queued.Store(true)
+	}
+	g.pushBack(w)
+}
+
+// remove takes w out of the queue, keeping queued.
 func (g *group) remove(w *waiter) {
-	if w.prev == nil {
-		g.head = w.next
-		if g.head == nil {
-			g.queued.Store(false)
-		}
-	} else {
-		w.prev.next = w.next
+	g.unlink(w)
+	if g.head == nil {
+		g.queued.Store(false)
 	}
-	if w.next == nil {
-		g.last = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.prev, w.next = nil, nil
 }
 
 // readyAt is the instant at which costs can be taken from bs, served after
@@ -392,17 +415,10 @@ func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *g
 		g.mu.Unlock()
 		return g, 0, true, err
 	}
-	// A context that is never done (Background, and so most requests'
-	// contexts) has no channel: no select then, which keeps the runtime's
-	// channel code off a path that HTTP requests take cold.
-	if d := ctx.Done(); d != nil {
-		select {
-		case <-d:
-			g.mu.Unlock()
-			observe(bs, costs, EventCancelled, 0)
-			return g, 0, true, ctx.Err()
-		default:
-		}
+	if doneNow(ctx) {
+		g.mu.Unlock()
+		observe(bs, costs, EventCancelled, 0)
+		return g, 0, true, ctx.Err()
 	}
 	// With waiters queued the caller queues too: serving them here would
 	// wake the head from this goroutine, where its own armed timer wakes it
@@ -419,6 +435,29 @@ func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *g
 		observe(bs, costs, EventGranted, 0)
 	}
 	return g, now, true, nil
+}
+
+// doneNow reports whether ctx is done already, for a call that fails
+// rather than queue then. A context that is never done (Background, and so
+// most requests' contexts) has no channel: no select then, which keeps the
+// runtime's channel code off a path that HTTP requests take cold.
+func doneNow(ctx context.Context) bool {
+	if d := ctx.Done(); d != nil {
+		select {
+		case <-d:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// outlasts reports whether a wait of wait from now ends after ctx's
+// deadline, read on tl's clock (a fake one in tests): a call fails fast
+// then, rather than queue.
+func (tl *timeline) outlasts(ctx context.Context, wait time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && dl.Sub(tl.wall()) < wait
 }
 
 // tryOrWaiter is tryOrLock for a caller that queues next with a waiter:
@@ -493,7 +532,7 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, 
 		}
 	}
 	wait := time.Duration(t - now)
-	if dl, ok := ctx.Deadline(); ok && dl.Sub(g.wall()) < wait {
+	if g.outlasts(ctx, wait) {
 		err := &WaitError{Wait: wait, Limit: binding(w)}
 		g.mu.Unlock()
 		observe(w.bs, w.costs, EventRejected, wait)
@@ -522,7 +561,7 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, 
 // await waits until w, which enqueue queued in g at now, is granted or
 // fails, and reports a grant to the observers.
 func (w *waiter) await(ctx context.Context, g *group, now int64) error {
-	err := w.sleep(ctx)
+	err := w.sleep(ctx, w)
 	if err == nil && observed(w.bs) {
 		observe(w.bs, w.costs, EventGranted, time.Duration(g.now()-now))
 	}
@@ -543,8 +582,9 @@ func binding(w *waiter) string {
 	return name
 }
 
-// sleep waits, outside the lock, until w is granted, fails, or ctx is done.
-func (w *waiter) sleep(ctx context.Context) error {
+// sleep waits, outside the lock, until w is granted, fails, or ctx is done;
+// q is w's queue.
+func (w *wake) sleep(ctx context.Context, q waitQueue) error {
 	for {
 		select {
 		case <-w.done:
@@ -552,17 +592,13 @@ func (w *waiter) sleep(ctx context.Context) error {
 		case <-w.timer.Chan():
 			// w's instant has come, as armed for the head or projected when
 			// it queued. If it is not w's turn after all (a stale tick, or a
-			// queue re-timed later), serve grants it nothing and w sleeps
+			// queue re-timed later), serving grants it nothing and w sleeps
 			// again, until the head's timer or a grant wakes it.
-			g := w.bs[0].lock()
-			now := g.now()
+			now := q.lockNow()
 			w.armed = never // fired, or a stale tick: either way not pending
-			g.serve(now)
+			q.fired(now)
 			over := w.granted || w.err != nil
-			if !over {
-				g.arm(now)
-			}
-			g.mu.Unlock()
+			q.unlock()
 			if over {
 				// Served itself, as a head woken at its instant is: its
 				// value is in done. Taken here rather than by going round
@@ -572,39 +608,69 @@ func (w *waiter) sleep(ctx context.Context) error {
 				return w.err
 			}
 		case <-ctx.Done():
-			return w.cancel(ctx)
+			return w.cancel(ctx, q)
 		}
 	}
 }
 
-// cancel takes w out of the queue. If w was granted in the meantime, its
+// cancel takes w out of its queue q. If w was granted in the meantime, its
 // tokens go back: a cancelled waiter spends nothing.
-func (w *waiter) cancel(ctx context.Context) error {
-	g := w.bs[0].lock()
-	now := g.now()
-	switch {
-	case w.err != nil:
-		g.mu.Unlock()
+func (w *wake) cancel(ctx context.Context, q waitQueue) error {
+	now := q.lockNow()
+	if w.err != nil {
+		q.unlock()
 		return w.err
-	case w.granted:
-		g.serve(now)
-		for i, b := range w.bs {
-			b.advance(&b.lvl, now)
-			b.give(&b.lvl, w.costs[i])
-		}
-		g.changed(now)
-	default:
-		w.timer.Stop()
-		wasHead := g.head == w
-		g.remove(w)
-		g.tailOK = false
-		if wasHead {
-			g.changed(now)
-		} else if g.head.rsv != nil {
-			g.arm(now) // w may have been the waiter armed behind reservations
-		}
 	}
-	g.mu.Unlock()
-	observe(w.bs, w.costs, EventCancelled, time.Duration(now-w.since))
+	if w.granted {
+		q.refund(now)
+	} else {
+		w.timer.Stop()
+		w.armed = never
+		q.leave(now)
+	}
+	q.unlock()
+	q.cancelled(now)
 	return ctx.Err()
+}
+
+// group returns the group w is queued in; the caller holds its lock, so
+// it cannot change.
+func (w *waiter) group() *group { return w.bs[0].g.Load() }
+
+func (w *waiter) lockNow() int64 { return w.bs[0].lock().now() }
+
+func (w *waiter) unlock() { w.group().mu.Unlock() }
+
+func (w *waiter) fired(now int64) {
+	g := w.group()
+	g.serve(now)
+	if !w.granted && w.err == nil {
+		g.arm(now)
+	}
+}
+
+func (w *waiter) refund(now int64) {
+	g := w.group()
+	g.serve(now)
+	for i, b := range w.bs {
+		b.advance(&b.lvl, now)
+		b.give(&b.lvl, w.costs[i])
+	}
+	g.changed(now)
+}
+
+func (w *waiter) leave(now int64) {
+	g := w.group()
+	wasHead := g.head == w
+	g.remove(w)
+	g.tailOK = false
+	if wasHead {
+		g.changed(now)
+	} else if g.head.rsv != nil {
+		g.arm(now) // w may have been the waiter armed behind reservations
+	}
+}
+
+func (w *waiter) cancelled(now int64) {
+	observe(w.bs, w.costs, EventCancelled, time.Duration(now-w.since))
 }

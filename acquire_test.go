@@ -38,8 +38,15 @@ func start(t *testing.T, b *Bucket, clk *clockwork.FakeClock, ctx context.Contex
 // returned is closed: the waiter just started has queued or is done.
 func awaitQueued(t testing.TB, b *Bucket, before int, returned <-chan struct{}) {
 	t.Helper()
+	awaitCount(t, b.queued, before, returned)
+}
+
+// awaitCount is awaitQueued for any queue, a Bucket's or a Class's, whose
+// waiters queued counts.
+func awaitCount(t testing.TB, queued func() int, before int, returned <-chan struct{}) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for b.queued() == before {
+	for queued() == before {
 		select {
 		case <-returned:
 			return

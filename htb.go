@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/bits"
-	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/jonboulle/clockwork"
 )
 
 // Class is one node of a hierarchical token bucket (HTB, after Linux
@@ -86,10 +82,11 @@ type Class struct {
 	cl      level
 	tag     vtag // as a borrower from the parent
 	vt      vtag // as a lender: the start tag of the latest borrow granted
-	head    *centry
-	last    *centry
 	removed bool
 	snap    classSnap // saved state, while a wait is projected
+
+	// The class's waiters: head, last.
+	fifo[centry, *centry]
 }
 
 // tree is what the guarantee buckets of one hierarchy share: a common
@@ -126,36 +123,22 @@ type ClassConfig struct {
 	CeilBurst int64
 }
 
-// domain is what the classes acquired together share: one mutex, one time
-// line, one set of queues (one FIFO per class) and one armed timer.
+// domain is what the classes acquired together share: one time line (the
+// lock and the clocks, as a group's), one set of queues (a fifo per class,
+// of its waiters' entries) and one armed timer. Its waiters sleep, wake,
+// leave and are recycled as a group's do (wake, pool); only the order in
+// which they are served is its own (schedule).
 type domain struct {
-	mu      sync.Mutex
-	clock   clockwork.Clock // nil: the real clock
-	timers  clockwork.Clock
-	epoch   time.Time
+	timeline
 	classes []*Class
 	queued  int            // waiters in the queues
 	seen    int64          // latest instant served; projections start there
 	armed   *classWaiter   // the waiter whose timer is set
 	removed []*classWaiter // granted in a projection, to put back
 	gen     uint64
-	idle    sync.Pool
+	idle    pool[classWaiter]
 	// onGrant, when set (tests), is told of every grant, under the lock.
 	onGrant func(cs []*Class, costs []int64, at int64)
-}
-
-func (d *domain) now() int64 {
-	if d.clock == nil {
-		return int64(time.Since(d.epoch))
-	}
-	return int64(d.clock.Since(d.epoch))
-}
-
-func (d *domain) wall() time.Time {
-	if d.clock == nil {
-		return time.Now()
-	}
-	return d.clock.Now()
 }
 
 // NewQuota returns the root of a new hierarchy: a quota of capacity
@@ -184,13 +167,8 @@ func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &domain{clock: o.clock, timers: o.clock}
-	if o.clock == nil {
-		d.timers = clockwork.NewRealClock()
-		d.epoch = time.Now()
-	} else {
-		d.epoch = o.clock.Now()
-	}
+	d := &domain{}
+	d.start(o.clock)
 	r := &Class{name: o.name, rate: rate, ceil: rate, gnum: s.num, gden: s.den, g: s}
 	r.tree = &tree{den: s.den, classes: []*Class{r}}
 	r.self[0] = r
@@ -430,16 +408,10 @@ func (c *Class) Tokens() float64 {
 
 // lock locks the class's domain and returns it; classes move between
 // domains when joined by NewClassLimiter.
-func (c *Class) lock() *domain {
-	for {
-		d := c.d.Load()
-		d.mu.Lock()
-		if c.d.Load() == d {
-			return d
-		}
-		d.mu.Unlock()
-	}
-}
+func (c *Class) lock() *domain { return lockQueue(&c.d) }
+
+// domain returns the class's domain, which can change unless it is locked.
+func (c *Class) domain() *domain { return c.d.Load() }
 
 func className(c *Class) string {
 	if c.name == "" {

@@ -7,32 +7,27 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/jonboulle/clockwork"
 )
 
 // centry is a waiter's place in one class's FIFO queue.
 type centry struct {
-	w          *classWaiter
-	c          *Class
-	prev, next *centry
+	links[centry]
+	w *classWaiter
+	c *Class
 }
+
+func (e *centry) linked() *links[centry] { return &e.links }
 
 // classWaiter is one Acquire call on one or several classes (one per
 // hierarchy). It is a candidate once it heads the queue of every class it
 // waits on. As with a Bucket's waiters, only the waiter to be served next
 // has its timer armed, so a grant wakes one goroutine.
 type classWaiter struct {
+	wake
 	cs      []*Class
 	costs   []int64
 	plan    []int // the lender's index on each class's path, once granted
 	ents    []centry
-	since   int64
-	done    chan struct{}
-	timer   clockwork.Timer
-	armed   int64
-	granted bool
-	err     error
 	virtual bool // a projection, never put in the queues for real
 
 	gen  uint64 // serve round in which it was last looked at
@@ -54,10 +49,7 @@ type classOpt struct {
 }
 
 func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
-	w, _ := d.idle.Get().(*classWaiter)
-	if w == nil {
-		w = &classWaiter{}
-	}
+	w := d.idle.get()
 	if len(cs) == 1 {
 		w.oneC[0], w.oneCost[0] = cs[0], costs[0]
 		w.cs, w.costs, w.plan, w.ents = w.oneC[:], w.oneCost[:], w.onePlan[:], w.oneEnt[:]
@@ -73,46 +65,24 @@ func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
 	return w
 }
 
+// recycle is group.recycle for a classWaiter.
 func (d *domain) recycle(w *classWaiter) {
-	drainWaiter(w.done, w.timer)
-	*w = classWaiter{done: w.done, timer: w.timer, opts: w.opts[:0]}
-	d.idle.Put(w)
+	*w = classWaiter{wake: w.reuse(), opts: w.opts[:0]}
+	d.idle.put(w)
 }
 
-func (d *domain) idleTimer() clockwork.Timer { return idleTimer(d.clock, d.timers) }
-
-func (w *classWaiter) setTimer(t, now int64) { armTimer(w.timer, &w.armed, t, now) }
-
+// push queues w last in the queue of each of its classes.
 func (d *domain) push(w *classWaiter) {
 	for i := range w.ents {
-		e := &w.ents[i]
-		c := e.c
-		e.prev, e.next = c.last, nil
-		if c.last == nil {
-			c.head = e
-		} else {
-			c.last.next = e
-		}
-		c.last = e
+		w.ents[i].c.pushBack(&w.ents[i])
 	}
 	d.queued++
 }
 
+// remove takes w out of its classes' queues.
 func (d *domain) remove(w *classWaiter) {
 	for i := range w.ents {
-		e := &w.ents[i]
-		c := e.c
-		if e.prev == nil {
-			c.head = e.next
-		} else {
-			e.prev.next = e.next
-		}
-		if e.next == nil {
-			c.last = e.prev
-		} else {
-			e.next.prev = e.prev
-		}
-		e.prev, e.next = nil, nil
+		w.ents[i].c.unlink(&w.ents[i])
 	}
 	d.queued--
 }
@@ -122,14 +92,11 @@ func (d *domain) remove(w *classWaiter) {
 func (d *domain) pushFront(w *classWaiter) {
 	for i := range w.ents {
 		e := &w.ents[i]
-		c := e.c
-		e.prev, e.next = nil, c.head
-		if c.head == nil {
-			c.last = e
+		if e.c.head == nil {
+			e.c.pushBack(e)
 		} else {
-			c.head.prev = e
+			e.c.linkBefore(e.c.head, e)
 		}
-		c.head = e
 	}
 	d.queued++
 }
@@ -636,14 +603,6 @@ func (d *domain) arm(w *classWaiter, now int64) {
 	d.armed = w
 }
 
-func (w *classWaiter) finish(err error) {
-	w.timer.Stop()
-	w.armed = never
-	w.granted = err == nil
-	w.err = err
-	w.done <- struct{}{}
-}
-
 // project returns the instant at which w, queued now, would be served
 // given the waiters already queued, changing nothing.
 func (d *domain) project(w *classWaiter, now int64) int64 {
@@ -712,13 +671,9 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 		d.mu.Unlock()
 		return err
 	}
-	if done := ctx.Done(); done != nil {
-		select {
-		case <-done:
-			d.mu.Unlock()
-			return ctx.Err()
-		default:
-		}
+	if doneNow(ctx) {
+		d.mu.Unlock()
+		return ctx.Err()
 	}
 	now := max(d.now(), d.seen)
 	if d.queued > 0 {
@@ -734,26 +689,21 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 	}
 	w := d.waiter(cs, costs)
 	t := d.project(w, now)
-	if dl, ok := ctx.Deadline(); ok {
-		wait := time.Duration(math.MaxInt64)
-		if t != never {
-			wait = time.Duration(t - now)
-		}
-		if dl.Sub(d.wall()) < wait {
-			d.mu.Unlock()
-			d.recycle(w)
-			return &WaitError{Wait: wait, Limit: cs[0].name}
-		}
+	wait := time.Duration(math.MaxInt64)
+	if t != never {
+		wait = time.Duration(t - now)
 	}
-	if w.done == nil {
-		w.done = make(chan struct{}, 1)
-		w.timer = d.idleTimer()
+	if d.outlasts(ctx, wait) {
+		d.mu.Unlock()
+		d.recycle(w)
+		return &WaitError{Wait: wait, Limit: cs[0].name}
 	}
+	w.ready(&d.timeline)
 	w.since = now
 	d.push(w)
 	d.serve(now)
 	d.mu.Unlock()
-	err := w.sleep(ctx)
+	err := w.sleep(ctx, w)
 	if err == nil {
 		copy(plan, w.plan)
 	}
@@ -763,59 +713,44 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 
 func (w *classWaiter) d() *domain { return w.cs[0].d.Load() }
 
-func (w *classWaiter) sleep(ctx context.Context) error {
-	for {
-		select {
-		case <-w.done:
-			return w.err
-		case <-w.timer.Chan():
-			d := w.cs[0].lock()
-			now := max(d.now(), d.seen)
-			w.armed = never
-			if d.armed == w {
-				d.armed = nil
-			}
-			d.changed(now)
-			over := w.granted || w.err != nil
-			d.mu.Unlock()
-			if over {
-				<-w.done // as in waiter.sleep: no second pass of the select
-				return w.err
-			}
-		case <-ctx.Done():
-			return w.cancel(ctx)
-		}
-	}
+// A classWaiter is the waitQueue of its domain for wake.sleep; see waiter's.
+
+func (w *classWaiter) lockNow() int64 {
+	d := w.cs[0].lock()
+	return max(d.now(), d.seen)
 }
 
-// cancel takes w out of the queues; if it was granted meanwhile, its
-// tokens go back.
-func (w *classWaiter) cancel(ctx context.Context) error {
-	d := w.cs[0].lock()
-	now := max(d.now(), d.seen)
-	switch {
-	case w.err != nil:
-		d.mu.Unlock()
-		return w.err
-	case w.granted:
-		d.serve(now)
-		for i, c := range w.cs {
-			if w.costs[i] > 0 {
-				giveBack(c, w.costs[i], 0, w.plan[i], now)
-			}
-		}
-	default:
-		w.timer.Stop()
-		w.armed = never
-		if d.armed == w {
-			d.armed = nil
-		}
-		d.remove(w)
+func (w *classWaiter) unlock() { w.d().mu.Unlock() }
+
+func (w *classWaiter) fired(now int64) {
+	d := w.d()
+	if d.armed == w {
+		d.armed = nil
 	}
 	d.changed(now)
-	d.mu.Unlock()
-	return ctx.Err()
 }
+
+func (w *classWaiter) refund(now int64) {
+	d := w.d()
+	d.serve(now)
+	for i, c := range w.cs {
+		if w.costs[i] > 0 {
+			giveBack(c, w.costs[i], 0, w.plan[i], now)
+		}
+	}
+	d.changed(now)
+}
+
+func (w *classWaiter) leave(now int64) {
+	d := w.d()
+	if d.armed == w {
+		d.armed = nil
+	}
+	d.remove(w)
+	d.changed(now)
+}
+
+func (w *classWaiter) cancelled(int64) {} // classes have no observers
 
 // Acquire waits until cost tokens can be granted to c, then takes them;
 // see Class for where they come from and in which order waiters are

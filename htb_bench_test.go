@@ -1,6 +1,8 @@
 package throttle
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -34,4 +36,38 @@ func TestClassFastPathsDoNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { c.Acquire(ctx, 1) }); n != 0 {
 		t.Errorf("Acquire: %v allocs", n)
 	}
+}
+
+// BenchmarkClassAcquireQueued is Class.Acquire with waiters queued: two
+// classes that borrow a quota of one token per microsecond, burst 2, four
+// goroutines on each, so that nearly every call queues, is projected,
+// sleeps and is woken by a grant. ns/op is a grant's cost once the
+// machinery, not the rate, is what limits.
+func BenchmarkClassAcquireQueued(b *testing.B) {
+	root, _ := NewQuota(2, Per(1_000_000, time.Second))
+	kids := make([]*Class, 2)
+	for i := range kids {
+		var err error
+		if kids[i], err = root.NewClass(ClassConfig{Rate: Per(400_000, time.Second), Burst: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := b.Context()
+	var n atomic.Int64
+	n.Store(int64(b.N))
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for g := range 8 {
+		c := kids[g%len(kids)]
+		wg.Go(func() {
+			for n.Add(-1) >= 0 {
+				if err := c.Acquire(ctx, 1); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -1,14 +1,12 @@
 package throttle
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -46,16 +44,8 @@ func (p *ClassPermit) Costs() []int64 { return slices.Clone(p.costs) }
 // and its borrowing stays bounded by its ceiling. Queued waiters are
 // re-timed. Settling twice, or after Cancel, fails with ErrSettled.
 func (p *ClassPermit) Settle(actual ...int64) error {
-	if len(actual) != len(p.cs) {
-		return classCostCount(len(actual), len(p.cs))
-	}
-	for _, a := range actual {
-		if a < 0 {
-			return ErrInvalidCost
-		}
-	}
-	if !p.settled.CompareAndSwap(false, true) {
-		return ErrSettled
+	if err := settling(&p.settled, actual, len(p.cs), classCostCount); err != nil {
+		return err
 	}
 	d := p.cs[0].lock()
 	now := max(d.now(), d.seen)
@@ -98,18 +88,14 @@ func (l *ClassLimiter) timeline() clockwork.Clock {
 // must use the same clock. It joins their hierarchies' locks and time
 // lines into one, which it can do only while nobody waits in them.
 func NewClassLimiter(classes ...*Class) (*ClassLimiter, error) {
-	if len(classes) == 0 {
-		return nil, errors.New("throttle: NewClassLimiter needs at least one class")
-	}
-	for i, c := range classes {
-		if c == nil {
-			return nil, fmt.Errorf("throttle: NewClassLimiter: class %d is nil", i)
+	err := checkJoin("NewClassLimiter", "class", classes, func(_ int, o, c *Class) error {
+		if o.tree == c.tree {
+			return fmt.Errorf("throttle: NewClassLimiter: %s and %s are in the same hierarchy", className(o), className(c))
 		}
-		for _, o := range classes[:i] {
-			if o.tree == c.tree {
-				return nil, fmt.Errorf("throttle: NewClassLimiter: %s and %s are in the same hierarchy", className(o), className(c))
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := joinDomains(classes); err != nil {
 		return nil, err
@@ -225,46 +211,18 @@ func (l *ClassLimiter) WaitTime(costs ...int64) (time.Duration, error) {
 
 // joinDomains puts the classes' hierarchies in one domain.
 func joinDomains(classes []*Class) error {
-	for {
-		var ds []*domain
-		for _, c := range classes {
-			if d := c.d.Load(); !slices.Contains(ds, d) {
-				ds = append(ds, d)
-			}
-		}
-		slices.SortFunc(ds, func(a, b *domain) int {
-			return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
-		})
-		for _, d := range ds {
-			d.mu.Lock()
-		}
-		stale := false
-		for _, c := range classes {
-			stale = stale || !slices.Contains(ds, c.d.Load())
-		}
-		var err error
-		if !stale {
+	return joinQueues(classes, (*Class).domain, errors.New("throttle: NewClassLimiter: classes use different clocks"),
+		func(ds []*domain) error {
 			for _, o := range ds {
-				if o.clock != ds[0].clock {
-					err = errors.New("throttle: NewClassLimiter: classes use different clocks")
-				}
 				if o.queued > 0 {
-					err = errors.New("throttle: NewClassLimiter: a hierarchy has waiters; join hierarchies before use")
+					return errors.New("throttle: NewClassLimiter: a hierarchy has waiters; join hierarchies before use")
 				}
 			}
-			if err == nil {
-				for _, o := range ds[1:] {
-					ds[0].join(o)
-				}
+			for _, o := range ds[1:] {
+				ds[0].join(o)
 			}
-		}
-		for _, d := range ds {
-			d.mu.Unlock()
-		}
-		if !stale {
-			return err
-		}
-	}
+			return nil
+		})
 }
 
 // join moves every class of o, which has no waiters, into d. Both are

@@ -211,18 +211,7 @@ func startClass(t *testing.T, c *Class, clk *clockwork.FakeClock, ctx context.Co
 		out <- classResult{id, err, clk.Since(t0)}
 		close(returned)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for classQueued(c) == before {
-		select {
-		case <-returned:
-			return
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("waiter never queued")
-		}
-		runtime.Gosched()
-	}
+	awaitCount(t, func() int { return classQueued(c) }, before, returned)
 }
 
 func TestClassAcquireFIFOCancelDeadline(t *testing.T) {

@@ -1,13 +1,11 @@
 package throttle
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
-	"unsafe"
 )
 
 // Limiter spends on several buckets at once, all or nothing: a provider's
@@ -41,16 +39,14 @@ type Limiter struct {
 // each model its own daily bucket, or keep the waits short with
 // deadlines).
 func NewLimiter(buckets ...*Bucket) (*Limiter, error) {
-	if len(buckets) == 0 {
-		return nil, errors.New("throttle: NewLimiter needs at least one bucket")
-	}
-	for i, b := range buckets {
-		if b == nil {
-			return nil, fmt.Errorf("throttle: NewLimiter: bucket %d is nil", i)
+	err := checkJoin("NewLimiter", "bucket", buckets, func(i int, o, b *Bucket) error {
+		if o == b {
+			return fmt.Errorf("throttle: NewLimiter: bucket %d (%q) appears twice", i, b.name)
 		}
-		if slices.Index(buckets, b) != i {
-			return nil, fmt.Errorf("throttle: NewLimiter: bucket %d (%q) appears twice", i, b.name)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := join(buckets); err != nil {
 		return nil, err
@@ -64,46 +60,35 @@ func limiterOver(bs []*Bucket) Limiter {
 	return Limiter{bs: bs, obs: observed(bs)}
 }
 
-// join puts buckets in one group, locking every group involved in address
-// order so that concurrent joins cannot deadlock.
+// join puts buckets in one group.
 func join(buckets []*Bucket) error {
-	for {
-		var gs []*group
-		for _, b := range buckets {
-			if g := b.grp(); !slices.Contains(gs, g) {
-				gs = append(gs, g)
-			}
-		}
-		slices.SortFunc(gs, func(a, b *group) int {
-			return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
-		})
-		for _, g := range gs {
-			g.mu.Lock()
-		}
-		stale := false
-		for _, b := range buckets {
-			stale = stale || !slices.Contains(gs, b.g.Load())
-		}
-		var err error
-		if !stale {
+	return joinQueues(buckets, (*Bucket).grp, errors.New("throttle: NewLimiter: buckets use different clocks"),
+		func(gs []*group) error {
 			for _, o := range gs[1:] {
-				if o.clock != gs[0].clock {
-					err = errors.New("throttle: NewLimiter: buckets use different clocks")
-				}
+				gs[0].join(o)
 			}
-			if err == nil {
-				for _, o := range gs[1:] {
-					gs[0].join(o)
-				}
+			return nil
+		})
+}
+
+// checkJoin checks what NewLimiter or NewClassLimiter (fn) is given to
+// join: at least one item (what names one), none nil, and none that clash
+// says cannot go with one before it (i is its index).
+func checkJoin[T any](fn, what string, items []*T, clash func(i int, earlier, it *T) error) error {
+	if len(items) == 0 {
+		return fmt.Errorf("throttle: %s needs at least one %s", fn, what)
+	}
+	for i, it := range items {
+		if it == nil {
+			return fmt.Errorf("throttle: %s: %s %d is nil", fn, what, i)
+		}
+		for _, o := range items[:i] {
+			if err := clash(i, o, it); err != nil {
+				return err
 			}
-		}
-		for _, g := range gs {
-			g.mu.Unlock()
-		}
-		if !stale {
-			return err
 		}
 	}
+	return nil
 }
 
 // Buckets returns the limiter's buckets in cost order.

@@ -19,7 +19,7 @@ func init() {
 			return l.take(ctx, costs)
 		},
 		Now:    func(l *Limiter) int64 { return l.bs[0].g.Load().now() },
-		Clock:  timeline,
+		Clock:  clockOf,
 		Ext:    func(l *Limiter) any { return l.ext },
 		SetExt: func(l *Limiter, v any) { l.ext = v },
 		NewPermit: func(bs []*Bucket, costs []int64, book corelink.Book[*Bucket]) Permit {
@@ -48,11 +48,11 @@ func init() {
 	})
 }
 
-// timeline returns the clock g sleeps on: a Limiter's buckets', a
+// clockOf returns the clock g sleeps on: a Limiter's buckets', a
 // ClassLimiter's hierarchies', a Marker's; nil for another value. A
 // group's clock is fixed when it is made and published through the atomic
 // group pointer, so it is read without the lock.
-func timeline(g any) clockwork.Clock {
+func clockOf(g any) clockwork.Clock {
 	switch g := g.(type) {
 	case *Limiter:
 		return g.bs[0].g.Load().timers

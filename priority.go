@@ -68,12 +68,6 @@ func (g *group) insertBefore(at, w *waiter) {
 	for v := at; v != nil; v = v.next {
 		v.overtaken++
 	}
-	w.next, w.prev = at, at.prev
-	if at.prev == nil {
-		g.head = w
-	} else {
-		at.prev.next = w
-	}
-	at.prev = w
+	g.linkBefore(at, w)
 	g.tailOK = false
 }

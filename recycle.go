@@ -1,17 +1,12 @@
 package throttle
 
-import "github.com/jonboulle/clockwork"
-
 // waiter returns a waiter to fill in for one Acquire call: one used before
 // when there is one, so that a call that queues does not allocate a
 // waiter, a channel and a timer each time. With many goroutines blocked on
 // a slow limiter, those allocations and their collection were a tenth of
 // the CPU spent per grant.
 func (g *group) waiter() *waiter {
-	if w, ok := g.idle.Get().(*waiter); ok {
-		return w
-	}
-	return &waiter{}
+	return g.idle.get()
 }
 
 // prepare returns a waiter ready to queue, channel and timer made, when
@@ -31,39 +26,11 @@ func (g *group) prepare() *waiter {
 }
 
 // ready gives w its channel and timer if it has none yet.
-func (g *group) ready(w *waiter) {
-	if w.done == nil {
-		w.done = make(chan struct{}, 1)
-		w.timer = g.idleTimer()
-	}
-}
+func (g *group) ready(w *waiter) { w.ready(&g.timeline) }
 
 // recycle takes back w, which g.waiter returned, once its Acquire call has
-// returned: by then w is out of the queue and its timer is stopped. A
-// value left in done (granted, then cancelled) or in the timer's channel
-// (a tick that came as it was stopped) is dropped, so that the next use
-// starts empty. The channel and the timer are kept; the timer was made on
-// g's clock, which every group w can be queued in shares, since buckets
-// joined into one group share a clock.
+// returned (see wake.reuse).
 func (g *group) recycle(w *waiter) {
-	drainWaiter(w.done, w.timer)
-	*w = waiter{done: w.done, timer: w.timer}
-	g.idle.Put(w)
-}
-
-// drainWaiter drops what a finished waiter may have left in its channel
-// and its timer's, for group.recycle and domain.recycle alike; a waiter
-// never queued (done nil) has neither.
-func drainWaiter(done chan struct{}, timer clockwork.Timer) {
-	if done == nil {
-		return
-	}
-	select {
-	case <-done:
-	default:
-	}
-	select {
-	case <-timer.Chan():
-	default:
-	}
+	*w = waiter{wake: w.reuse()}
+	g.idle.put(w)
 }

@@ -53,7 +53,8 @@ func reserve(bs []*Bucket, costs []int64) (*Reservation, error) {
 	now := g.now()
 	g.serve(now)
 	r := &Reservation{}
-	w := &waiter{bs: bs, costs: costs, since: now, rsv: r, armed: never}
+	w := &waiter{bs: bs, costs: costs, rsv: r}
+	w.since, w.armed = now, never
 	r.w = w
 	if g.takeNow(bs, costs, now) {
 		w.granted, r.at = true, g.epoch.Add(time.Duration(now))

@@ -276,12 +276,6 @@ func (b *Bucket) initZero() *group {
 // lock locks the bucket's group and returns it. The group can change when
 // buckets are joined into a Limiter, hence the check after locking.
 func (b *Bucket) lock() *group {
-	for {
-		g := b.grp()
-		g.mu.Lock()
-		if b.g.Load() == g {
-			return g
-		}
-		g.mu.Unlock()
-	}
+	b.grp() // the zero Bucket's group, made on first use
+	return lockQueue(&b.g)
 }
