@@ -232,7 +232,7 @@ func (q *autoQuota) merge(st *fleetState, now int64, joining bool) {
 	if ln == nil || (ln.fleet.ok == 0 && !ln.fleet.refused && st.CC != nil) {
 		return
 	}
-	tl := &lane{learned: ln.learned, ceil: ln.ceil, tokens: ln.tokens}
+	tl := &lane{learned: ln.learned, ceil: ln.ceil, tokens: ln.tokens, pooled: true}
 	if c := st.CC; c != nil {
 		tl.rate, tl.wmax, tl.slow = c.Rate, c.W, c.Slow
 		tl.epochAt, tl.epochOK, tl.okSince = a.local(c.EpochAt), c.EpochOK, c.OkSince

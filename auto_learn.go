@@ -71,6 +71,7 @@ type lane struct {
 
 	// Congestion control.
 	slow       bool    // in slow start: no refusal yet
+	pooled     bool    // the fleet's congestion control (AutoFleet), not one client's
 	wmax       float64 // the rate of the last refusal
 	epochAt    int64
 	epochOK    int64
