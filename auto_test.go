@@ -376,9 +376,9 @@ func TestAutoCongestionEvents(t *testing.T) {
 	before = ln.rate
 	busy(2 * time.Second)
 	late := ln.rate / before
-	// The rate moves at the end of each epoch (250ms here): 2 s hold
-	// seven or eight of them.
-	lo, hi := math.Exp2(1.75/autoDouble.Seconds()), math.Exp2(2/autoDouble.Seconds())
+	// The rate moves at the end of each epoch (250ms here), by the time
+	// it lasted: 2 s see the growth of 1.75 s to 2.25 s.
+	lo, hi := math.Exp2(1.75/autoDouble.Seconds()), math.Exp2(2.25/autoDouble.Seconds())
 	if late < 0.99*lo || late > 1.01*hi {
 		t.Errorf("probe growth over 2 s, %v after the cut: x%.3f; want x%.3f-%.3f, slow start's", autoProbeRamp*autoDouble, late, lo, hi)
 	}
