@@ -543,6 +543,13 @@ type autoQuota struct {
 	syncAt  int64
 	joined  bool
 	members int
+	// The fleet's pause last adopted (Unix ns), how much later than its
+	// end this member resumes, and the instant that made (Unix ns).
+	pauseSeen    int64
+	pauseSpread  time.Duration
+	adoptedUntil int64
+	// maxPause is the Transport's MaxPause, as its last response said.
+	maxPause atomic.Int64
 }
 
 // resource maps the first segment of a request path to the GitHub resource

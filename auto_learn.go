@@ -90,6 +90,7 @@ func (q *autoQuota) response(req *http.Request, l *Limiter, costs []int64, statu
 	a := q.a
 	now := a.now()
 	q.used.Store(now)
+	q.maxPause.Store(int64(maxPause))
 	if notAboutPace(status) {
 		// A request refused for itself (too large) or a spent account
 		// (billing): no wait cures it, and it says nothing of the quota's
