@@ -337,11 +337,10 @@ func (q *autoQuota) adopt(st *fleetState, m int, now int64) {
 			// would send the call its bucket holds at once, N calls into a
 			// server that refilled only what the pause let it, and the
 			// refusals would start the next pause. Never past the
-			// Transport's MaxPause from now.
-			spread := q.pauseSpread
-			if mp := time.Duration(q.maxPause.Load()); mp > 0 {
-				spread = min(spread, wall.Add(mp).Sub(until))
-			}
+			// Transport's MaxPause from now: none before a response has
+			// told it.
+			mp := time.Duration(q.maxPause.Load())
+			spread := min(q.pauseSpread, wall.Add(mp).Sub(until))
 			end := until.Add(max(spread, 0))
 			q.lim.PauseUntil(end)
 			q.adoptedUntil = end.UnixNano()

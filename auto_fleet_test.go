@@ -214,6 +214,12 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 	if u, _ := lims[3].bs[0].PausedUntil(); u.Sub(clk.Now()) > 700*time.Millisecond || u.Sub(start) < until.Sub(start) {
 		t.Errorf("member 3 paused until %v from now, the fleet's pause %v; want within its MaxPause of 700ms", u.Sub(clk.Now()), until.Sub(clk.Now()))
 	}
+	// A member that has had no response does not know its Transport's
+	// MaxPause yet: it keeps the fleet's pause, no later.
+	fresh, _ := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.8), AutoInitialRate(Per(4, time.Second))).limiterOf(req)
+	if u, ok := fresh.bs[0].PausedUntil(); !ok || !u.Equal(until) {
+		t.Errorf("a member with no response yet paused until %v, %v; want the fleet's pause, %v", u, ok, until)
+	}
 	// The same pause seen again keeps each member's instant, and no
 	// member's spread becomes the fleet's pause.
 	clk.Advance(autoSyncEvery)
