@@ -123,19 +123,22 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // calls really went at half of R or more, so that an idle client does not
 // grow, and growth is by the time the epoch lasted (at most two epochs).
 //
-// In slow start R doubles every 2.26 s (grows by e^(0.307 t)). That pace
-// is chosen so that the first cut lands at or under the quota: a server's
-// burst hides the overload until it is spent, and with a burst of one
-// second of the quota, a sum of rates growing at g per second is e^x
-// times the quota when the burst runs out, where e^x-1-x = g; x = ln 2
-// (twice the quota, which a halving brings back) gives g = 1-ln 2 = 0.307.
-// Clients in slow start all grow at g, so their sum does too, whatever
-// their number. A client alone takes about 10 s to go from 2 to 50 per
-// second; more than a second of burst makes the overshoot larger, and
-// the second refusal corrects it.
+// In slow start R doubles every 0.5 s (grows by e^(1.386 t)): a client
+// alone goes from 2 to 50 per second in 2.3 s. A server's burst hides the
+// overload until it is spent: with a burst of one second of the quota, a
+// sum of rates growing at g per second is e^x times the quota when the
+// burst runs out, where e^x-1-x = g (x = 1.31, 3.7 times the quota), and
+// the first cut, by e^-x = 0.27, lands it at or under the quota. Clients
+// in slow start all grow at g, so their sum does too, whatever their
+// number: N clients pay about one 429 each. A burst shorter than a second
+// lands the cut lower (0.52 of the quota for 0.2 s), and probing climbs
+// back; a longer one higher, and the second refusal corrects it. Under
+// AutoFleet the fleet's rate keeps a slower schedule, a doubling every
+// 2.26 s (g = 1-ln 2 = 0.307, x = ln 2) and a first cut to half: its
+// members join at once at N times the initial rate.
 //
 // A refusal (a 429, or what the Transport counts as one) ends slow start
-// and cuts R: the first to half; a later one to what the server let
+// and cuts R: the first as above; a later one to what the server let
 // through since the previous refusal, pause included, bounded to [0.5,
 // 0.8] of R: a server that refills during the pause what the client sends
 // after it, and refuses once that is spent, let through exactly the
@@ -148,10 +151,10 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // rate W to climb back to: the cut rate before that factor. Below W, R
 // gains half its distance to W per counted epoch (at most 10% of R, at
 // least 1% of W); at W it probes, growing at a rate per second that rises
-// linearly from nothing to slow start's 0.307 over four doubling times
-// (9 s) since the cut: slowly while the share just measured is likely
-// right, as fast as slow start once it has held long enough that room has
-// probably been made (other clients done). A client alone pays for it
+// linearly from nothing to 0.307 (the fleet's slow start) over 9 s since
+// the cut: slowly while the share just measured is likely right, faster
+// once it has held long enough that room has probably been made (other
+// clients done). A client alone pays for it
 // with a 429 every 5-8 s at its quota. The Transport's shared pause
 // on a refusal applies as always, lengthened by a random part of up to a
 // quarter of it, never past the Transport's MaxPause.
@@ -542,6 +545,13 @@ type autoQuota struct {
 	syncAt  int64
 	joined  bool
 	members int
+	// The fleet's pause last adopted (Unix ns), how much later than its
+	// end this member resumes, and the instant that made (Unix ns).
+	pauseSeen    int64
+	pauseSpread  time.Duration
+	adoptedUntil int64
+	// maxPause is the Transport's MaxPause, as its last response said.
+	maxPause atomic.Int64
 }
 
 // resource maps the first segment of a request path to the GitHub resource

@@ -16,10 +16,17 @@ const (
 	// ln 2/g = 2.26 s. All clients in slow start grow at the same g,
 	// whatever their number, and so does their sum.
 	autoDouble = 2260 * time.Millisecond
-	// autoProbeRamp is how many doubling times the probe's growth takes
-	// to rise from nothing to slow start's.
+	// autoStartDouble is how long slow start takes to double the rate of
+	// a client on its own (not under AutoFleet): a client alone must go
+	// from the initial 2/s to a quota of 50/s or more within a couple of
+	// seconds, or the climb costs more than a 429 would. The overshoot
+	// this makes is undone by the first cut, autoStartCut, sized for it.
+	autoStartDouble = 500 * time.Millisecond
+	// autoProbeRamp is how many doubling times (autoDouble) the probe's
+	// growth takes to rise from nothing to its fastest, a doubling every
+	// autoDouble.
 	autoProbeRamp = 4
-	autoFirstCut  = 0.5  // cut on the refusal that ends slow start
+	autoFirstCut  = 0.5  // cut on the refusal that ends the fleet's slow start
 	autoSlowCut   = 0.5  // deepest cut on later refusals
 	autoCut       = 0.8  // least cut on later refusals
 	autoCutJitter = 0.1  // cuts are further multiplied by [1-this, 1)
@@ -33,6 +40,51 @@ const (
 	// server let through measures the client's share.
 	autoMeasure = time.Second
 )
+
+// autoStartCut is the cut on the refusal that ends a fast slow start
+// (autoStartDouble): with a server's burst of up to one second of its
+// quota, a sum of rates growing at g per second is e^x times the quota when
+// the burst runs out, where e^x-1-x = g*1s; cutting by e^-x lands at or
+// under the quota. N independent clients in slow start all grow at g, so
+// their sum does too, and each pays about one 429. A burst shorter than a
+// second lands the cut lower (0.52 of the quota for 0.2 s), a longer one
+// higher: the second refusal corrects it.
+var autoStartCut = overshootCut(math.Ln2 / autoStartDouble.Seconds() * autoStartBurst)
+
+// autoStartBurst is the server's burst, in seconds of its quota, that
+// autoStartCut is sized for: one second, and half a second more because
+// the rate grows in steps at the end of each epoch, not smoothly, and
+// because a client whose calls happen to meet the server's refills goes
+// on growing after the others are refused (TestAutoStartCut).
+const autoStartBurst = 1.5
+
+// overshootCut returns e^-x where e^x-1-x = g (g > 0): Newton's method
+// from x = 2, which converges from above since the function is convex.
+func overshootCut(g float64) float64 {
+	x := 2.0
+	for range 50 {
+		x -= (math.Exp(x) - 1 - x - g) / (math.Exp(x) - 1)
+	}
+	return math.Exp(-x)
+}
+
+// startDouble is slow start's doubling time for the lane, and
+// startCut the cut that ends it: the fleet's lane keeps the cautious
+// schedule, since its members join at once at N times the initial rate,
+// over the quota before any growth (see AutoFleet).
+func (ln *lane) startDouble() time.Duration {
+	if ln.pooled {
+		return autoDouble
+	}
+	return autoStartDouble
+}
+
+func (ln *lane) startCut() float64 {
+	if ln.pooled {
+		return autoFirstCut
+	}
+	return autoStartCut
+}
 
 // epoch is how long the rate is held before it is judged: long enough for
 // two calls, at least autoMinEpoch.
@@ -73,10 +125,10 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 		// Growth is by the time the epoch lasted, up to two epochs: a
 		// response that comes late is not a licence to jump.
 		secs := float64(min(el, 2*ln.epoch())) / float64(time.Second)
-		g := math.Ln2 / autoDouble.Seconds() // slow start's, per second
+		g := math.Ln2 / autoDouble.Seconds() // the probe's at its fastest, per second
 		switch {
 		case ln.slow:
-			ln.rate *= math.Exp(g * secs)
+			ln.rate *= math.Exp(math.Ln2 / ln.startDouble().Seconds() * secs)
 		case ln.rate < ln.wmax:
 			// At least a small step, so that W is reached, not only
 			// approached.
@@ -84,8 +136,8 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 			ln.rate = min(ln.rate+max(step, autoStep*ln.wmax), ln.wmax)
 		default:
 			// Probing, faster the longer it goes unrefused (convex, as
-			// CUBIC's): the growth per second rises from nothing to slow
-			// start's over autoProbeRamp doubling times since the cut.
+			// CUBIC's): the growth per second rises from nothing to g over
+			// autoProbeRamp doubling times since the cut.
 			since := float64(now-ln.cutAt) / float64(time.Second)
 			ramp := autoProbeRamp * autoDouble.Seconds()
 			ln.rate *= math.Exp(g * min(1, since/ramp) * secs)
@@ -111,7 +163,7 @@ func (ln *lane) refused429(a *AutoLimiter, now int64) {
 		// the cut had any effect tell nothing new.
 		return
 	}
-	next := ln.rate * autoFirstCut
+	next := ln.rate * ln.startCut()
 	switch {
 	case ln.slow:
 	case now-ln.resumeAt < int64(autoMeasure):

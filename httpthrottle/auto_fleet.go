@@ -34,16 +34,20 @@ const (
 	// pause one member took reaches the others within it.
 	autoSyncEvery   = 20 * time.Millisecond
 	autoSyncTimeout = 250 * time.Millisecond // deadline of one sync
-	autoMemberTTL   = 3 * time.Second        // a member that has not synced for this long has left
-	autoFleetTTL    = time.Hour              // how long the store keeps a quota nobody syncs
+	// A member that has not synced for autoMemberTTL has left, or for
+	// less when members call more often: see memberTTL.
+	autoMemberTTL   = 3 * time.Second
+	autoMemberLeast = time.Second
+	autoFleetTTL    = time.Hour // how long the store keeps a quota nobody syncs
 )
 
 // AutoFleet makes the processes that share store learn each quota
 // together, as one client: each process is a member of the quota (host and
-// credential) while it uses it, and on every request and response (at
-// most every 20 ms, one round trip when nothing changed) and on every
-// refusal, it merges what it learned into the state store keeps for the
-// quota and adopts the result:
+// credential) while it uses it, and on every request, when a call has its
+// permit and is about to be sent, and on every response (at most every
+// 20 ms, one round trip when nothing changed) and on every refusal, it
+// merges what it learned into the state store keeps for the quota and
+// adopts the result:
 //   - the limits a server named (name, window, limit, the most its bucket
 //     was seen to hold): a process that starts knows them before its first
 //     response, and its first share of a limit is an equal part of it,
@@ -54,8 +58,16 @@ const (
 //     all members together and cut once per congestion by the first
 //     refusal any member sees (see AutoLimiter for the rules); each member
 //     sends at the fleet's rate over the number of members;
-//   - the pause a refusal imposed, which every member keeps: a fleet pays
-//     a 429 once, not once per process.
+//   - the pause a refusal imposed, which every member keeps, a call that
+//     waited in a member's bucket included: a fleet pays a 429 once, not
+//     once per process. Each member resumes at its own instant within one
+//     of its intervals between calls after the pause (at most 1 s later,
+//     never past the Transport's MaxPause), so that the fleet resumes at
+//     its rate, not with a call from every member at once.
+//
+// A member counts as one while it syncs: one that has not synced for 1.5
+// of its intervals between calls (within [1s, 3s]) has left, and the
+// others' parts of the fleet's rate grow.
 //
 // The store's key is "throttle:auto:" and the quota's key, in which a
 // credential is a SHA-256 hash (the same in every process, so that they
@@ -154,7 +166,7 @@ func (q *autoQuota) share(now int64, throttled bool) {
 	defer cancel()
 	key := f.prefix + q.key.fleetString()
 	for range 4 {
-		data, ver, m, err := f.store.Load(ctx, key, f.member, autoMemberTTL)
+		data, ver, m, err := f.store.Load(ctx, key, f.member, q.memberTTL())
 		if err != nil {
 			f.errors.Add(1)
 			return
@@ -215,7 +227,14 @@ func (q *autoQuota) merge(st *fleetState, now int64, joining bool) {
 	var pause int64
 	for _, ln := range q.lanes {
 		if u, ok := ln.b.PausedUntil(); ok {
-			pause = max(pause, u.UnixNano())
+			p := u.UnixNano()
+			if p == q.adoptedUntil {
+				// The fleet's pause with this member's spread (see
+				// adopt): not news, and the spread is this member's
+				// alone.
+				p = q.pauseSeen
+			}
+			pause = max(pause, p)
 		}
 	}
 	st.Pause = max(st.Pause, pause)
@@ -232,7 +251,7 @@ func (q *autoQuota) merge(st *fleetState, now int64, joining bool) {
 	if ln == nil || (ln.fleet.ok == 0 && !ln.fleet.refused && st.CC != nil) {
 		return
 	}
-	tl := &lane{learned: ln.learned, ceil: ln.ceil, tokens: ln.tokens}
+	tl := &lane{learned: ln.learned, ceil: ln.ceil, tokens: ln.tokens, pooled: true}
 	if c := st.CC; c != nil {
 		tl.rate, tl.wmax, tl.slow = c.Rate, c.W, c.Slow
 		tl.epochAt, tl.epochOK, tl.okSince = a.local(c.EpochAt), c.EpochOK, c.OkSince
@@ -306,10 +325,83 @@ func (q *autoQuota) adopt(st *fleetState, m int, now int64) {
 		ln.apply(a)
 	}
 	if st.Pause > 0 {
-		if until := time.Unix(0, st.Pause); until.After(a.wall()) {
-			q.lim.PauseUntil(until)
+		wall := a.wall()
+		if until := time.Unix(0, st.Pause); until.After(wall) {
+			if st.Pause != q.pauseSeen {
+				q.pauseSeen = st.Pause
+				q.pauseSpread = time.Duration(a.jitter(0, 1) * float64(q.interval()))
+			}
+			// Each member resumes at its own instant within one of its
+			// intervals after the fleet's pause: together they resume at
+			// the fleet's rate. Were they to resume together, every member
+			// would send the call its bucket holds at once, N calls into a
+			// server that refilled only what the pause let it, and the
+			// refusals would start the next pause. Never past the
+			// Transport's MaxPause from now: none before a response has
+			// told it.
+			mp := time.Duration(q.maxPause.Load())
+			spread := min(q.pauseSpread, wall.Add(mp).Sub(until))
+			end := until.Add(max(spread, 0))
+			q.lim.PauseUntil(end)
+			q.adoptedUntil = end.UnixNano()
 		}
 	}
+}
+
+// beforeSend syncs q with the fleet, if any, when a call has its permit
+// and is about to be sent, and reports whether q is then paused (by a
+// refusal another member saw while the call waited in q's bucket, which
+// at a member's share of the rate can be a second or more). Without it,
+// every member would send the call it was holding into the server's
+// empty bucket: one 429 per member for each congestion. q may be nil.
+func (q *autoQuota) beforeSend() bool {
+	if q == nil || q.a.cfg.fleet == nil {
+		return false
+	}
+	q.mu.Lock()
+	q.share(q.a.now(), false)
+	lim := q.lim
+	q.mu.Unlock()
+	for _, b := range lim.bs {
+		if _, ok := b.PausedUntil(); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// memberTTL is how long a member that has not synced still counts: one
+// and a half of its intervals between calls (a member with calls to make
+// syncs at least before each call and after each response), within
+// [autoMemberLeast, autoMemberTTL]. A member that is done then stops
+// counting soon, and the others' parts of the fleet's rate grow: with a
+// fixed 3 s, the last members of a fleet sent at a fraction of the rate
+// for 3 s. q.mu is held.
+func (q *autoQuota) memberTTL() time.Duration {
+	var d time.Duration
+	for _, ln := range q.lanes {
+		if !ln.tokens && ln.rate > 0 {
+			d = max(d, time.Duration(1.5*float64(time.Second)/ln.rate))
+		}
+	}
+	return min(max(d, autoMemberLeast), autoMemberTTL)
+}
+
+// autoMaxSpread is the most a member resumes after the fleet's pause
+// ends (see adopt).
+const autoMaxSpread = time.Second
+
+// interval is the time between two calls of q at its request rates: the
+// longest of its lanes that count requests, at most autoMaxSpread. q.mu is
+// held.
+func (q *autoQuota) interval() time.Duration {
+	var d time.Duration
+	for _, ln := range q.lanes {
+		if !ln.tokens && ln.rate > 0 {
+			d = max(d, time.Duration(float64(time.Second)/ln.rate))
+		}
+	}
+	return min(d, autoMaxSpread)
 }
 
 // FleetErrors returns how many calls of the AutoFleet store failed; 0

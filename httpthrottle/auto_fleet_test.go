@@ -2,6 +2,7 @@ package httpthrottle
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
@@ -160,5 +161,118 @@ func TestAutoFleetPaysA429Once(t *testing.T) {
 		if got, want := rate(a)*4, grown/2; got > want*1.01 || got < want*0.85 {
 			t.Errorf("member %d: fleet rate %v/s after the refusals; want one cut, to about %v/s", i, got, want)
 		}
+	}
+}
+
+// TestAutoFleetSpreadsResume: a member learns of the fleet's pause when
+// its call is about to be sent (beforeSend), not only when a response
+// comes, and resumes at its own instant within one of its intervals after
+// the pause, never past the Transport's MaxPause: members resuming
+// together would send one call each at once into the server's bucket.
+func TestAutoFleetSpreadsResume(t *testing.T) {
+	clk := newClock()
+	store := newMemStore(clk)
+	req := get(t, "https://api.example.com/")
+	var members []*AutoLimiter
+	for _, r := range []float64{0.999999, 0.2, 0.8, 0.8} {
+		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(r), AutoInitialRate(Per(4, time.Second)))
+		members = append(members, a)
+		tell(t, a, clk, req, 200, http.Header{})
+	}
+	lims := make([]*Limiter, len(members))
+	for i, a := range members {
+		lims[i], _ = a.limiterOf(req)
+	}
+	// The last member's Transport has a MaxPause of 700ms.
+	lims[3].auto.maxPause.Store(int64(700 * time.Millisecond))
+	start := clk.Now()
+	clk.Advance(autoSyncEvery)
+	heedTell(t, members[0], clk, req, http.StatusTooManyRequests, http.Header{})
+	// The fleet's pause, as stored; member 0 itself resumes its spread
+	// after it.
+	var st fleetState
+	for _, v := range store.state {
+		if err := json.Unmarshal(v, &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until := time.Unix(0, st.Pause)
+	if u, _ := lims[0].bs[0].PausedUntil(); u.Sub(until) < 499*time.Millisecond || u.Sub(until) > 500*time.Millisecond {
+		t.Errorf("member 0 resumes %v after the fleet's pause; want its spread, about 500ms", u.Sub(until))
+	}
+	clk.Advance(autoSyncEvery)
+	for i, l := range lims[1:] {
+		if !l.auto.beforeSend() {
+			t.Fatalf("member %d: not paused before sending after member 0's refusal", i+1)
+		}
+	}
+	// The fleet's 16/s cut to 8/s: each member's interval is 500ms.
+	for i, want := range []time.Duration{100 * time.Millisecond, 400 * time.Millisecond} {
+		u, _ := lims[i+1].bs[0].PausedUntil()
+		if d := u.Sub(until); d < want-time.Millisecond || d > want+time.Millisecond {
+			t.Errorf("member %d resumes %v after the fleet's pause; want %v", i+1, d, want)
+		}
+	}
+	if u, _ := lims[3].bs[0].PausedUntil(); u.Sub(clk.Now()) > 700*time.Millisecond || u.Sub(start) < until.Sub(start) {
+		t.Errorf("member 3 paused until %v from now, the fleet's pause %v; want within its MaxPause of 700ms", u.Sub(clk.Now()), until.Sub(clk.Now()))
+	}
+	// A member that has had no response does not know its Transport's
+	// MaxPause yet: it keeps the fleet's pause, no later.
+	fresh, _ := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.8), AutoInitialRate(Per(4, time.Second))).limiterOf(req)
+	if u, ok := fresh.bs[0].PausedUntil(); !ok || !u.Equal(until) {
+		t.Errorf("a member with no response yet paused until %v, %v; want the fleet's pause, %v", u, ok, until)
+	}
+	// The same pause seen again keeps each member's instant, and no
+	// member's spread becomes the fleet's pause.
+	clk.Advance(autoSyncEvery)
+	u1, _ := lims[1].bs[0].PausedUntil()
+	for _, l := range lims {
+		l.auto.beforeSend()
+	}
+	if u, _ := lims[1].bs[0].PausedUntil(); !u.Equal(u1) {
+		t.Errorf("member 1's resume moved from %v to %v on a second sync", u1, u)
+	}
+	for _, v := range store.state {
+		if err := json.Unmarshal(v, &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !time.Unix(0, st.Pause).Equal(until) {
+		t.Errorf("the fleet's pause moved from %v to %v", until, time.Unix(0, st.Pause))
+	}
+}
+
+// TestAutoFleetMemberTTL: a member that has not synced for 1.5 of its
+// intervals between calls has left, within [1s, 3s]: a member done with its
+// calls stops counting soon, and the others take its part of the rate.
+func TestAutoFleetMemberTTL(t *testing.T) {
+	clk := newClock()
+	store := newMemStore(clk)
+	req := get(t, "https://api.example.com/")
+	mk := func() *Limiter {
+		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.5), AutoInitialRate(Per(1, time.Second)))
+		l, _ := a.limiterOf(req)
+		return l
+	}
+	mk()
+	b := mk()
+	if m := b.auto.members; m != 2 {
+		t.Fatalf("%d members; want 2", m)
+	}
+	for _, tc := range []struct {
+		rate float64
+		want time.Duration
+	}{{4, time.Second}, {1, 1500 * time.Millisecond}, {0.1, 3 * time.Second}} {
+		b.auto.lanes[0].rate = tc.rate
+		if got := b.auto.memberTTL(); got != tc.want {
+			t.Errorf("at %v/s a member counts for %v; want %v", tc.rate, got, tc.want)
+		}
+	}
+	// The first member is done: 1.5 s later, at 1/s, b is alone.
+	b.auto.lanes[0].rate = 1
+	clk.Advance(1600 * time.Millisecond)
+	b.auto.beforeSend()
+	if m := b.auto.members; m != 1 {
+		t.Errorf("%d members 1.6 s after the other's last sync; want 1", m)
 	}
 }

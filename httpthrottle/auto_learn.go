@@ -73,6 +73,7 @@ type lane struct {
 
 	// Congestion control.
 	slow       bool    // in slow start: no refusal yet
+	pooled     bool    // the fleet's congestion control (AutoFleet), not one client's
 	wmax       float64 // the rate of the last refusal
 	epochAt    int64
 	epochOK    int64
@@ -91,6 +92,7 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, costs []int
 	a := q.a
 	now := a.now()
 	q.used.Store(now)
+	q.maxPause.Store(int64(maxPause))
 	if notAboutPace(status) {
 		// A request refused for itself (too large) or a spent account
 		// (billing): no wait cures it, and it says nothing of the quota's

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -233,10 +234,10 @@ func TestAutoCongestionControl(t *testing.T) {
 			tell(t, a, clk, req, 200, http.Header{})
 		}
 	}
-	// Slow start: doubling every autoDouble, by the time each epoch
+	// Slow start: doubling every autoStartDouble, by the time each epoch
 	// (250ms at least) in which the calls went at the rate lasted.
 	ok(4, 100*time.Millisecond) // 300ms from the first call, at 10/s
-	want1 := 10 * math.Exp2(0.3/autoDouble.Seconds())
+	want1 := 10 * math.Exp2(0.3/autoStartDouble.Seconds())
 	if !near(ln.rate, want1) {
 		t.Fatalf("after one busy epoch: %v/s; want %v/s", ln.rate, want1)
 	}
@@ -245,12 +246,12 @@ func TestAutoCongestionControl(t *testing.T) {
 	if !near(ln.rate, want1) {
 		t.Fatalf("after an idle epoch: %v/s; want %v/s", ln.rate, want1)
 	}
-	// Calls at 40/s for 3 s: the rate doubles every autoDouble.
-	for range 12 {
+	// Calls at 40/s for 0.75 s: the rate doubles every autoStartDouble.
+	for range 3 {
 		ok(10, 25*time.Millisecond)
 	}
-	if want := want1 * math.Exp2(3/autoDouble.Seconds()); math.Abs(ln.rate-want) > 0.03*want {
-		t.Fatalf("rate %v after 3 s busy; want about %v", ln.rate, want)
+	if want := want1 * math.Exp2(0.75/autoStartDouble.Seconds()); math.Abs(ln.rate-want) > 0.03*want {
+		t.Fatalf("rate %v after 0.75 s busy; want about %v", ln.rate, want)
 	}
 	// It stops where the calls go at less than half of it: 80/s.
 	for range 40 {
@@ -260,11 +261,12 @@ func TestAutoCongestionControl(t *testing.T) {
 	if peak < 70 || peak > 80*1.1 {
 		t.Fatalf("rate %v after 13 s of calls at 40/s; want about 80", peak)
 	}
-	// The refusal that ends slow start halves the rate, once per epoch.
+	// The refusal that ends slow start cuts the rate by autoStartCut
+	// (about 0.27), once per epoch.
 	clk.Advance(time.Millisecond)
 	tell(t, a, clk, req, http.StatusTooManyRequests, http.Header{})
 	tell(t, a, clk, req, http.StatusTooManyRequests, http.Header{})
-	if want := peak * autoSlowCut * 0.9999999; !near(ln.rate, want) {
+	if want := peak * autoStartCut * 0.9999999; !near(ln.rate, want) {
 		t.Fatalf("after the first refusal: %v/s; want %v/s", ln.rate, want)
 	}
 	if ln.refusals != 1 {
@@ -338,7 +340,7 @@ func TestAutoCongestionEvents(t *testing.T) {
 	r0 := ln.rate
 	refuse()
 	r1 := ln.rate
-	if want := r0 * autoFirstCut * 0.999999; !near(r1, want) || ln.refusals != 1 {
+	if want := r0 * autoStartCut * 0.999999; !near(r1, want) || ln.refusals != 1 {
 		t.Fatalf("first refusal: %v/s, %d cuts; want %v/s, 1", r1, ln.refusals, want)
 	}
 	if until, ok := core.Buckets(l)[0].PausedUntil(); !ok || until.Sub(clk.Now()) < 1249*time.Millisecond {
@@ -376,8 +378,11 @@ func TestAutoCongestionEvents(t *testing.T) {
 	before = ln.rate
 	busy(2 * time.Second)
 	late := ln.rate / before
-	if want := math.Exp2(2 / autoDouble.Seconds()); math.Abs(late-want) > 0.03*want {
-		t.Errorf("probe growth over 2 s, %v after the cut: x%.3f; want x%.3f, slow start's", autoProbeRamp*autoDouble, late, want)
+	// The rate moves at the end of each epoch (250ms here), by the time
+	// it lasted: 2 s see the growth of 1.75 s to 2.25 s.
+	lo, hi := math.Exp2(1.75/autoDouble.Seconds()), math.Exp2(2.25/autoDouble.Seconds())
+	if late < 0.99*lo || late > 1.01*hi {
+		t.Errorf("probe growth over 2 s, %v after the cut: x%.3f; want x%.3f-%.3f, slow start's", autoProbeRamp*autoDouble, late, lo, hi)
 	}
 	if max := math.Exp2(1 / autoDouble.Seconds() * 3.5 / (autoProbeRamp * autoDouble.Seconds())); early > max {
 		t.Errorf("probe growth over the first second at W: x%.3f; want at most x%.3f", early, max)
@@ -674,5 +679,74 @@ func TestAutoTwoFamiliesOnOneResponse(t *testing.T) {
 				t.Errorf("a call on the learned limits: %v", err)
 			}
 		})
+	}
+}
+
+// TestAutoStartCut drives N independent clients in slow start, each at its
+// learned rate, against a server of 50/s with a burst of one second of it
+// (0.2 s for the lone client's second case), on the fake clock: the cut
+// that ends slow start lands their sum at or under the quota (the case it
+// is sized for), after one 429 each, however many they are.
+func TestAutoStartCut(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		burst  float64
+		lo, hi float64 // the sum of the cut rates, as a part of the quota
+	}{
+		{1, 50, 0.8, 1}, {10, 50, 0.75, 1}, {1, 10, 0.35, 0.7},
+	} {
+		clk := newClock()
+		const quota = 50.0
+		level, at := tc.burst, clk.Now()
+		type client struct {
+			a    *AutoLimiter
+			ln   *lane
+			next time.Time
+			cut  float64
+		}
+		req := get(t, "https://api.example.com/")
+		rng := rand.New(rand.NewPCG(1, uint64(tc.n)))
+		cs := make([]*client, tc.n)
+		for i := range cs {
+			a := NewAuto(AutoClock(clk), autoRand(0.999999))
+			l, _ := a.limiterOf(req)
+			// Clients start apart, and send apart: not in lockstep.
+			cs[i] = &client{a: a, ln: l.auto.lanes[0], next: clk.Now().Add(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))}
+		}
+		left := tc.n
+		for step := 0; left > 0 && step < 1e6; step++ {
+			c := cs[0]
+			for _, d := range cs[1:] {
+				if d.next.Before(c.next) {
+					c = d
+				}
+			}
+			clk.Advance(c.next.Sub(clk.Now()))
+			now := clk.Now()
+			level = min(tc.burst, level+quota*now.Sub(at).Seconds())
+			at = now
+			c.next = now.Add(time.Duration((0.9 + 0.2*rng.Float64()) * float64(time.Second) / c.ln.rate))
+			if level >= 1 {
+				level--
+				tell(t, c.a, clk, req, 200, http.Header{})
+				continue
+			}
+			tell(t, c.a, clk, req, http.StatusTooManyRequests, http.Header{})
+			if c.cut == 0 {
+				c.cut = c.ln.rate
+				left--
+			}
+			// The Transport's pause on a bare 429.
+			c.next = now.Add(500 * time.Millisecond)
+		}
+		sum, most := 0.0, int64(0)
+		for _, c := range cs {
+			sum += c.cut
+			most = max(most, c.ln.refusals)
+		}
+		t.Logf("N=%d, burst %v: the cut rates sum to %.1f/s", tc.n, tc.burst, sum)
+		if sum < tc.lo*quota || sum > tc.hi*quota || most != 1 {
+			t.Errorf("N=%d, burst %v: the cut rates sum to %.1f/s (want %.0f-%.0f), most cuts %d (want 1)", tc.n, tc.burst, sum, tc.lo*quota, tc.hi*quota, most)
+		}
 	}
 }

@@ -384,6 +384,13 @@ func (x *exchange) send() (*http.Response, error) {
 			return nil, err
 		}
 		waited = w
+		if x.l != nil && x.l.auto.beforeSend() {
+			// Auto's fleet paused while the call waited: wait it out.
+			if err := x.waitPause(); err != nil {
+				x.giveBack(taken)
+				return nil, err
+			}
+		}
 	}
 	var release func()
 	if t.inflight != nil {
