@@ -727,3 +727,13 @@ func rateOf(v float64) throttle.Rate {
 	}
 	return throttle.Per(int64(m), 1000*time.Second)
 }
+
+// autoOf returns the quota Auto learns for on l, or nil: for a Limiter
+// that is not Auto's, or none.
+func autoOf(l *throttle.Limiter) *autoQuota {
+	if l == nil {
+		return nil
+	}
+	q, _ := core.Ext(l).(*autoQuota)
+	return q
+}

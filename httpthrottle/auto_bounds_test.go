@@ -82,7 +82,7 @@ func TestAutoBoundedUnderFreshNames(t *testing.T) {
 	}
 	// The limits kept are the ones reported last.
 	l, _ := a.limiterOf(req)
-	if ln := quotaOf(l).policy("p9999", time.Duration(1+9999%7)*time.Second, false); ln == nil {
+	if ln := autoOf(l).policy("p9999", time.Duration(1+9999%7)*time.Second, false); ln == nil {
 		t.Error("the limit reported last was forgotten")
 	}
 	names := map[string]bool{}
@@ -156,7 +156,7 @@ func TestAutoMergesFamilies(t *testing.T) {
 		t.Errorf("policies %q, %q; want the server's names requests, burst", ls[0].Policy, ls[1].Policy)
 	}
 	l, _ := a.limiterOf(req)
-	if ln := quotaOf(l).lanes[0]; !ln.exact || ln.rem != 500 {
+	if ln := autoOf(l).lanes[0]; !ln.exact || ln.rem != 500 {
 		t.Errorf("merged limit: exact %v, remaining %d; want IETF's: exact, 500", ln.exact, ln.rem)
 	}
 }
@@ -191,7 +191,7 @@ func TestAutoFloorHolds(t *testing.T) {
 				checkBounds(t, a)
 			}
 			l, _ := a.limiterOf(req)
-			ln := quotaOf(l).lanes[0]
+			ln := autoOf(l).lanes[0]
 			if ln.rate < 1 || perSec(ln.b.Rate()) < 0.999 {
 				t.Fatalf("rate %v/s (bucket %v) after 30 refusals; want at least the floor 1/s", ln.rate, ln.b.Rate())
 			}
@@ -274,7 +274,7 @@ func TestAutoLearnsBurst(t *testing.T) {
 	start0 := clk.Now()
 	respond()
 	l, _ := a.limiterOf(req)
-	ln := quotaOf(l).lanes[0]
+	ln := autoOf(l).lanes[0]
 	refused := 0
 	calls := 0
 	for calls < 400 {
@@ -339,12 +339,12 @@ func TestAutoIgnoresBilling(t *testing.T) {
 		req := get(t, "https://api.example.com/")
 		tell(t, a, clk, req, 200, ietf(50, 1, 40))
 		l, _ := a.limiterOf(req)
-		before := quotaOf(l).lanes[0].rate
+		before := autoOf(l).lanes[0].rate
 		for range 5 {
 			clk.Advance(time.Second)
 			tell(t, a, clk, req, status, ietf(50, 1, 40))
 		}
-		if got := quotaOf(l).lanes[0].rate; got != before {
+		if got := autoOf(l).lanes[0].rate; got != before {
 			t.Errorf("status %d: rate %v -> %v", status, before, got)
 		}
 		if s := a.Stats()[0]; s.Throttled != 0 {

@@ -362,7 +362,7 @@ func (q *autoQuota) beforeSend() bool {
 	q.share(q.a.now(), false)
 	lim := q.lim
 	q.mu.Unlock()
-	for _, b := range lim.bs {
+	for _, b := range core.Buckets(lim) {
 		if _, ok := b.PausedUntil(); ok {
 			return true
 		}

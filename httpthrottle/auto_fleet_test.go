@@ -80,18 +80,18 @@ func TestAutoFleetSharesLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ln := quotaOf(l).lanes[0]; !ln.learned || ln.limit != 50 || ln.window != time.Second {
+	if ln := autoOf(l).lanes[0]; !ln.learned || ln.limit != 50 || ln.window != time.Second {
 		t.Fatalf("b's lane before any response: %+v; want the 50/s a learned", ln)
 	}
 	clk.Advance(time.Second)
 	tell(t, b, clk, req, 200, ietf(50, 1, 49))
-	if got, want := quotaOf(l).lanes[0].rate, 50.0*49/50/2; !near(got, want) {
+	if got, want := autoOf(l).lanes[0].rate, 50.0*49/50/2; !near(got, want) {
 		t.Errorf("b's first share %v/s; want half of the 50/s at 49 left: %v/s", got, want)
 	}
 	// Another credential is another quota, in the store too.
 	other := get(t, "https://api.example.com/", "Authorization", "Bearer sk-2")
 	lo, _ := b.limiterOf(other)
-	if quotaOf(lo).lanes[0].learned {
+	if autoOf(lo).lanes[0].learned {
 		t.Error("another credential's quota knows the first one's limit")
 	}
 	for k := range store.state {
@@ -116,7 +116,7 @@ func TestAutoFleetPaysA429Once(t *testing.T) {
 	}
 	rate := func(a *AutoLimiter) float64 {
 		l, _ := a.limiterOf(req)
-		return quotaOf(l).lanes[0].rate
+		return autoOf(l).lanes[0].rate
 	}
 	// The fleet starts at the members' 4 x 40/s, each member at its part.
 	clk.Advance(autoSyncEvery)
@@ -175,16 +175,16 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 	req := get(t, "https://api.example.com/")
 	var members []*AutoLimiter
 	for _, r := range []float64{0.999999, 0.2, 0.8, 0.8} {
-		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(r), AutoInitialRate(Per(4, time.Second)))
+		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(r), AutoInitialRate(throttle.Per(4, time.Second)))
 		members = append(members, a)
 		tell(t, a, clk, req, 200, http.Header{})
 	}
-	lims := make([]*Limiter, len(members))
+	lims := make([]*throttle.Limiter, len(members))
 	for i, a := range members {
 		lims[i], _ = a.limiterOf(req)
 	}
 	// The last member's Transport has a MaxPause of 700ms.
-	lims[3].auto.maxPause.Store(int64(700 * time.Millisecond))
+	autoOf(lims[3]).maxPause.Store(int64(700 * time.Millisecond))
 	start := clk.Now()
 	clk.Advance(autoSyncEvery)
 	heedTell(t, members[0], clk, req, http.StatusTooManyRequests, http.Header{})
@@ -197,39 +197,39 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 		}
 	}
 	until := time.Unix(0, st.Pause)
-	if u, _ := lims[0].bs[0].PausedUntil(); u.Sub(until) < 499*time.Millisecond || u.Sub(until) > 500*time.Millisecond {
+	if u, _ := core.Buckets(lims[0])[0].PausedUntil(); u.Sub(until) < 499*time.Millisecond || u.Sub(until) > 500*time.Millisecond {
 		t.Errorf("member 0 resumes %v after the fleet's pause; want its spread, about 500ms", u.Sub(until))
 	}
 	clk.Advance(autoSyncEvery)
 	for i, l := range lims[1:] {
-		if !l.auto.beforeSend() {
+		if !autoOf(l).beforeSend() {
 			t.Fatalf("member %d: not paused before sending after member 0's refusal", i+1)
 		}
 	}
 	// The fleet's 16/s cut to 8/s: each member's interval is 500ms.
 	for i, want := range []time.Duration{100 * time.Millisecond, 400 * time.Millisecond} {
-		u, _ := lims[i+1].bs[0].PausedUntil()
+		u, _ := core.Buckets(lims[i+1])[0].PausedUntil()
 		if d := u.Sub(until); d < want-time.Millisecond || d > want+time.Millisecond {
 			t.Errorf("member %d resumes %v after the fleet's pause; want %v", i+1, d, want)
 		}
 	}
-	if u, _ := lims[3].bs[0].PausedUntil(); u.Sub(clk.Now()) > 700*time.Millisecond || u.Sub(start) < until.Sub(start) {
+	if u, _ := core.Buckets(lims[3])[0].PausedUntil(); u.Sub(clk.Now()) > 700*time.Millisecond || u.Sub(start) < until.Sub(start) {
 		t.Errorf("member 3 paused until %v from now, the fleet's pause %v; want within its MaxPause of 700ms", u.Sub(clk.Now()), until.Sub(clk.Now()))
 	}
 	// A member that has had no response does not know its Transport's
 	// MaxPause yet: it keeps the fleet's pause, no later.
-	fresh, _ := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.8), AutoInitialRate(Per(4, time.Second))).limiterOf(req)
-	if u, ok := fresh.bs[0].PausedUntil(); !ok || !u.Equal(until) {
+	fresh, _ := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.8), AutoInitialRate(throttle.Per(4, time.Second))).limiterOf(req)
+	if u, ok := core.Buckets(fresh)[0].PausedUntil(); !ok || !u.Equal(until) {
 		t.Errorf("a member with no response yet paused until %v, %v; want the fleet's pause, %v", u, ok, until)
 	}
 	// The same pause seen again keeps each member's instant, and no
 	// member's spread becomes the fleet's pause.
 	clk.Advance(autoSyncEvery)
-	u1, _ := lims[1].bs[0].PausedUntil()
+	u1, _ := core.Buckets(lims[1])[0].PausedUntil()
 	for _, l := range lims {
-		l.auto.beforeSend()
+		autoOf(l).beforeSend()
 	}
-	if u, _ := lims[1].bs[0].PausedUntil(); !u.Equal(u1) {
+	if u, _ := core.Buckets(lims[1])[0].PausedUntil(); !u.Equal(u1) {
 		t.Errorf("member 1's resume moved from %v to %v on a second sync", u1, u)
 	}
 	for _, v := range store.state {
@@ -249,30 +249,30 @@ func TestAutoFleetMemberTTL(t *testing.T) {
 	clk := newClock()
 	store := newMemStore(clk)
 	req := get(t, "https://api.example.com/")
-	mk := func() *Limiter {
-		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.5), AutoInitialRate(Per(1, time.Second)))
+	mk := func() *throttle.Limiter {
+		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.5), AutoInitialRate(throttle.Per(1, time.Second)))
 		l, _ := a.limiterOf(req)
 		return l
 	}
 	mk()
 	b := mk()
-	if m := b.auto.members; m != 2 {
+	if m := autoOf(b).members; m != 2 {
 		t.Fatalf("%d members; want 2", m)
 	}
 	for _, tc := range []struct {
 		rate float64
 		want time.Duration
 	}{{4, time.Second}, {1, 1500 * time.Millisecond}, {0.1, 3 * time.Second}} {
-		b.auto.lanes[0].rate = tc.rate
-		if got := b.auto.memberTTL(); got != tc.want {
+		autoOf(b).lanes[0].rate = tc.rate
+		if got := autoOf(b).memberTTL(); got != tc.want {
 			t.Errorf("at %v/s a member counts for %v; want %v", tc.rate, got, tc.want)
 		}
 	}
 	// The first member is done: 1.5 s later, at 1/s, b is alone.
-	b.auto.lanes[0].rate = 1
+	autoOf(b).lanes[0].rate = 1
 	clk.Advance(1600 * time.Millisecond)
-	b.auto.beforeSend()
-	if m := b.auto.members; m != 1 {
+	autoOf(b).beforeSend()
+	if m := autoOf(b).members; m != 1 {
 		t.Errorf("%d members 1.6 s after the other's last sync; want 1", m)
 	}
 }

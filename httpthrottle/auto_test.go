@@ -69,7 +69,7 @@ func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request
 	if heed {
 		NewTransport(nil, a.Limiter).heed(l, costs, status, &sig, clk)
 	}
-	quotaOf(l).response(req, l, costs, status, &sig, DefaultMaxPause)
+	autoOf(l).response(req, l, costs, status, &sig, DefaultMaxPause)
 	return l
 }
 
@@ -118,7 +118,7 @@ func TestAutoShareTracksRemaining(t *testing.T) {
 	a, clk := newAutoFake(t)
 	req := get(t, "https://api.example.com/")
 	l := tell(t, a, clk, req, 200, ietf(50, 1, 50))
-	ln := quotaOf(l).lanes[0]
+	ln := autoOf(l).lanes[0]
 	start := ln.rate
 
 	// The remaining count stays full while the client spends at its rate:
@@ -183,7 +183,7 @@ func TestAutoSharesConverge(t *testing.T) {
 		clients = append(clients, a)
 		l := tell(t, a, clk, req, 200, ietf(burst, 1, int64(level)))
 		level--
-		lanes = append(lanes, quotaOf(l).lanes[0])
+		lanes = append(lanes, autoOf(l).lanes[0])
 	}
 	const step = 10 * time.Millisecond
 	credit := make([]float64, n)
@@ -224,7 +224,7 @@ func TestAutoCongestionControl(t *testing.T) {
 	a, clk := newAutoFake(t, AutoInitialRate(throttle.Per(10, time.Second)))
 	req := get(t, "https://api.example.com/")
 	l, _ := a.limiterOf(req)
-	ln := quotaOf(l).lanes[0]
+	ln := autoOf(l).lanes[0]
 	if ln.learned || perSec(ln.b.Rate()) != 10 {
 		t.Fatalf("start: %+v, rate %v", ln, ln.b.Rate())
 	}
@@ -318,7 +318,7 @@ func TestAutoCongestionEvents(t *testing.T) {
 	a, clk := newAutoFake(t, AutoInitialRate(throttle.Per(20, time.Second)))
 	req := get(t, "https://api.example.com/")
 	l, _ := a.limiterOf(req)
-	ln := quotaOf(l).lanes[0]
+	ln := autoOf(l).lanes[0]
 	// busy makes calls at the lane's rate for d.
 	busy := func(d time.Duration) {
 		end := clk.Now().Add(d)
@@ -393,7 +393,7 @@ func TestAutoFloorAndMax(t *testing.T) {
 	a, clk := newAutoFake(t, AutoInitialRate(throttle.Per(4, time.Second)), AutoMinRate(throttle.Per(1, time.Second)), AutoMaxRate(throttle.Per(20, time.Second)))
 	req := get(t, "https://api.example.com/")
 	l, _ := a.limiterOf(req)
-	ln := quotaOf(l).lanes[0]
+	ln := autoOf(l).lanes[0]
 	for range 20 {
 		clk.Advance(time.Second)
 		tell(t, a, clk, req, http.StatusTooManyRequests, http.Header{})
@@ -421,10 +421,10 @@ func TestAutoKeyHashesCredential(t *testing.T) {
 	l1, _ := a.limiterOf(r1)
 	l2, _ := a.limiterOf(r2)
 	l3, _ := a.limiterOf(r3)
-	if quotaOf(l1) == quotaOf(l2) {
+	if autoOf(l1) == autoOf(l2) {
 		t.Error("two credentials share one quota")
 	}
-	if quotaOf(l1) != quotaOf(l3) {
+	if autoOf(l1) != autoOf(l3) {
 		t.Error("one credential has two quotas on one host")
 	}
 	tell(t, a, clk, r1, 200, ietf(50, 1, 10))
@@ -439,8 +439,8 @@ func TestAutoKeyHashesCredential(t *testing.T) {
 	// A custom key is used as given.
 	b := NewAuto(AutoKey(func(*http.Request) string { return "tenant" }))
 	lb, _ := b.limiterOf(r1)
-	if quotaOf(lb).key.String() != "tenant" {
-		t.Errorf("custom key %q", quotaOf(lb).key)
+	if autoOf(lb).key.String() != "tenant" {
+		t.Errorf("custom key %q", autoOf(lb).key)
 	}
 }
 
@@ -523,14 +523,14 @@ func TestAutoLearnsVendorFamilies(t *testing.T) {
 	h.Set("X-Ratelimit-Resource", "search")
 	tell(t, a, clk, search, 200, h)
 	l, _ := a.limiterOf(get(t, "https://api.github.com/search/issues"))
-	if got := quotaOf(l).key.resource; got != "search" {
+	if got := autoOf(l).key.resource; got != "search" {
 		t.Fatalf("a search request went to resource %q", got)
 	}
-	if ln := quotaOf(l).lanes[0]; !ln.learned || ln.limit != 30 || ln.window != time.Minute {
+	if ln := autoOf(l).lanes[0]; !ln.learned || ln.limit != 30 || ln.window != time.Minute {
 		t.Errorf("search quota %+v", ln)
 	}
 	core, _ := a.limiterOf(get(t, "https://api.github.com/repos/x/y"))
-	if quotaOf(core) == quotaOf(l) {
+	if autoOf(core) == autoOf(l) {
 		t.Error("a core request went to the search quota")
 	}
 
@@ -711,7 +711,7 @@ func TestAutoStartCut(t *testing.T) {
 			a := NewAuto(AutoClock(clk), autoRand(0.999999))
 			l, _ := a.limiterOf(req)
 			// Clients start apart, and send apart: not in lockstep.
-			cs[i] = &client{a: a, ln: l.auto.lanes[0], next: clk.Now().Add(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))}
+			cs[i] = &client{a: a, ln: autoOf(l).lanes[0], next: clk.Now().Add(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))}
 		}
 		left := tc.n
 		for step := 0; left > 0 && step < 1e6; step++ {

@@ -26,12 +26,6 @@ func (a *AutoLimiter) limiterOf(r *http.Request) (*throttle.Limiter, error) {
 	return l, err
 }
 
-// quotaOf returns the quota Auto learns for on l, or nil.
-func quotaOf(l *throttle.Limiter) *autoQuota {
-	q, _ := core.Ext(l).(*autoQuota)
-	return q
-}
-
 // t0 is when the tests' fake clocks start.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 

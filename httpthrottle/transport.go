@@ -384,7 +384,7 @@ func (x *exchange) send() (*http.Response, error) {
 			return nil, err
 		}
 		waited = w
-		if x.l != nil && x.l.auto.beforeSend() {
+		if autoOf(x.l).beforeSend() {
 			// Auto's fleet paused while the call waited: wait it out.
 			if err := x.waitPause(); err != nil {
 				x.giveBack(taken)
@@ -483,7 +483,7 @@ func (x *exchange) send() (*http.Response, error) {
 		return resp, nil
 	}
 	t.heed(x.l, x.costs, status, &x.sig, x.clock)
-	if q, ok := core.Ext(x.l).(*autoQuota); ok {
+	if q := autoOf(x.l); q != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		q.response(x.req, x.l, x.costs, status, &x.sig, t.maxPause)
 	}
