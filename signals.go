@@ -195,8 +195,8 @@ func (b *Bucket) levelTo(n int64) {
 // reported, and to the refused call's cost after a refusal (never raised:
 // a shared level, as redisbucket's, is the fleet's); a Tuner is told the
 // size of each quota reported with a known window (learnable); a Pauser
-// is paused for the server's wait. A Gate with neither is paced by its own rate; the
-// refused request is still retried after the server's wait.
+// is paused for the server's wait. A Gate with neither is paced by its
+// own rate; the refused request is still retried after the server's wait.
 func (t *Transport) heedGate(g Gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
 		return
