@@ -67,7 +67,8 @@ import "github.com/redis/go-redis/v9"
 // cover its cost), 2 the permit was already applied (idempotent retry).
 // amount is the lease size, now the time the script used, flags 1 when a
 // garbage state was reset and 2 when the key was rebuilt from the client's
-// view, plus 4 << (i-1) when limit i (i <= 50) runs at a server's quota, live the fleet's live members (0 when not registering).
+// view, plus 4 << (i-1) when limit i (i <= 50) runs at a server's quota
+// (mode t), live the fleet's live members (0 when not registering).
 const scriptSrc = `
 local A = ARGV
 local mode = 'F'
@@ -603,12 +604,12 @@ if mode == 't' then
   local b = 10 + 6 * n
   local l = L[tonumber(A[b])]
   local tc, tn, td, tu = tonumber(A[b + 1]), tonumber(A[b + 2]), tonumber(A[b + 3]), tonumber(A[b + 4])
-  local ttl, hold = tonumber(A[b + 5]) * 1000, tonumber(A[b + 6])
+  local ttl, holdFor = tonumber(A[b + 5]) * 1000, tonumber(A[b + 6])
   if l == nil then return reply(1, 0, 0) end
   local c, t = l.cfg, l.tuned
   local new = c[2] / (c[3] * c[4])
   if tc > 0 then new = tn / (td * tu) end
-  if t and new > l.num / (l.den * l.unit) and now - t.since < hold then
+  if t and new > l.num / (l.den * l.unit) and now - t.since < holdFor then
     return reply(0, 0, 0)
   end
   local den = l.den
