@@ -164,6 +164,7 @@ func TestFleetTransport(t *testing.T) {
 	pauseTo := pauseFrom + ftPause
 	var latest time.Duration // the last arrival in the pause, after the 429
 	procsAfter := map[string]bool{}
+	done := map[string]int{}                 // calls answered before the pause's end, per process
 	var before, after, okBefore, okAfter int // refusals before the halving and after the pause, admissions before and after
 	for _, a := range v.arrivals {
 		switch {
@@ -181,6 +182,18 @@ func TestFleetTransport(t *testing.T) {
 		}
 		if a.at >= pauseTo {
 			procsAfter[a.proc] = true
+		} else if a.ok {
+			done[a.proc]++
+		}
+	}
+	// Every process with calls left after the pause sends again; one that
+	// was answered all its calls before it has nothing to send (under the
+	// race detector two of eight were once: the Redis queue is first
+	// come, first served across processes, not fair between them).
+	var waiting []string
+	for i := range ftProcs {
+		if p := strconv.Itoa(i); done[p] < ftCalls && !procsAfter[p] {
+			waiting = append(waiting, p)
 		}
 	}
 	quotaBefore := math.Min(float64(calls), ftRate+ftRate*pauseFrom.Seconds())
@@ -206,20 +219,24 @@ func TestFleetTransport(t *testing.T) {
 	if latest > 20*time.Millisecond {
 		t.Errorf("a request reached the vendor %v into the pause: the fleet did not hold off", latest)
 	}
-	if len(procsAfter) != ftProcs {
-		t.Errorf("%d processes sent after the pause, want all %d", len(procsAfter), ftProcs)
+	if len(procsAfter) < ftProcs {
+		t.Logf("calls answered before the pause's end, per process: %v", done)
+	}
+	if len(waiting) > 0 {
+		t.Errorf("processes %v had calls left and sent none after the pause (%d processes sent after it)", waiting, len(procsAfter))
 	}
 	if float64(others) > 0.01*float64(calls) {
 		t.Errorf("%d refusals besides the halving's, more than 1%% of %d calls: the fleet did not settle at the halved quota", others, calls)
 	}
 	// Under the race detector, 8 instrumented children on a small machine
 	// lose more of the quota to latency before the halving, which costs
-	// twice as much time after it (1.057x in one run on 2 cores, 95% of
-	// the quota before the halving): the bound is the goal's in a normal
-	// build only.
+	// twice as much time after it (1.029-1.118x in ten runs on 2 cores):
+	// the bound is the goal's in a normal build only, and the refusals
+	// (checked above) are what tells a fleet that did not learn the
+	// halved quota (12-14% refused) under it.
 	maxRatio := 1.05
 	if raceEnabled {
-		maxRatio = 1.10
+		maxRatio = 1.25
 	}
 	if ratio := last.Seconds() / floor.Seconds(); ratio > maxRatio {
 		t.Errorf("the fleet took %.3fx the floor, more than %.2fx", ratio, maxRatio)
