@@ -67,6 +67,15 @@ type Leveler interface {
 	Lower(i int, remaining int64)
 }
 
+// Tuner is a Gate whose limits a server's size of its quota can lower,
+// so that clients configured for more than the server allows (or sharing
+// a quota the server has since cut) go on at what it allows.
+type Tuner interface {
+	// Tune tells the Gate that the server allows limit tokens every
+	// window on limit i (in Limits order).
+	Tune(i int, limit int64, window time.Duration)
+}
+
 // Meter is a Gate that reports the state of each of its limits now: what
 // a server answers its clients with (the IETF RateLimit fields of
 // LimitHandler, the trailing metadata of the gRPC interceptors).

@@ -179,9 +179,10 @@ func quotaIndex(n int, name func(i int) string, q *headers.Quota) int {
 // heedGate is heed for a Gate that is not a Limiter, through what it can
 // do (see Gate): a Leveler's limits are lowered to the remaining counts
 // reported, and to the refused call's cost after a refusal (never raised:
-// a shared level, as redisbucket's, is the fleet's); a Pauser is paused
-// for the server's wait. A Gate with neither is paced by its own rate; the
-// refused request is still retried after the server's wait.
+// a shared level, as redisbucket's, is the fleet's); a Tuner is told the
+// size of each quota reported with a known window (learnable); a Pauser
+// is paused for the server's wait. A Gate with neither is paced by its
+// own rate; the refused request is still retried after the server's wait.
 func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
 		return
@@ -201,6 +202,19 @@ func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *he
 			}
 			if j := quotaIndex(len(limits), name, q); j >= 0 {
 				lv.Lower(j, q.MostRemaining())
+			}
+		}
+	}
+	if tu, ok := g.(throttle.Tuner); ok {
+		for i := range sig.Quotas {
+			q := &sig.Quotas[i]
+			if _, w, _, ok := learnable(q); ok {
+				if limits == nil {
+					limits = g.Limits()
+				}
+				if j := quotaIndex(len(limits), name, q); j >= 0 {
+					tu.Tune(j, q.Limit, w)
+				}
 			}
 		}
 	}

@@ -255,3 +255,58 @@ func TestTransportGateClock(t *testing.T) {
 		rec.mu.Unlock()
 	}
 }
+
+// tuningGate is a capableGate that is also a Tuner: it records what the
+// Transport tells it.
+type tuningGate struct {
+	capableGate
+	mu    sync.Mutex
+	tunes []string
+}
+
+func (g *tuningGate) Tune(i int, limit int64, window time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.tunes = append(g.tunes, strconv.Itoa(i)+":"+strconv.FormatInt(limit, 10)+"/"+window.String())
+}
+
+// TestTransportTunesGate: a Gate that is a Tuner is told the size of every
+// quota a response reports with a known window, matched to its limits as
+// remaining counts are: OpenAI's limits are a minute's, an IETF policy's
+// its w; a quota without a window (Shopify's) or matching no limit tells
+// nothing.
+func TestTransportTunesGate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    map[string]string
+		want []string
+	}{
+		{"openai", map[string]string{"X-Ratelimit-Limit-Requests": "1500", "X-Ratelimit-Remaining-Requests": "3",
+			"X-Ratelimit-Limit-Tokens": "360000", "X-Ratelimit-Remaining-Tokens": "9000"}, []string{"0:1500/1m0s", "1:360000/1m0s"}},
+		{"ietf", map[string]string{"RateLimit-Policy": `"default";q=100;w=10`, "RateLimit": `"default";r=50;t=3`}, []string{"0:100/10s"}},
+		{"shopify", map[string]string{"X-Shopify-Shop-Api-Call-Limit": "32/40"}, nil},
+		{"anthropic-input", map[string]string{"Anthropic-Ratelimit-Input-Tokens-Limit": "20000"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fc := clockwork.NewFakeClockAt(epoch)
+			rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
+				for k, v := range c.h {
+					w.Header().Set(k, v)
+				}
+				w.WriteHeader(http.StatusOK)
+			})
+			req := must(throttle.New(10, throttle.Per(10, time.Second), throttle.WithName("requests"), throttle.WithClock(fc)))
+			tok := must(throttle.New(10000, throttle.Per(10000, time.Second), throttle.WithName("tokens"), throttle.WithClock(fc)))
+			g := &tuningGate{capableGate: capableGate{must(throttle.NewLimiter(req, tok)), fc}}
+			client := &http.Client{Transport: httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g))}
+			if code, err := get(client, rec.srv.URL); err != nil || code != 200 {
+				t.Fatalf("%d, %v", code, err)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if strings.Join(g.tunes, " ") != strings.Join(c.want, " ") {
+				t.Errorf("tuned %q, want %q", g.tunes, c.want)
+			}
+		})
+	}
+}

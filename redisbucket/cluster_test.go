@@ -63,6 +63,35 @@ func TestCluster(t *testing.T) {
 		hammer(t, be, "cluster-hammer", 20, throttle.Per(400, time.Second), 3, 4, 500*time.Millisecond)
 	})
 
+	t.Run("a lowered quota and a pause: the state and fleet keys in one slot", func(t *testing.T) {
+		// The default policy, FailLocal, registers in the fleet key with
+		// the first call of each limiter: Tune's among them.
+		var ls [2]*redisbucket.Limiter
+		for i := range ls {
+			l, err := redisbucket.NewLimiter(c, "tuned", fast, redisbucket.WithPrefix(be.Prefix), redisbucket.WithCallTimeout(2*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls[i] = l
+		}
+		ls[0].Tune(0, 300, time.Minute) // 5 a second, capacity 5
+		ls[0].PauseUntil(time.Now().Add(time.Minute))
+		if ok, err := ls[1].TryAcquire(1, 0); ok || err != nil {
+			t.Fatalf("granted in the pause: %v, %v", ok, err)
+		}
+		if d, err := ls[1].WaitTime(1, 0); err != nil || d < 59*time.Second {
+			t.Fatalf("WaitTime(1, 0) = %v, %v; want the pause's minute", d, err)
+		}
+		if v, err := ls[1].Tokens(ctx); err != nil || v[0] != 5 {
+			t.Fatalf("levels %v, %v; want 5 requests at the pause's end", v, err)
+		}
+		for i, l := range ls {
+			if s := l.Stats(); s.CallErrors != 0 || s.FailureDecisions != 0 {
+				t.Fatalf("limiter %d: stats %+v", i, s)
+			}
+		}
+	})
+
 	t.Run("NOSCRIPT after SCRIPT FLUSH on every master", func(t *testing.T) {
 		b, err := redisbucket.New(c, "flush", 5, throttle.Per(1, time.Second), redisbucket.WithPrefix(be.Prefix),
 			redisbucket.WithCallTimeout(2*time.Second))

@@ -47,7 +47,10 @@ type engine struct {
 	waiting atomic.Int64
 	share   atomic.Int64 // the fleet count the local buckets are sized for
 
-	seen  seen // the levels last seen and what the failure policy granted since
+	seen seen // the levels last seen and what the failure policy granted since
+	// tuned is the mask of limits (bit i for limit i < 50) the last reply
+	// said run at a server's quota (Limiter.Tune).
+	tuned atomic.Int64
 	fl    *fleet
 	batch batcher // coalesces concurrent fast-path calls (coalesce.go)
 
@@ -142,8 +145,8 @@ const replyHead = 6
 // client's view of the levels (for a key that vanished), what the failure
 // policy granted since the last call that reached Redis, and, when due,
 // the fleet registration.
-func (e *engine) call(ctx context.Context, mode string, permit string, a, b []int64, share int64, ttl time.Duration) (result, error) {
-	return e.callAt(ctx, e.o.clock.Now(), mode, permit, a, b, share, ttl)
+func (e *engine) call(ctx context.Context, mode string, permit string, a, b []int64, share int64, ttl time.Duration, extra ...any) (result, error) {
+	return e.callAt(ctx, e.o.clock.Now(), mode, permit, a, b, share, ttl, extra...)
 }
 
 // timeArg is the script's time argument: "" for the server's TIME, or the
@@ -157,8 +160,9 @@ func (e *engine) timeArg() string {
 
 // callAt is call for a caller that has just read the clock: local.
 // (The clock is read per decision once: a real clock's Now costs about a
-// tenth of what the library adds to a call on this machine's VM.)
-func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permit string, a, b []int64, share int64, ttl time.Duration) (result, error) {
+// tenth of what the library adds to a call on this machine's VM.) extra
+// follows the per-limit arguments (mode t's).
+func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permit string, a, b []int64, share int64, ttl time.Duration, extra ...any) (result, error) {
 	keys := e.keys
 	permitTTL := ""
 	if permit != "" {
@@ -178,7 +182,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 	if mode == "a" && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
 		return e.decideFast(ctx, local, now, hint, sent, a[0])
 	}
-	args := e.argv(keys, 9+6*len(e.limits))
+	args := e.argv(keys, 9+6*len(e.limits)+len(extra))
 	args = append(args, mode, now, len(e.limits), permitTTL, share, hint, charge, member, fleetTTL)
 	for i, l := range e.limits {
 		var bi int64
@@ -187,6 +191,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		}
 		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], a[i], bi)
 	}
+	args = append(args, extra...)
 	cctx, cancel := e.callCtx(ctx)
 	defer cancel()
 	e.st.calls.Add(1)
@@ -203,6 +208,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 	}
 	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], now: v[3], flags: v[4], live: v[5], levels: v[replyHead:]}
 	e.seen.set(e.limits, local, res.now, res.levels, owed, sent)
+	e.tuned.Store(res.flags >> 2)
 	if res.flags&1 != 0 {
 		e.st.stateResets.Add(1)
 	}
@@ -240,6 +246,7 @@ func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint
 	if len(v) == 5 {
 		res.flags = v[4]
 	}
+	e.tuned.Store(res.flags >> 2)
 	e.seen.set(e.limits, local, res.now, res.levels, nil, sent)
 	if res.flags&1 != 0 {
 		e.st.stateResets.Add(1)
@@ -312,7 +319,7 @@ func (e *engine) decide(ctx context.Context, costs []int64, permit string) (deci
 // closes it, unavailability opens it (fail is then true, with the cause),
 // and a call cut short by the caller's context releases the probe. It
 // returns err for the caller's context or a real error.
-func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string, a, b []int64, share int64, ttl time.Duration) (res result, fail bool, cause, err error) {
+func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string, a, b []int64, share int64, ttl time.Duration, extra ...any) (res result, fail bool, cause, err error) {
 	call, probe, cause := e.br.allow(now)
 	if !call {
 		if e.cl != nil {
@@ -320,12 +327,12 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 		}
 		return result{}, true, cause, nil
 	}
-	res, err = e.callAt(ctx, now, mode, permit, a, b, share, ttl)
+	res, err = e.callAt(ctx, now, mode, permit, a, b, share, ttl, extra...)
 	if err != nil && unavailable(ctx, err) && (staleConn(err) || e.moved(ctx)) {
 		// A pooled connection to a server that restarted since (it fails
 		// once per connection), or a cluster that moved the key's slot to
 		// a live node: try once more, within the same call timeout.
-		res, err = e.call(ctx, mode, permit, a, b, share, ttl)
+		res, err = e.call(ctx, mode, permit, a, b, share, ttl, extra...)
 	}
 	switch {
 	case err == nil:

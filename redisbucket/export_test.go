@@ -138,3 +138,13 @@ func BatchBound(b *Bucket) int {
 	defer b.e.batch.mu.Unlock()
 	return b.e.batch.boundLocked()
 }
+
+// TunedShape is the shape Tune stores for a server's limit per window on
+// a limit of capacity at rate: capacity, num, den, unit.
+func TunedShape(capacity int64, rate throttle.Rate, limit int64, window time.Duration) ([4]int64, bool) {
+	s, err := newShape("", capacity, rate)
+	if err != nil {
+		return [4]int64{}, false
+	}
+	return tunedShape(s, limit, window)
+}

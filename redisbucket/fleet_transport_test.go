@@ -40,6 +40,7 @@ const (
 	ftPause     = time.Second                      // the 429's Retry-After
 	envFTChild  = "THROTTLE_TEST_FLEET_HTTP_CHILD" // redis addr,vendor URL,proc
 	ftResultFmt = "fleethttp calls=%d failed=%d"
+	ftWarmPath  = "/warm" // outside the quota: a child's connections opened before the start
 )
 
 // ftVendor is the loopback vendor: a continuous bucket of requests (and
@@ -65,6 +66,10 @@ type ftArrival struct {
 
 func (v *ftVendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
+	if r.URL.Path == ftWarmPath {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	v.mu.Lock()
 	now := time.Now()
 	dt := now.Sub(v.last).Seconds()
@@ -110,15 +115,13 @@ func (v *ftVendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestFleetTransport runs the fleet and checks: no failed call; before the
 // halving, at least 90% of what the vendor's quota admits was admitted,
-// and at most 1% of the calls refused; and no request of any process
-// reaches the vendor more than 20 ms into the pause after the 429 (the
-// Redis round trip that stores the pause, and a request already on its
-// way). It logs what is not checked, since the fleet does not learn the
-// halved rate: its limiter stays at the configured one, lowered to each
-// remaining count the vendor reports, so after the pause the fleet sends
-// at its configured rate into the vendor's halved one and is paced by
-// refusals (each pausing the fleet for one request's refill): 13% of the
-// calls refused, 1.12x the floor (see the note of issue 24).
+// and at most 1% of the calls refused; no request of any process reaches
+// the vendor more than 20 ms into the pause after the 429 (the Redis round
+// trip that stores the pause, and a request already on its way); and the
+// fleet learns the halved quota: the 429's x-ratelimit-limit-requests
+// (1500 a minute, under the configured 3000) lowers the shared limit in
+// Redis (Limiter.Tune), so that at most 1% of all calls are refused
+// besides the halving's and the run takes at most 1.05x the floor.
 func TestFleetTransport(t *testing.T) {
 	if os.Getenv(envFTChild) != "" {
 		t.Skip("a child of the fleet test")
@@ -162,7 +165,8 @@ func TestFleetTransport(t *testing.T) {
 	pauseTo := pauseFrom + ftPause
 	var latest time.Duration // the last arrival in the pause, after the 429
 	procsAfter := map[string]bool{}
-	var before, after, okBefore int // refusals before the halving and after the pause, admissions before
+	done := map[string]int{}                 // calls answered before the pause's end, per process
+	var before, after, okBefore, okAfter int // refusals before the halving and after the pause, admissions before and after
 	for _, a := range v.arrivals {
 		switch {
 		case a.at < pauseFrom && a.ok:
@@ -171,12 +175,27 @@ func TestFleetTransport(t *testing.T) {
 			before++
 		case a.at >= pauseTo && !a.ok:
 			after++
+		case a.at >= pauseTo:
+			okAfter++
 		}
 		if a.at > pauseFrom && a.at < pauseTo {
 			latest = max(latest, a.at-pauseFrom)
 		}
 		if a.at >= pauseTo {
 			procsAfter[a.proc] = true
+		} else if a.ok {
+			done[a.proc]++
+		}
+	}
+	// Every process with calls left after the pause sends again; one that
+	// was answered all its calls before it has nothing to send (one or two
+	// of eight in some runs, with the race detector or without: the Redis
+	// queue is first come, first served across processes, not fair
+	// between them).
+	var waiting []string
+	for i := range ftProcs {
+		if p := strconv.Itoa(i); done[p] < ftCalls && !procsAfter[p] {
+			waiting = append(waiting, p)
 		}
 	}
 	quotaBefore := math.Min(float64(calls), ftRate+ftRate*pauseFrom.Seconds())
@@ -185,8 +204,9 @@ func TestFleetTransport(t *testing.T) {
 	medianRTT := medianDuration(rtts)
 	t.Logf("fleet of %d: %d calls, %d failed, %d refusals besides the halving's (%.2f%%), in %v against a floor of %v (%.3fx)",
 		ftProcs, calls, failed, others, 100*float64(others)/float64(calls), last.Round(time.Millisecond), floor.Round(time.Millisecond), last.Seconds()/floor.Seconds())
-	t.Logf("before the halving: %d admitted of the %.0f the quota allows (%.1f%%), %d refused; after the pause: %d refused",
-		okBefore, quotaBefore, 100*float64(okBefore)/quotaBefore, before, after)
+	t.Logf("before the halving: %d admitted of the %.0f the quota allows (%.1f%%), %d refused; after the pause: %d refused, %d admitted in %v, %.1f/s beyond the %d the quota banked in the pause (the halved quota: %d/s)",
+		okBefore, quotaBefore, 100*float64(okBefore)/quotaBefore, before, after, okAfter, (last - pauseTo).Round(time.Millisecond),
+		float64(okAfter-ftRate/2)/(last-pauseTo).Seconds(), ftRate/2, ftRate/2)
 	t.Logf("the halving's 429 at +%v: the last arrival in the %v pause came %v after it (Redis round trip: median %v); %d processes sent after the pause",
 		pauseFrom.Round(time.Millisecond), ftPause, latest, medianRTT, len(procsAfter))
 	if calls != ftProcs*ftCalls || failed != 0 {
@@ -201,8 +221,27 @@ func TestFleetTransport(t *testing.T) {
 	if latest > 20*time.Millisecond {
 		t.Errorf("a request reached the vendor %v into the pause: the fleet did not hold off", latest)
 	}
-	if len(procsAfter) != ftProcs {
-		t.Errorf("%d processes sent after the pause, want all %d", len(procsAfter), ftProcs)
+	if len(procsAfter) < ftProcs {
+		t.Logf("calls answered before the pause's end, per process: %v", done)
+	}
+	if len(waiting) > 0 {
+		t.Errorf("processes %v had calls left and sent none after the pause (%d processes sent after it)", waiting, len(procsAfter))
+	}
+	if float64(others) > 0.01*float64(calls) {
+		t.Errorf("%d refusals besides the halving's, more than 1%% of %d calls: the fleet did not settle at the halved quota", others, calls)
+	}
+	// Under the race detector, 8 instrumented children on a small machine
+	// lose more of the quota to latency before the halving, which costs
+	// twice as much time after it (1.029-1.118x in ten runs on 2 cores):
+	// the bound is the goal's in a normal build only, and the refusals
+	// (checked above) are what tells a fleet that did not learn the
+	// halved quota (12-14% refused) under it.
+	maxRatio := 1.05
+	if raceEnabled {
+		maxRatio = 1.25
+	}
+	if ratio := last.Seconds() / floor.Seconds(); ratio > maxRatio {
+		t.Errorf("the fleet took %.3fx the floor, more than %.2fx", ratio, maxRatio)
 	}
 }
 
@@ -247,13 +286,28 @@ func TestFleetTransportChild(t *testing.T) {
 	}
 	base := &http.Transport{MaxIdleConnsPerHost: ftWorkers}
 	defer base.CloseIdleConnections()
-	// 10 retries, not DefaultRetries: after the halving the fleet, which
-	// does not learn the halved rate, is paced by the vendor's refusals
-	// (9-15% of calls), and with 3 retries one call in 320 was refused 4
-	// times in a row in one run of eight. What is checked is that no call
-	// fails while the quota allows it; the refusals are logged.
 	client := &http.Client{Transport: httpthrottle.NewTransport(base, httpthrottle.Shared(lim),
-		httpthrottle.WithLLM(httpthrottle.LLM{}), httpthrottle.WithRetries(10))}
+		httpthrottle.WithLLM(httpthrottle.LLM{}))}
+	// Warm up before the start: the connection to Redis and the script
+	// loaded (a read of the levels), and the workers' connections to the
+	// vendor opened, outside its quota. The floor counts the vendor's full
+	// bucket from the start; a fleet whose first requests dial, on a small
+	// machine with 8 processes waking at once, arrived up to 0.25 s late
+	// and left 5-12 of the quota unspent (1.04-1.09x the floor).
+	if _, err := lim.Tokens(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var warm sync.WaitGroup
+	for range ftWorkers {
+		warm.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, parts[1]+ftWarmPath, nil)
+			if resp, err := base.RoundTrip(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	warm.Wait()
 	fmt.Println(fleetReady) // readyBuffer waits for it
 	var ns int64
 	if _, err := fmt.Fscanln(os.Stdin, &ns); err != nil {

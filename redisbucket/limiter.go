@@ -24,7 +24,8 @@ type Limit = throttle.Limit
 //
 // A Limiter is safe for concurrent use.
 type Limiter struct {
-	e *engine
+	e  *engine
+	tm tuneMemo
 }
 
 // NewLimiter returns a Limiter for the limiter id over limits, whose costs

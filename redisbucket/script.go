@@ -22,7 +22,10 @@ import "github.com/redis/go-redis/v9"
 // ahead of the clock, or a key of another type (a hash, a list: GET's
 // WRONGTYPE, read with pcall) is garbage: the limits restart empty (flag 1
 // in the reply), since a bucket that forgets its state must not hand out a
-// full one.
+// full one. While a server's lower quota is stored for a limit (mode t),
+// the value carries it after the levels (see the reading below), so the
+// fast path, which takes only a value of one limit's 32 bytes, falls
+// through to the general path.
 //
 // Keys and arguments:
 //   - KEYS[2]: the permit key when ARGV[4] is not "" (mode a with a permit,
@@ -31,7 +34,9 @@ import "github.com/redis/go-redis/v9"
 //     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
 //     a charge and the fleet's registration), s settle, d drain (a server's
 //     word for the fleet: lower the limits with a = 1 to at most b, and
-//     with ARGV[5] above 0 pause every limit for that many µs). With five or six
+//     with ARGV[5] above 0 pause every limit for that many µs), t tune (a
+//     server's size of one limit, in ARGV[10+6n...], see mode t below:
+//     stored with the levels, read by every decision). With five or six
 //     arguments the call is the fast path's (below), not this layout;
 //     with more and a number first, a batch of fast-path calls (below).
 //   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only).
@@ -62,7 +67,8 @@ import "github.com/redis/go-redis/v9"
 // cover its cost), 2 the permit was already applied (idempotent retry).
 // amount is the lease size, now the time the script used, flags 1 when a
 // garbage state was reset and 2 when the key was rebuilt from the client's
-// view, live the fleet's live members (0 when not registering).
+// view, plus 4 << (i-1) when limit i (i <= 50) runs at a server's quota
+// (mode t), live the fleet's live members (0 when not registering).
 const scriptSrc = `
 local A = ARGV
 local mode = 'F'
@@ -252,6 +258,22 @@ for i = 1, n do
   local b = 4 + 6 * i
   L[i] = {cap = tonumber(A[b]), num = tonumber(A[b + 1]), den = tonumber(A[b + 2]),
     unit = tonumber(A[b + 3]), a = tonumber(A[b + 4]), b = tonumber(A[b + 5])}
+  L[i].cfg = {L[i].cap, L[i].num, L[i].den, L[i].unit}
+end
+
+-- shape sets the limit l runs at: its configuration from the arguments,
+-- or, while a server's lower quota is stored for it (l.tuned: cap, num,
+-- den, unit, since, untl, see mode t), the lower capacity and the lower
+-- rate of the two. (Rates compared as doubles: a choice, not a level.)
+local function shape(l)
+  local c = l.cfg
+  l.cap, l.num, l.den, l.unit = c[1], c[2], c[3], c[4]
+  local t = l.tuned
+  if t == nil then return end
+  if t.cap < l.cap then l.cap = t.cap end
+  if t.num / (t.den * t.unit) < l.num / (l.den * l.unit) then
+    l.num, l.den, l.unit = t.num, t.den, t.unit
+  end
 end
 
 -- refill adds the whole units elapsed from last to now; time that runs
@@ -282,6 +304,9 @@ end
 -- replaces it whatever its type.
 local raw = redis.pcall('GET', KEYS[1])
 local last
+-- hold: no grant before it, whatever the levels (a pause that refills,
+-- mode d); 0 for none.
+local hold = 0
 if raw then
   local f = {}
   local ok
@@ -301,11 +326,49 @@ if raw then
     last = int(f[1], true)
     ok = last ~= nil and last <= now + 60000000
   end
+  -- m level triples; a state that carries servers' quotas (written by
+  -- save, below) has 4 + 9m numbers: t, the m triples, the marker triple
+  -- hold 0 -1 (never a level: its den is below 1; hold the end of a pause
+  -- that refills, or 0) and per limit six numbers, cap num den unit since
+  -- untl, all 0 for a limit without one. A process of an earlier version
+  -- reads the levels and not what follows them.
+  local m = (#f - 1) / 3
+  if ok then
+    local k = (#f - 4) / 9
+    if k >= 1 and k % 1 == 0 and tonumber(f[3 * k + 4]) == -1 and tonumber(f[3 * k + 3]) == 0 then
+      m = k
+      local h = int(f[3 * k + 2], true)
+      -- A pause is at most a minute (mode d): a hold beyond is garbage.
+      if h == nil or h > now + 60000000 then ok = false elseif h > now then hold = h end
+      for i = 1, k do
+        local b = 3 * k + 5 + 6 * (i - 1)
+        local tc, tn, td, tu = int(f[b]), int(f[b + 1]), int(f[b + 2]), int(f[b + 3])
+        local ts, te = int(f[b + 4], true), int(f[b + 5], true)
+        if tc == nil or tn == nil or td == nil or tu == nil or ts == nil or te == nil then
+          ok = false
+          break
+        end
+        if tc ~= 0 then
+          -- Exact as a configured shape is (shape.go), for this process's
+          -- capacity: a written quota is exact for its writer's.
+          if tc < 1 or tn < 1 or td < 1 or (tu ~= 1 and tu ~= 1000 and tu ~= 1000000)
+            or L[i] and 2 * L[i].cfg[1] * td + td + tn > 4503599627370496 then
+            ok = false
+            break
+          end
+          if te > now and L[i] then
+            L[i].tuned = {cap = tc, num = tn, den = td, unit = tu, since = ts, untl = te}
+            shape(L[i])
+          end
+        end
+      end
+    end
+  end
   if ok then
     for i = 1, n do
       local l = L[i]
       local j = 3 * i - 1
-      if f[j] == nil then
+      if i > m then
         l.tok, l.rem = l.cap, 0
       else
         local tok, rem, den = int(f[j]), int(f[j + 1]), int(f[j + 2])
@@ -322,7 +385,12 @@ if raw then
   if not ok then
     flags = 1
     last = now
-    for i = 1, n do L[i].tok, L[i].rem = 0, 0 end
+    hold = 0
+    for i = 1, n do
+      L[i].tuned = nil
+      shape(L[i])
+      L[i].tok, L[i].rem = 0, 0
+    end
   end
   for i = 1, n do refill(L[i], last) end
 else
@@ -378,7 +446,8 @@ if last > now then ahead = last - now end
 
 -- wait returns the µs until limit l holds cost tokens, or -1 for never.
 local function wait(l, cost)
-  if l.tok >= cost then return 0 end
+  -- A level refilled over a pause (mode d) is there only at its end.
+  if l.tok >= cost then return math.max(hold - now, 0) end
   if l.num == 0 then return -1 end
   local w = ceildiv((cost - l.tok) * l.den - l.rem, l.num)
   -- Waits past 2^52 µs (142 years) are reported as that.
@@ -389,6 +458,11 @@ local function wait(l, cost)
 end
 
 local function reply(status, w, amount)
+  -- Flags 4, 8, 16, ...: limit 1, 2, 3, ... runs at a server's quota.
+  local flags = flags
+  for i = 1, math.min(n, 50) do
+    if L[i].tuned then flags = flags + 4 * 2 ^ (i - 1) end
+  end
   if A.fast then
     -- A fast call that fell through: its reply layout, and flags as a
     -- fifth value.
@@ -396,8 +470,11 @@ local function reply(status, w, amount)
   end
   local out = {status, w, amount, now, flags, live}
   for i = 1, n do
-    out[#out + 1] = L[i].tok
-    out[#out + 1] = L[i].rem
+    local l = L[i]
+    out[#out + 1] = l.tok
+    -- The fraction in the configuration's units, which the client reads
+    -- it in (rounded down: a report, not a level).
+    if l.den == l.cfg[3] then out[#out + 1] = l.rem else out[#out + 1] = math.floor(l.rem / l.den * l.cfg[3]) end
   end
   return out
 end
@@ -428,6 +505,32 @@ local function save()
       end
     end
   end
+  local tuned = false
+  for i = 1, n do
+    local tn = L[i].tuned
+    if tn then
+      tuned = true
+      -- The key holds a server's quota until it ends.
+      if ttl >= 0 and tn.untl - t > ttl then ttl = tn.untl - t end
+    end
+  end
+  if hold > now then
+    tuned = true
+    if ttl >= 0 and hold - t > ttl then ttl = hold - t end
+  end
+  if tuned then
+    local h = 0
+    if hold > now then h = hold end
+    if S then parts[#parts + 1] = S.pack('<ddd', h, 0, -1) else parts[#parts + 1] = string.format(' %d 0 -1', h) end
+    for i = 1, n do
+      local tn = L[i].tuned or {cap = 0, num = 0, den = 0, unit = 0, since = 0, untl = 0}
+      if S then
+        parts[#parts + 1] = S.pack('<dddddd', tn.cap, tn.num, tn.den, tn.unit, tn.since, tn.untl)
+      else
+        parts[#parts + 1] = string.format(' %d %d %d %d %d %d', tn.cap, tn.num, tn.den, tn.unit, tn.since, tn.untl)
+      end
+    end
+  end
   if ttl == 0 then
     -- Every limit is full, which is what a missing key means.
     if raw then redis.call('DEL', KEYS[1]) end
@@ -451,17 +554,77 @@ end
 -- many µs (at most a minute, the stored time's bound): every level is
 -- lowered to at most 0 and the stored time moves ahead to the pause's
 -- end, before which nothing refills, so that the limits are released at
--- their rate from empty when it ends.
+-- their rate from empty when it ends. A level is lowered as of now: the
+-- pause's end still lies ahead for a process that hears a count meanwhile.
+--
+-- A limit at a server's quota (mode t) is the server's bucket as the
+-- client sees it, and the server refills it while it holds the client
+-- off: its level at the pause's end is what it had, or what it is
+-- lowered to now, refilled over the pause at that quota. So the fleet
+-- spends at the pause's end what the server banked meanwhile, no more.
 if mode == 'd' then
   local pause = tonumber(A[5])
+  local from = math.max(now, last) -- the instant the stored levels are at
+  local untl = last
+  if pause > 0 then untl = math.max(last, now + math.min(pause, 60000000)) end
+  local refills = false
   for i = 1, n do
     local l = L[i]
+    if l.tuned and untl > from then
+      refill(l, now - (untl - from))
+      refills = true
+    end
     local to = nil
     if l.a == 1 then to = math.max(l.b, -l.cap) end
     if pause > 0 and (to == nil or to > 0) then to = 0 end
-    if to ~= nil and (l.tok > to or (l.tok == to and l.rem > 0)) then l.tok, l.rem = to, 0 end
+    if to ~= nil then
+      local v = {tok = to, rem = 0, cap = l.cap, num = l.num, den = l.den, unit = l.unit}
+      if l.tuned and untl > now then refill(v, now - (untl - now)) end
+      if l.tok > v.tok or (l.tok == v.tok and l.rem > v.rem) then l.tok, l.rem = v.tok, v.rem end
+    end
   end
-  if pause > 0 then last = math.max(last, now + math.min(pause, 60000000)) end
+  last = math.max(last, untl)
+  -- Every limit held until the pause's end, those refilled over it too.
+  if refills then hold = math.max(hold, untl) end
+  save()
+  return reply(1, 0, 0)
+end
+
+-- Mode t: a server's size of limit i (ARGV[10+6n]), as the shape the
+-- client computed for it, ARGV[11+6n...]: cap num den unit (cap 0: the
+-- server allows the configured limit or more), then the lifetime in ms and
+-- the hold in µs. A lower quota applies at once, for every process on the
+-- key, from their next decision on: the level is capped at the new
+-- capacity (its fraction dropped when the unit changes) and refills at the
+-- new rate; it is stored with the state until untl, which a report of the
+-- same quota extends. A higher one (or the configuration) applies only
+-- once the lower has stood for the hold, since responses the server sent
+-- before it lowered its quota may still arrive: status 0 then.
+if mode == 't' then
+  local b = 10 + 6 * n
+  local l = L[tonumber(A[b])]
+  local tc, tn, td, tu = tonumber(A[b + 1]), tonumber(A[b + 2]), tonumber(A[b + 3]), tonumber(A[b + 4])
+  local ttl, holdFor = tonumber(A[b + 5]) * 1000, tonumber(A[b + 6])
+  if l == nil then return reply(1, 0, 0) end
+  local c, t = l.cfg, l.tuned
+  local new = c[2] / (c[3] * c[4])
+  if tc > 0 then new = tn / (td * tu) end
+  if t and new > l.num / (l.den * l.unit) and now - t.since < holdFor then
+    return reply(0, 0, 0)
+  end
+  local den = l.den
+  if tc == 0 then
+    if t == nil then return reply(1, 0, 0) end
+    l.tuned = nil
+  elseif t and t.cap == tc and t.num == tn and t.den == td and t.unit == tu then
+    t.untl = math.max(t.untl, now + ttl)
+  else
+    l.tuned = {cap = tc, num = tn, den = td, unit = tu, since = now, untl = now + ttl}
+  end
+  shape(l)
+  if l.den ~= den then l.rem = 0 end
+  if l.tok >= l.cap then l.tok, l.rem = l.cap, 0 end
+  if l.tok < -l.cap then l.tok, l.rem = -l.cap, 0 end
   save()
   return reply(1, 0, 0)
 end
@@ -500,7 +663,9 @@ local w = 0
 for i = 1, n do
   local l = L[i]
   if l.a > 0 then
-    local wi = wait(l, l.a)
+    -- A cost above a capacity lowered to a server's quota waits for a
+    -- full bucket (the client's configuration admits it).
+    local wi = wait(l, math.min(l.a, l.cap))
     if wi < 0 then
       w = -1
       break
@@ -531,7 +696,7 @@ if mode == 'l' then
   end
 else
   for i = 1, n do
-    L[i].tok = L[i].tok - L[i].a
+    L[i].tok = math.max(L[i].tok - L[i].a, -L[i].cap)
   end
 end
 save()

@@ -86,7 +86,7 @@ func TestTransportFleet(t *testing.T) {
 	v := newVendor(t, func(n int, proc string, w http.ResponseWriter) {
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
-		h.Set("X-Ratelimit-Limit-Requests", "10")
+		h.Set("X-Ratelimit-Limit-Requests", "600") // a minute's: the configured 10/s
 		h.Set("X-Ratelimit-Reset-Requests", "100ms")
 		if n == 1 {
 			h.Set("X-Ratelimit-Remaining-Requests", "0")

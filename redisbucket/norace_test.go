@@ -1,0 +1,5 @@
+//go:build !race
+
+package redisbucket_test
+
+const raceEnabled = false
