@@ -41,28 +41,12 @@ func (t *Transport) heed(l *throttle.Limiter, costs []int64, status int, sig *he
 
 // heedSignals is heed for a response that said something.
 func (t *Transport) heedSignals(l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
-	if n := len(sig.Malformed); n > 0 {
-		t.malformed.Add(int64(n))
-	}
-	for i := range sig.Quotas {
-		q := &sig.Quotas[i]
-		if q.Remaining < 0 {
-			continue
-		}
-		b := quotaBucket(l, q)
-		if b == nil {
-			continue
-		}
-		// A rounded count is a hint within its rounding.
-		b.Drain(q.MostRemaining())
-	}
-	if !throttledBy(status, sig) {
+	t.countMalformed(sig)
+	bs := core.Buckets(l)
+	lowerToReported(sig, len(bs), func(i int) string { return bs[i].Name() }, func(i int, n int64) { bs[i].Drain(n) })
+	d, refused := t.refusal(status, sig)
+	if !refused {
 		return
-	}
-	t.throttled.Add(1)
-	d, ok := serverWait(status, sig)
-	if !ok {
-		d = t.initial
 	}
 	l.PauseUntil(clock.Now().Add(d))
 	for i, b := range core.Buckets(l) {
@@ -71,6 +55,44 @@ func (t *Transport) heedSignals(l *throttle.Limiter, costs []int64, status int, 
 		}
 	}
 	t.restoreAtReset(l, sig, d, clock)
+}
+
+// countMalformed counts the rate-limit fields of a response that could not
+// be read (TransportStats.Malformed).
+func (t *Transport) countMalformed(sig *headers.Signals) {
+	if n := len(sig.Malformed); n > 0 {
+		t.malformed.Add(int64(n))
+	}
+}
+
+// lowerToReported lowers, with lower, each limit (of n, named by name) of
+// which the response reports what remains: a rounded count is a hint
+// within its rounding, so the most it can mean.
+func lowerToReported(sig *headers.Signals, n int, name func(i int) string, lower func(i int, remaining int64)) {
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if q.Remaining < 0 {
+			continue
+		}
+		if j := quotaIndex(n, name, q); j >= 0 {
+			lower(j, q.MostRemaining())
+		}
+	}
+}
+
+// refusal reports whether a response says the client went over the quota,
+// counting it, and for how long the server says to wait: its own wait, or
+// the Transport's initial back-off when it names none.
+func (t *Transport) refusal(status int, sig *headers.Signals) (time.Duration, bool) {
+	if !throttledBy(status, sig) {
+		return 0, false
+	}
+	t.throttled.Add(1)
+	d, ok := serverWait(status, sig)
+	if !ok {
+		d = t.initial
+	}
+	return d, true
 }
 
 // restoreAtReset gives the buckets whose server quota is restored at once
@@ -187,23 +209,13 @@ func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *he
 	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
 		return
 	}
-	if n := len(sig.Malformed); n > 0 {
-		t.malformed.Add(int64(n))
-	}
+	t.countMalformed(sig)
 	lv, _ := g.(throttle.Leveler)
 	var limits []throttle.Limit
 	name := func(i int) string { return limits[i].Name }
 	if lv != nil && len(sig.Quotas) > 0 {
 		limits = g.Limits()
-		for i := range sig.Quotas {
-			q := &sig.Quotas[i]
-			if q.Remaining < 0 {
-				continue
-			}
-			if j := quotaIndex(len(limits), name, q); j >= 0 {
-				lv.Lower(j, q.MostRemaining())
-			}
-		}
+		lowerToReported(sig, len(limits), name, lv.Lower)
 	}
 	if tu, ok := g.(throttle.Tuner); ok {
 		for i := range sig.Quotas {
@@ -218,13 +230,9 @@ func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *he
 			}
 		}
 	}
-	if !throttledBy(status, sig) {
+	d, refused := t.refusal(status, sig)
+	if !refused {
 		return
-	}
-	t.throttled.Add(1)
-	d, ok := serverWait(status, sig)
-	if !ok {
-		d = t.initial
 	}
 	if p, ok := g.(throttle.Pauser); ok {
 		p.PauseUntil(clock.Now().Add(d))
