@@ -113,16 +113,30 @@ func TestClusterPrimaryKilled(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: replica.Addr, DisableIdentity: true})
 	defer rc.Close()
 	var promoted time.Time
-	// A failover takes the node timeout (2 s) and an election, about 4 s
-	// here; on a loaded machine it took over 10.
-	waitFor(t, "the replica's promotion", 30*time.Second, func() bool {
+	isPrimary := func() bool {
 		info, err := rc.Info(ctx, "replication").Result()
 		if err == nil && strings.Contains(info, "role:master") {
 			promoted = time.Now()
 			return true
 		}
 		return false
-	})
+	}
+	// A failover takes the node timeout (2 s) and an election, about 4 s
+	// here; on a loaded machine it took over 10, and in one CI run of a
+	// loaded 2-core machine none came in 30 s. The election is Redis's, not
+	// what this test checks (the limiter back on Redis soon after a
+	// promotion), so after 15 s the replica takes over on its own
+	// (CLUSTER FAILOVER TAKEOVER needs no vote) and the test says so.
+	for deadline := time.Now().Add(15 * time.Second); !isPrimary(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Logf("no automatic failover %v after the kill: CLUSTER FAILOVER TAKEOVER on the replica", time.Since(killed))
+			if err := rc.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+				t.Fatalf("CLUSTER FAILOVER TAKEOVER: %v", err)
+			}
+			waitFor(t, "the replica's promotion after TAKEOVER", 15*time.Second, isPrimary)
+			break
+		}
+	}
 	var recovered time.Time
 	deadline := promoted.Add(10 * time.Second)
 	for time.Now().Before(deadline) {
