@@ -43,14 +43,15 @@ func (t *Transport) heed(l *throttle.Limiter, costs []int64, status int, sig *he
 func (t *Transport) heedSignals(l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	t.countMalformed(sig)
 	bs := core.Buckets(l)
-	lowerToReported(sig, len(bs), func(i int) string { return bs[i].Name() }, func(i int, n int64) { bs[i].Drain(n) })
+	name := func(i int) string { return bs[i].Name() }
+	lowerToReported(sig, len(bs), name, l.Lower)
 	d, refused := t.refusal(status, sig)
 	if !refused {
 		return
 	}
 	l.PauseUntil(clock.Now().Add(d))
-	for i, b := range core.Buckets(l) {
-		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return quotaBucket(l, q) == b }); !holds {
+	for i, b := range bs {
+		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return quotaIndex(len(bs), name, q) == i }); !holds {
 			core.LevelTo(b, n)
 		}
 	}
@@ -153,8 +154,9 @@ func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
 // quotaBucket returns the bucket of l that a reported quota describes
 // (see quotaIndex), or nil when none matches.
 func quotaBucket(l *throttle.Limiter, q *headers.Quota) *throttle.Bucket {
-	if i := quotaIndex(len(core.Buckets(l)), func(i int) string { return core.Buckets(l)[i].Name() }, q); i >= 0 {
-		return core.Buckets(l)[i]
+	bs := core.Buckets(l)
+	if i := quotaIndex(len(bs), func(i int) string { return bs[i].Name() }, q); i >= 0 {
+		return bs[i]
 	}
 	return nil
 }
