@@ -4,7 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/queue"
 )
 
 // waiter is one Acquire call in a group's queue. Each waiter owns a timer.
@@ -38,14 +39,14 @@ type waiter struct {
 // head have no goroutine to wake: then the first waiter behind them that
 // has one is armed, for its instant once they are served at theirs.
 func (g *group) arm(now int64) {
-	h := g.head
+	h := g.Head
 	if h.rsv == nil {
-		h.setTimer(readyAt(h.bs, h.costs, h.since, g.floor, false), now)
+		h.SetTimer(readyAt(h.bs, h.costs, h.Since, g.floor, false), now)
 		return
 	}
-	for w := h; w != nil; w = w.next {
+	for w := h; w != nil; w = w.Next {
 		if w.rsv == nil {
-			w.setTimer(g.instantOf(w), now)
+			w.SetTimer(g.instantOf(w), now)
 			return
 		}
 	}
@@ -60,124 +61,39 @@ func (g *group) instantOf(w *waiter) int64 {
 	}
 	g.tailOK = false
 	t := g.floor
-	for v := g.head; ; v = v.next {
-		t = readyAt(v.bs, v.costs, v.since, t, true)
-		if v == w || t == never {
+	for v := g.Head; ; v = v.Next {
+		t = readyAt(v.bs, v.costs, v.Since, t, true)
+		if v == w || t == exact.Never {
 			return t
 		}
 		spend(v.bs, v.costs, t, true)
 	}
 }
 
-// wake is what one queued call sleeps on and is woken by, in a Bucket's
-// queue (waiter) and in a class's (classWaiter) alike: its channel, its
-// timer, and how its wait ended. The queue's own side of sleeping, serving
-// and leaving is a waitQueue.
-type wake struct {
-	since   int64         // instant the waiter queued; it is never served earlier
-	done    chan struct{} // one value once granted or failed; kept for reuse
-	timer   clockwork.Timer
-	armed   int64 // instant the timer is armed for; never when stopped
-	granted bool
-	err     error
-}
-
-// waitQueue is what wake.sleep needs of the queue a waiter is in: a
-// Bucket's group for a waiter, a domain of classes for a classWaiter. The
-// waiter implements it, as it knows its queue; every method but lockNow
-// and cancelled is called with the queue locked.
-type waitQueue interface {
-	lockNow() int64      // locks the waiter's queue and returns the present instant
-	unlock()             // unlocks it
-	fired(now int64)     // the waiter's timer fired: serve what is due, re-arm
-	refund(now int64)    // the waiter was granted, then cancelled: give it back
-	leave(now int64)     // the waiter was cancelled while queued: take it out
-	cancelled(now int64) // after unlock, once cancelled: tell the observers
-}
-
-// ready gives w its channel and, on tl's clock, its timer if it has none
-// yet.
-func (w *wake) ready(tl *timeline) {
-	if w.done == nil {
-		w.done = make(chan struct{}, 1)
-		w.timer = tl.idleTimer()
-	}
-}
-
-// setTimer sets w's timer to fire at instant t (never: stopped), now being
-// the present instant; armed holds the instant it is set for, so that
-// setting the same instant again costs nothing.
-func (w *wake) setTimer(t, now int64) {
-	if t == w.armed {
-		return
-	}
-	w.armed = t
-	if t == never {
-		w.timer.Stop()
-	} else {
-		w.timer.Reset(time.Duration(t - now))
-	}
-}
-
-// finish ends w's wait, granted or failed. The caller holds the lock and
-// has taken w out of the queue, and must not touch w afterwards: w's
-// Acquire call can return as soon as done has its value, without the lock,
-// and w be reused. done has room for that one value: a waiter is finished
-// at most once per use, and recycle empties it between uses.
-func (w *wake) finish(err error) {
-	w.granted = err == nil
-	w.err = err
-	w.timer.Stop()
-	w.armed = never
-	w.done <- struct{}{}
-}
-
-// reuse returns the wake of a waiter to recycle, once its call has
-// returned: by then it is out of the queue and its timer is stopped. A
-// value left in done (granted, then cancelled) or in the timer's channel
-// (a tick that came as it was stopped) is dropped, so that the next use
-// starts empty. The channel and the timer are kept; the timer was made on
-// the clock of the queue, which every queue the waiter can be in shares,
-// since buckets or classes joined into one share a clock. A waiter never
-// queued (done nil) has neither.
-func (w *wake) reuse() wake {
-	if w.done != nil {
-		select {
-		case <-w.done:
-		default:
-		}
-		select {
-		case <-w.timer.Chan():
-		default:
-		}
-	}
-	return wake{done: w.done, timer: w.timer}
-}
-
 // finish is wake.finish for a waiter that may be a reservation, which has
 // no goroutine to wake and no timer.
-func (w *waiter) finish(err error) {
+func (w *waiter) Finish(err error) {
 	if w.rsv != nil {
-		w.granted, w.err = err == nil, err
+		w.Granted, w.Err = err == nil, err
 		return
 	}
-	w.wake.finish(err)
+	w.wake.Finish(err)
 }
 
-func (w *waiter) linked() *links[waiter] { return &w.links }
+func (w *waiter) Linked() *links[waiter] { return &w.links }
 
 // push queues w last, keeping queued.
 func (g *group) push(w *waiter) {
-	if g.head == nil {
+	if g.Head == nil {
 		g.queued.Store(true)
 	}
-	g.pushBack(w)
+	g.PushBack(w)
 }
 
 // remove takes w out of the queue, keeping queued.
 func (g *group) remove(w *waiter) {
-	g.unlink(w)
-	if g.head == nil {
+	g.Unlink(w)
+	if g.Head == nil {
 		g.queued.Store(false)
 	}
 }
@@ -196,7 +112,7 @@ func readyAt(bs []*Bucket, costs []int64, since, floor int64, tail bool) int64 {
 		if tail {
 			l = &b.tail
 		}
-		t = max(t, b.paused, b.readyAt(l, c))
+		t = max(t, b.paused, b.ReadyAt(l, c))
 	}
 	return t
 }
@@ -211,8 +127,8 @@ func spend(bs []*Bucket, costs []int64, t int64, tail bool) {
 		if tail {
 			l = &b.tail
 		}
-		b.advance(l, t)
-		l.take(costs[i])
+		b.Advance(l, t)
+		l.Take(costs[i])
 	}
 }
 
@@ -221,9 +137,9 @@ func spend(bs []*Bucket, costs []int64, t int64, tail bool) {
 // fires late must not lose the refill of the time it overslept. The new
 // head, if any, is told to sleep until its own instant.
 func (g *group) serve(now int64) {
-	first := g.head
-	for w := g.head; w != nil; w = g.head {
-		t := readyAt(w.bs, w.costs, w.since, g.floor, false)
+	first := g.Head
+	for w := g.Head; w != nil; w = g.Head {
+		t := readyAt(w.bs, w.costs, w.Since, g.floor, false)
 		if t > now {
 			break
 		}
@@ -231,13 +147,13 @@ func (g *group) serve(now int64) {
 		g.floor = t
 		g.remove(w)
 		if w.rsv != nil {
-			w.rsv.at = g.epoch.Add(time.Duration(t))
+			w.rsv.at = g.Epoch.Add(time.Duration(t))
 		}
-		w.finish(nil)
+		w.Finish(nil)
 	}
-	if g.head == nil {
+	if g.Head == nil {
 		g.tailOK = false
-	} else if g.head != first {
+	} else if g.Head != first {
 		g.arm(now)
 	}
 }
@@ -246,9 +162,9 @@ func (g *group) serve(now int64) {
 // re-times every queued waiter.
 func (g *group) changed(now int64) {
 	g.tailOK = false
-	first := g.head
+	first := g.Head
 	g.serve(now)
-	if g.head != nil && g.head == first {
+	if g.Head != nil && g.Head == first {
 		g.arm(now)
 	}
 }
@@ -263,11 +179,11 @@ func (g *group) project(bs []*Bucket, costs []int64, now int64) int64 {
 			m.tail = m.lvl
 		}
 		g.tailAt = g.floor
-		for w := g.head; w != nil; w = w.next {
-			g.tailAt = readyAt(w.bs, w.costs, w.since, g.tailAt, true)
+		for w := g.Head; w != nil; w = w.Next {
+			g.tailAt = readyAt(w.bs, w.costs, w.Since, g.tailAt, true)
 			spend(w.bs, w.costs, g.tailAt, true)
 		}
-		g.tailOK = g.head != nil
+		g.tailOK = g.Head != nil
 	}
 	return readyAt(bs, costs, now, g.tailAt, true)
 }
@@ -280,7 +196,7 @@ func (g *group) project(bs []*Bucket, costs []int64, now int64) int64 {
 // takeNow and TryAcquire then spend from the levels, through no call that
 // would clear it, so a projection made when the queue was empty (by an
 // Acquire that failed fast, say) would go stale unseen.
-func (g *group) tailValid() bool { return g.tailOK && g.head != nil }
+func (g *group) tailValid() bool { return g.tailOK && g.Head != nil }
 
 // check validates costs against bs. A zero cost leaves that limit out, but
 // at least one cost must be positive.
@@ -293,7 +209,7 @@ func check(bs []*Bucket, costs []int64) error {
 		if c < 0 {
 			return limitErr(bs[i], ErrInvalidCost, c)
 		}
-		if err := bs[i].over(c); err != nil {
+		if err := over(&bs[i].shape, c); err != nil {
 			return limitErr(bs[i], err, c)
 		}
 		any = any || c > 0
@@ -309,7 +225,7 @@ func check(bs []*Bucket, costs []int64) error {
 // time.Duration can hold.
 func noRefill(bs []*Bucket, costs []int64) error {
 	for i, b := range bs {
-		if costs[i] > 0 && b.num == 0 {
+		if costs[i] > 0 && b.Num == 0 {
 			return limitErr(b, ErrNoRefill, costs[i])
 		}
 	}
@@ -322,14 +238,14 @@ func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
 		return 0, ErrInvalidCost
 	}
 	g := bs[0].lock()
-	defer g.mu.Unlock()
+	defer g.Mu.Unlock()
 	if err := check(bs, costs); err != nil {
 		return 0, err
 	}
-	now := g.now()
+	now := g.Now()
 	g.serve(now)
 	t := g.waitUntil(bs, costs, now)
-	if t == never {
+	if t == exact.Never {
 		if err := noRefill(bs, costs); err != nil {
 			return 0, err
 		}
@@ -341,7 +257,7 @@ func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
 // served at now: now if they can be taken now, else the instant they could
 // be taken if queued now behind every waiter; never if that will not come.
 func (g *group) waitUntil(bs []*Bucket, costs []int64, now int64) int64 {
-	if g.head == nil {
+	if g.Head == nil {
 		if covers(bs, costs, now) {
 			return now
 		}
@@ -353,7 +269,7 @@ func (g *group) waitUntil(bs []*Bucket, costs []int64, now int64) int64 {
 // rejectedWait is the Wait of a refused TryAcquire's events: what WaitTime
 // would have said at that moment, or zero when the costs will never pass.
 func (g *group) rejectedWait(bs []*Bucket, costs []int64, now int64) time.Duration {
-	if t := g.waitUntil(bs, costs, now); t != never {
+	if t := g.waitUntil(bs, costs, now); t != exact.Never {
 		return time.Duration(t - now)
 	}
 	return 0
@@ -399,7 +315,7 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 func tryNow(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (done bool, err error) {
 	g, _, done, err := tryOrLock(ctx, bs, costs, obs)
 	if !done {
-		g.mu.Unlock()
+		g.Mu.Unlock()
 	}
 	return done, err
 }
@@ -412,52 +328,29 @@ func tryNow(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (done bo
 func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *group, now int64, done bool, err error) {
 	g = bs[0].lock()
 	if err := check(bs, costs); err != nil {
-		g.mu.Unlock()
+		g.Mu.Unlock()
 		return g, 0, true, err
 	}
-	if doneNow(ctx) {
-		g.mu.Unlock()
+	if queue.DoneNow(ctx) {
+		g.Mu.Unlock()
 		observe(bs, costs, EventCancelled, 0)
 		return g, 0, true, ctx.Err()
 	}
 	// With waiters queued the caller queues too: serving them here would
 	// wake the head from this goroutine, where its own armed timer wakes it
 	// more cheaply, and changes no instant.
-	now = g.now()
-	if g.head != nil && g.head.rsv != nil {
+	now = g.Now()
+	if g.Head != nil && g.Head.rsv != nil {
 		g.serve(now) // reservations have no goroutine to serve them when due
 	}
 	if !g.takeNow(bs, costs, now) {
 		return g, now, false, nil
 	}
-	g.mu.Unlock()
+	g.Mu.Unlock()
 	if obs {
 		observe(bs, costs, EventGranted, 0)
 	}
 	return g, now, true, nil
-}
-
-// doneNow reports whether ctx is done already, for a call that fails
-// rather than queue then. A context that is never done (Background, and so
-// most requests' contexts) has no channel: no select then, which keeps the
-// runtime's channel code off a path that HTTP requests take cold.
-func doneNow(ctx context.Context) bool {
-	if d := ctx.Done(); d != nil {
-		select {
-		case <-d:
-			return true
-		default:
-		}
-	}
-	return false
-}
-
-// outlasts reports whether a wait of wait from now ends after ctx's
-// deadline, read on tl's clock (a fake one in tests): a call fails fast
-// then, rather than queue.
-func (tl *timeline) outlasts(ctx context.Context, wait time.Duration) bool {
-	dl, ok := ctx.Deadline()
-	return ok && dl.Sub(tl.wall()) < wait
 }
 
 // tryOrWaiter is tryOrLock for a caller that queues next with a waiter:
@@ -482,11 +375,11 @@ func tryOrWaiter(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g 
 // takeNow takes costs from bs at now if nobody is queued and covers says
 // so; it reports whether it did.
 func (g *group) takeNow(bs []*Bucket, costs []int64, now int64) bool {
-	if g.head != nil || !covers(bs, costs, now) {
+	if g.Head != nil || !covers(bs, costs, now) {
 		return false
 	}
 	for i, b := range bs {
-		b.lvl.take(costs[i])
+		b.lvl.Take(costs[i])
 	}
 	return true
 }
@@ -500,8 +393,8 @@ func covers(bs []*Bucket, costs []int64, now int64) bool {
 		if costs[i] == 0 {
 			continue
 		}
-		b.advance(&b.lvl, now)
-		if now < b.paused || (b.lvl.tokens < costs[i] && !b.inf) {
+		b.Advance(&b.lvl, now)
+		if now < b.paused || (b.lvl.Tokens < costs[i] && !b.Inf) {
 			return false
 		}
 	}
@@ -525,22 +418,22 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, 
 	} else {
 		t = g.projectBefore(before, w.bs, w.costs, now)
 	}
-	if t == never {
+	if t == exact.Never {
 		if err := noRefill(w.bs, w.costs); err != nil {
-			g.mu.Unlock()
+			g.Mu.Unlock()
 			return false, err
 		}
 	}
 	wait := time.Duration(t - now)
-	if g.outlasts(ctx, wait) {
+	if g.Outlasts(ctx, wait) {
 		err := &WaitError{Wait: wait, Limit: binding(w)}
-		g.mu.Unlock()
+		g.Mu.Unlock()
 		observe(w.bs, w.costs, EventRejected, wait)
 		return false, err
 	}
-	w.since, w.queued = now, true
+	w.Since, w.queued = now, true
 	g.ready(w)
-	w.armed = never
+	w.Armed = exact.Never
 	if before == nil {
 		// The projection just made, extended by w: current, as w is queued.
 		spend(w.bs, w.costs, t, true)
@@ -549,21 +442,21 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, 
 	} else {
 		g.insertBefore(before, w)
 	}
-	if w.prev == nil || g.head.rsv != nil {
+	if w.Prev == nil || g.Head.rsv != nil {
 		g.arm(now) // w is the head, or may be the first waiter behind reservations
 	} else if g.ahead {
-		w.setTimer(t, now)
+		w.SetTimer(t, now)
 	}
-	g.mu.Unlock()
+	g.Mu.Unlock()
 	return true, nil
 }
 
 // await waits until w, which enqueue queued in g at now, is granted or
 // fails, and reports a grant to the observers.
 func (w *waiter) await(ctx context.Context, g *group, now int64) error {
-	err := w.sleep(ctx, w)
+	err := w.Sleep(ctx, w)
 	if err == nil && observed(w.bs) {
-		observe(w.bs, w.costs, EventGranted, time.Duration(g.now()-now))
+		observe(w.bs, w.costs, EventGranted, time.Duration(g.Now()-now))
 	}
 	return err
 }
@@ -575,102 +468,51 @@ func binding(w *waiter) string {
 		if w.costs[i] == 0 {
 			continue
 		}
-		if t := max(b.paused, b.readyAt(&b.tail, w.costs[i])); t > latest {
+		if t := max(b.paused, b.ReadyAt(&b.tail, w.costs[i])); t > latest {
 			name, latest = b.name, t
 		}
 	}
 	return name
 }
 
-// sleep waits, outside the lock, until w is granted, fails, or ctx is done;
-// q is w's queue.
-func (w *wake) sleep(ctx context.Context, q waitQueue) error {
-	for {
-		select {
-		case <-w.done:
-			return w.err
-		case <-w.timer.Chan():
-			// w's instant has come, as armed for the head or projected when
-			// it queued. If it is not w's turn after all (a stale tick, or a
-			// queue re-timed later), serving grants it nothing and w sleeps
-			// again, until the head's timer or a grant wakes it.
-			now := q.lockNow()
-			w.armed = never // fired, or a stale tick: either way not pending
-			q.fired(now)
-			over := w.granted || w.err != nil
-			q.unlock()
-			if over {
-				// Served itself, as a head woken at its instant is: its
-				// value is in done. Taken here rather than by going round
-				// the select, which would lock all three channels again,
-				// ctx's shared one among them, once more per grant.
-				<-w.done
-				return w.err
-			}
-		case <-ctx.Done():
-			return w.cancel(ctx, q)
-		}
-	}
-}
-
-// cancel takes w out of its queue q. If w was granted in the meantime, its
-// tokens go back: a cancelled waiter spends nothing.
-func (w *wake) cancel(ctx context.Context, q waitQueue) error {
-	now := q.lockNow()
-	if w.err != nil {
-		q.unlock()
-		return w.err
-	}
-	if w.granted {
-		q.refund(now)
-	} else {
-		w.timer.Stop()
-		w.armed = never
-		q.leave(now)
-	}
-	q.unlock()
-	q.cancelled(now)
-	return ctx.Err()
-}
-
 // group returns the group w is queued in; the caller holds its lock, so
 // it cannot change.
 func (w *waiter) group() *group { return w.bs[0].g.Load() }
 
-func (w *waiter) lockNow() int64 { return w.bs[0].lock().now() }
+func (w *waiter) LockNow() int64 { return w.bs[0].lock().Now() }
 
-func (w *waiter) unlock() { w.group().mu.Unlock() }
+func (w *waiter) Unlock() { w.group().Mu.Unlock() }
 
-func (w *waiter) fired(now int64) {
+func (w *waiter) Fired(now int64) {
 	g := w.group()
 	g.serve(now)
-	if !w.granted && w.err == nil {
+	if !w.Granted && w.Err == nil {
 		g.arm(now)
 	}
 }
 
-func (w *waiter) refund(now int64) {
+func (w *waiter) Refund(now int64) {
 	g := w.group()
 	g.serve(now)
 	for i, b := range w.bs {
-		b.advance(&b.lvl, now)
-		b.give(&b.lvl, w.costs[i])
+		b.Advance(&b.lvl, now)
+		b.Give(&b.lvl, w.costs[i])
 	}
 	g.changed(now)
 }
 
-func (w *waiter) leave(now int64) {
+func (w *waiter) Leave(now int64) {
 	g := w.group()
-	wasHead := g.head == w
+	wasHead := g.Head == w
 	g.remove(w)
 	g.tailOK = false
 	if wasHead {
 		g.changed(now)
-	} else if g.head.rsv != nil {
+	} else if g.Head.rsv != nil {
 		g.arm(now) // w may have been the waiter armed behind reservations
 	}
 }
 
-func (w *waiter) cancelled(now int64) {
-	observe(w.bs, w.costs, EventCancelled, time.Duration(now-w.since))
+func (w *waiter) Cancelled(now int64) {
+	observe(w.bs, w.costs, EventCancelled, time.Duration(now-w.Since))
 }

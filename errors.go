@@ -85,12 +85,12 @@ func plural(n int, noun string) string {
 func limitErr(b *Bucket, err error, cost int64) error {
 	if b.name == "" {
 		if err == ErrCostExceedsCapacity {
-			return fmt.Errorf("%w: cost %d, capacity %d", err, cost, b.capacity)
+			return fmt.Errorf("%w: cost %d, capacity %d", err, cost, b.Cap)
 		}
 		return err
 	}
 	if err == ErrCostExceedsCapacity {
-		return fmt.Errorf("limit %q: %w: cost %d, capacity %d", b.name, err, cost, b.capacity)
+		return fmt.Errorf("limit %q: %w: cost %d, capacity %d", b.name, err, cost, b.Cap)
 	}
 	return fmt.Errorf("limit %q: %w", b.name, err)
 }

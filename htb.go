@@ -6,6 +6,9 @@ import (
 	"math/big"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/queue"
 )
 
 // Class is one node of a hierarchical token bucket (HTB, after Linux
@@ -168,14 +171,14 @@ func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 		return nil, err
 	}
 	d := &domain{}
-	d.start(o.clock)
-	r := &Class{name: o.name, rate: rate, ceil: rate, gnum: s.num, gden: s.den, g: s}
-	r.tree = &tree{den: s.den, classes: []*Class{r}}
+	d.Start(o.clock)
+	r := &Class{name: o.name, rate: rate, ceil: rate, gnum: s.Num, gden: s.Den, g: s}
+	r.tree = &tree{den: s.Den, classes: []*Class{r}}
 	r.self[0] = r
 	r.path = []*Class{r}
-	now := d.now()
-	r.gl = level{tokens: capacity, last: now}
-	r.c, r.cl = s, level{tokens: capacity, last: now}
+	now := d.Now()
+	r.gl = level{Tokens: capacity, Last: now}
+	r.c, r.cl = s, level{Tokens: capacity, Last: now}
 	d.seen = now
 	d.classes = []*Class{r}
 	r.d.Store(d)
@@ -187,11 +190,11 @@ func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 // already there keep theirs; its ceiling starts full.
 func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	d := c.lock()
-	defer d.mu.Unlock()
+	defer d.Mu.Unlock()
 	if c.removed {
 		return nil, fmt.Errorf("throttle: NewClass: %s: %w", className(c), ErrClassRemoved)
 	}
-	if root := c.path[len(c.path)-1]; root.g.capacity == 0 {
+	if root := c.path[len(c.path)-1]; root.g.Cap == 0 {
 		return nil, fmt.Errorf("throttle: NewClass %q: %s: %w", cfg.Name, className(root), ErrClosed)
 	}
 	if cfg.Rate.tokens <= 0 {
@@ -202,17 +205,17 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	}
 	sumBurst := int64(0)
 	for _, k := range c.kids {
-		sumBurst += k.g.capacity
+		sumBurst += k.g.Cap
 	}
 	burst := cfg.Burst
 	if burst == 0 {
-		burst = shareOf(c.g.capacity, cfg.Rate, c.rate)
+		burst = shareOf(c.g.Cap, cfg.Rate, c.rate)
 	}
 	if burst <= 0 {
 		return nil, fmt.Errorf("throttle: NewClass %q: burst must be positive, got %d", cfg.Name, burst)
 	}
-	if sumBurst+burst > c.g.capacity {
-		return nil, fmt.Errorf("throttle: NewClass %q: bursts of the children of %q would add up to %d, above its %d", cfg.Name, c.name, sumBurst+burst, c.g.capacity)
+	if sumBurst+burst > c.g.Cap {
+		return nil, fmt.Errorf("throttle: NewClass %q: bursts of the children of %q would add up to %d, above its %d", cfg.Name, c.name, sumBurst+burst, c.g.Cap)
 	}
 	// The guarantees may not exceed the parent's: compare sums over the
 	// tree's denominator after admitting the new one.
@@ -220,7 +223,7 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	if err != nil {
 		return nil, fmt.Errorf("throttle: NewClass %q: %w", cfg.Name, err)
 	}
-	dhi, den := bits.Mul64(c.tree.den/gcd(c.tree.den, gs.den), gs.den)
+	dhi, den := bits.Mul64(c.tree.den/exact.GCD(c.tree.den, gs.Den), gs.Den)
 	if dhi != 0 || den > maxTreeDen {
 		return nil, fmt.Errorf("throttle: NewClass %q: the periods of the hierarchy have no common denominator below 2^62 ns", cfg.Name)
 	}
@@ -236,7 +239,7 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 		}
 		sum += n
 	}
-	nn, ok1 := scaled(gs.num, gs.den)
+	nn, ok1 := scaled(gs.Num, gs.Den)
 	pn, ok2 := scaled(c.gnum, c.gden)
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("throttle: NewClass %q: rates too large for a common denominator", cfg.Name)
@@ -253,13 +256,13 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 		return nil, fmt.Errorf("throttle: NewClass %q: ceiling must be finite", cfg.Name)
 	}
 	if ceilBurst == 0 {
-		ceilBurst = c.c.capacity
+		ceilBurst = c.c.Cap
 	}
 	if rateLess(ceil, cfg.Rate) || rateLess(c.ceil, ceil) {
 		return nil, fmt.Errorf("throttle: NewClass %q: ceiling %v must be at least the rate %v and at most the parent's ceiling %v", cfg.Name, ceil, cfg.Rate, c.ceil)
 	}
-	if ceilBurst < burst || ceilBurst > c.c.capacity {
-		return nil, fmt.Errorf("throttle: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.capacity)
+	if ceilBurst < burst || ceilBurst > c.c.Cap {
+		return nil, fmt.Errorf("throttle: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.Cap)
 	}
 	cs, err := ceil.shape(ceilBurst)
 	if err != nil {
@@ -271,14 +274,14 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 		}
 	}
 
-	now := max(d.now(), d.seen)
+	now := max(d.Now(), d.seen)
 	d.serve(now)
 	if den != c.tree.den {
 		c.tree.rescale(den)
 	}
-	k := &Class{name: cfg.Name, parent: c, tree: c.tree, rate: cfg.Rate, gnum: gs.num, gden: gs.den, ceil: ceil}
+	k := &Class{name: cfg.Name, parent: c, tree: c.tree, rate: cfg.Rate, gnum: gs.Num, gden: gs.Den, ceil: ceil}
 	k.self[0] = k
-	k.g = shape{capacity: burst, num: nn, den: den, perDen: c.g.perDen}
+	k.g = shape{Cap: burst, Num: nn, Den: den, PerDen: c.g.PerDen}
 	k.c = cs
 	k.path = append([]*Class{k}, c.path...)
 	// Start with what c can spare, whole tokens, so that every ancestor
@@ -287,8 +290,8 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	if spare := c.spareTokens(now); spare > 0 {
 		start = min(spare, burst)
 	}
-	k.gl = level{tokens: start, last: now}
-	k.cl = level{tokens: ceilBurst, last: now}
+	k.gl = level{Tokens: start, Last: now}
+	k.cl = level{Tokens: ceilBurst, Last: now}
 	k.tag = c.vt
 	c.kids = append(c.kids, k)
 	c.tree.classes = append(c.tree.classes, k)
@@ -304,7 +307,7 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 // root cannot be removed.
 func (c *Class) Remove() error {
 	d := c.lock()
-	defer d.mu.Unlock()
+	defer d.Mu.Unlock()
 	switch {
 	case c.parent == nil:
 		return errors.New("throttle: Remove: the root of a hierarchy cannot be removed")
@@ -312,10 +315,10 @@ func (c *Class) Remove() error {
 		return fmt.Errorf("throttle: Remove: %s: %w", className(c), ErrClassRemoved)
 	case len(c.kids) > 0:
 		return fmt.Errorf("throttle: Remove: class %q has classes of its own", c.name)
-	case c.head != nil:
+	case c.Head != nil:
 		return fmt.Errorf("throttle: Remove: class %q has waiters", c.name)
 	}
-	c.removeLocked(d, max(d.now(), d.seen))
+	c.removeLocked(d, max(d.Now(), d.seen))
 	return nil
 }
 
@@ -343,11 +346,11 @@ func deleteClass(cs []*Class, c *Class) []*Class {
 // den, a multiple of the current one: exactly, fractions included.
 func (t *tree) rescale(den uint64) {
 	f := den / t.den
-	div := newDivider(den)
+	div := exact.NewDivider(den)
 	for _, k := range t.classes {
-		k.gl.frac *= f
-		k.g.num = k.gnum * (den / k.gden)
-		k.g.den, k.g.perDen = den, div
+		k.gl.Frac *= f
+		k.g.Num = k.gnum * (den / k.gden)
+		k.g.Den, k.g.PerDen = den, div
 	}
 	t.den = den
 }
@@ -387,8 +390,8 @@ func (c *Class) Ceil() Rate { return c.ceil }
 // quota's capacity for the root).
 func (c *Class) Capacity() int64 {
 	d := c.lock()
-	defer d.mu.Unlock()
-	return c.g.capacity
+	defer d.Mu.Unlock()
+	return c.g.Cap
 }
 
 // Tokens returns the level of the class's guarantee bucket right now,
@@ -396,19 +399,19 @@ func (c *Class) Capacity() int64 {
 // come. It changes nothing: the hierarchy's levels move only together.
 func (c *Class) Tokens() float64 {
 	d := c.lock()
-	defer d.mu.Unlock()
+	defer d.Mu.Unlock()
 	var v float64
-	d.peek(max(d.now(), d.seen), func(now int64) {
+	d.peek(max(d.Now(), d.seen), func(now int64) {
 		l := c.gl
-		c.g.advance(&l, now)
-		v = c.g.value(&l)
+		c.g.Advance(&l, now)
+		v = c.g.Value(&l)
 	})
 	return v
 }
 
 // lock locks the class's domain and returns it; classes move between
 // domains when joined by NewClassLimiter.
-func (c *Class) lock() *domain { return lockQueue(&c.d) }
+func (c *Class) lock() *domain { return queue.Lock(&c.d) }
 
 // domain returns the class's domain, which can change unless it is locked.
 func (c *Class) domain() *domain { return c.d.Load() }

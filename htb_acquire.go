@@ -7,6 +7,9 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/queue"
 )
 
 // centry is a waiter's place in one class's FIFO queue.
@@ -16,7 +19,7 @@ type centry struct {
 	c *Class
 }
 
-func (e *centry) linked() *links[centry] { return &e.links }
+func (e *centry) Linked() *links[centry] { return &e.links }
 
 // classWaiter is one Acquire call on one or several classes (one per
 // hierarchy). It is a candidate once it heads the queue of every class it
@@ -49,7 +52,7 @@ type classOpt struct {
 }
 
 func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
-	w := d.idle.get()
+	w := d.idle.Get()
 	if len(cs) == 1 {
 		w.oneC[0], w.oneCost[0] = cs[0], costs[0]
 		w.cs, w.costs, w.plan, w.ents = w.oneC[:], w.oneCost[:], w.onePlan[:], w.oneEnt[:]
@@ -61,20 +64,20 @@ func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
 	for i := range w.ents {
 		w.ents[i] = centry{w: w, c: w.cs[i]}
 	}
-	w.armed = never
+	w.Armed = exact.Never
 	return w
 }
 
 // recycle is group.recycle for a classWaiter.
 func (d *domain) recycle(w *classWaiter) {
-	*w = classWaiter{wake: w.reuse(), opts: w.opts[:0]}
-	d.idle.put(w)
+	*w = classWaiter{wake: w.Reuse(), opts: w.opts[:0]}
+	d.idle.Put(w)
 }
 
 // push queues w last in the queue of each of its classes.
 func (d *domain) push(w *classWaiter) {
 	for i := range w.ents {
-		w.ents[i].c.pushBack(&w.ents[i])
+		w.ents[i].c.PushBack(&w.ents[i])
 	}
 	d.queued++
 }
@@ -82,7 +85,7 @@ func (d *domain) push(w *classWaiter) {
 // remove takes w out of its classes' queues.
 func (d *domain) remove(w *classWaiter) {
 	for i := range w.ents {
-		w.ents[i].c.unlink(&w.ents[i])
+		w.ents[i].c.Unlink(&w.ents[i])
 	}
 	d.queued--
 }
@@ -92,10 +95,10 @@ func (d *domain) remove(w *classWaiter) {
 func (d *domain) pushFront(w *classWaiter) {
 	for i := range w.ents {
 		e := &w.ents[i]
-		if e.c.head == nil {
-			e.c.pushBack(e)
+		if e.c.Head == nil {
+			e.c.PushBack(e)
 		} else {
-			e.c.linkBefore(e.c.head, e)
+			e.c.LinkBefore(e.c.Head, e)
 		}
 	}
 	d.queued++
@@ -104,7 +107,7 @@ func (d *domain) pushFront(w *classWaiter) {
 // heads reports whether w heads every queue it is in.
 func (w *classWaiter) heads() bool {
 	for i := range w.ents {
-		if w.ents[i].prev != nil {
+		if w.ents[i].Prev != nil {
 			return false
 		}
 	}
@@ -129,14 +132,14 @@ func checkClasses(cs []*Class, costs []int64) error {
 		if n == 0 {
 			continue
 		}
-		if root := c.path[len(c.path)-1]; root.g.capacity == 0 {
+		if root := c.path[len(c.path)-1]; root.g.Cap == 0 {
 			return fmt.Errorf("%s: %w", className(root), ErrClosed)
 		}
 		any = true
 		for _, m := range c.path {
-			capacity := m.c.capacity
+			capacity := m.c.Cap
 			if m.parent == nil {
-				capacity = m.g.capacity
+				capacity = m.g.Cap
 			}
 			if n > capacity {
 				return fmt.Errorf("%s: %w: cost %d, capacity %d", className(m), ErrCostExceedsCapacity, n, capacity)
@@ -156,8 +159,8 @@ func checkClasses(cs []*Class, costs []int64) error {
 func (c *Class) coversNow(n int64, j int, now int64) bool {
 	p := c.path
 	for _, m := range p[j+1:] {
-		m.g.advance(&m.gl, now)
-		if m.gl.tokens < n {
+		m.g.Advance(&m.gl, now)
+		if m.gl.Tokens < n {
 			return false
 		}
 	}
@@ -169,8 +172,8 @@ func (c *Class) coversNow(n int64, j int, now int64) bool {
 func (c *Class) ceilsCover(n, now int64) bool {
 	p := c.path
 	for _, m := range p[:len(p)-1] {
-		m.c.advance(&m.cl, now)
-		if m.cl.tokens < n {
+		m.c.Advance(&m.cl, now)
+		if m.cl.Tokens < n {
 			return false
 		}
 	}
@@ -199,10 +202,10 @@ func (c *Class) planNow(n, now int64, borrow bool) int {
 func (d *domain) take(c *Class, n int64, j int, t int64) {
 	p := c.path
 	for _, m := range p[:len(p)-1] {
-		m.c.advance(&m.cl, t)
+		m.c.Advance(&m.cl, t)
 	}
 	for _, m := range p[j:] {
-		m.g.advance(&m.gl, t)
+		m.g.Advance(&m.gl, t)
 	}
 	d.spend(c, n, j)
 }
@@ -211,15 +214,15 @@ func (d *domain) take(c *Class, n int64, j int, t int64) {
 func (d *domain) spend(c *Class, n int64, j int) {
 	p := c.path
 	for _, m := range p[:len(p)-1] {
-		m.cl.take(n)
+		m.cl.Take(n)
 	}
 	for _, m := range p[j:] {
-		m.gl.take(n)
+		m.gl.Take(n)
 	}
 	if j > 0 {
 		l, k := p[j], p[j-1]
 		start := maxTag(k.tag, l.vt)
-		k.tag = start.plus(n, k.g.den, k.g.num)
+		k.tag = start.plus(n, k.g.Den, k.g.Num)
 		l.vt = start
 	}
 }
@@ -236,23 +239,23 @@ func giveBack(c *Class, cost, actual int64, j int, now int64) {
 		return
 	}
 	for _, m := range p[:len(p)-1] {
-		m.c.advance(&m.cl, now)
+		m.c.Advance(&m.cl, now)
 		if diff < 0 {
-			m.c.give(&m.cl, -diff)
+			m.c.Give(&m.cl, -diff)
 		} else {
-			m.cl.take(diff)
+			m.cl.Take(diff)
 		}
 	}
 	if diff < 0 {
 		for _, m := range p[j:] {
-			m.g.advance(&m.gl, now)
-			m.g.give(&m.gl, -diff)
+			m.g.Advance(&m.gl, now)
+			m.g.Give(&m.gl, -diff)
 		}
 		return
 	}
 	for _, m := range p {
-		m.g.advance(&m.gl, now)
-		m.gl.take(diff)
+		m.g.Advance(&m.gl, now)
+		m.gl.Take(diff)
 	}
 }
 
@@ -265,12 +268,12 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 		return false, ErrInvalidCost
 	}
 	d := c.lock()
-	now := d.now()
+	now := d.Now()
 	if now < d.seen {
 		now = d.seen
 	}
-	if c.removed || cost > c.path[len(c.path)-1].g.capacity || (c.parent != nil && cost > c.c.capacity) {
-		d.mu.Unlock()
+	if c.removed || cost > c.path[len(c.path)-1].g.Cap || (c.parent != nil && cost > c.c.Cap) {
+		d.Mu.Unlock()
 		cs, costs := [1]*Class{c}, [1]int64{cost}
 		if err := checkClasses(cs[:], costs[:]); !errors.Is(err, ErrClosed) {
 			return false, err
@@ -282,7 +285,7 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 	}
 	d.seen = now
 	j := -1
-	if c.head == nil {
+	if c.Head == nil {
 		j = c.planNow(cost, now, d.queued == 0)
 	}
 	if j >= 0 {
@@ -294,7 +297,7 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 			d.serve(now)
 		}
 	}
-	d.mu.Unlock()
+	d.Mu.Unlock()
 	return j >= 0, nil
 }
 
@@ -302,7 +305,7 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 // did and filling plan.
 func (d *domain) tryAll(cs []*Class, costs []int64, plan []int, now int64) bool {
 	for i, c := range cs {
-		if c.head != nil && costs[i] > 0 {
+		if c.Head != nil && costs[i] > 0 {
 			return false
 		}
 	}
@@ -341,18 +344,18 @@ func (w *classWaiter) options(lo int64) {
 		base := lo
 		p := c.path
 		for _, m := range p[:len(p)-1] {
-			base = max(base, m.c.readyAt(&m.cl, n))
+			base = max(base, m.c.ReadyAt(&m.cl, n))
 		}
 		above := make([]int64, len(p))
 		t := int64(math.MinInt64)
 		for j := len(p) - 1; j >= 0; j-- {
 			above[j] = t
-			t = max(t, p[j].g.readyAt(&p[j].gl, n))
+			t = max(t, p[j].g.ReadyAt(&p[j].gl, n))
 		}
 		for j, m := range p {
 			other := max(base, above[j])
 			free := m.spareReady(n, lo)
-			w.opts = append(w.opts, classOpt{t: max(other, free), bound: free >= other && free != never})
+			w.opts = append(w.opts, classOpt{t: max(other, free), bound: free >= other && free != exact.Never})
 		}
 	}
 }
@@ -422,15 +425,15 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 		d.gen++
 		cands = cands[:0]
 		for _, c := range d.classes {
-			if c.head == nil {
+			if c.Head == nil {
 				continue
 			}
-			w := c.head.w
+			w := c.Head.w
 			if w.gen == d.gen || !w.heads() {
 				continue
 			}
 			w.gen = d.gen
-			w.options(max(cur, w.since))
+			w.options(max(cur, w.Since))
 			cands = append(cands, w)
 		}
 		// The spare of each lender is kept for the waiting borrower with
@@ -446,7 +449,7 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 				}
 				os := w.optsOf(i)
 				for best := 1; best < len(os); best++ {
-					if !os[best].bound || os[best].t == never {
+					if !os[best].bound || os[best].t == exact.Never {
 						continue
 					}
 					tg := borrowTag(c, best)
@@ -455,7 +458,7 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 					for k := range owners {
 						if owners[k].lender == lender {
 							found = true
-							if tg.less(owners[k].tag) || !owners[k].tag.less(tg) && w.since < owners[k].w.since {
+							if tg.less(owners[k].tag) || !owners[k].tag.less(tg) && w.Since < owners[k].w.Since {
 								owners[k].w, owners[k].tag = w, tg
 							}
 						}
@@ -472,7 +475,7 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 			at, own := int64(math.MinInt64), true
 			for i, c := range w.cs {
 				os := w.optsOf(i)
-				t := int64(never)
+				t := int64(exact.Never)
 				pick := -1
 				for j := range os {
 					os[j].skip = false
@@ -491,11 +494,11 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 				own = own && pick <= 0
 			}
 			w.at = at
-			if at == never {
+			if at == exact.Never {
 				continue
 			}
 			if best == nil || at < best.at || at == best.at && own && !bestOwn ||
-				at == best.at && own == bestOwn && w.since < best.since {
+				at == best.at && own == bestOwn && w.Since < best.Since {
 				best, bestOwn = w, own
 			}
 		}
@@ -503,7 +506,7 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 			if target == nil {
 				d.arm(best, now)
 			}
-			return never
+			return exact.Never
 		}
 		t := best.at
 		if !d.plan(best, t) {
@@ -512,7 +515,7 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 			if target == nil {
 				d.arm(nil, now)
 			}
-			return never
+			return exact.Never
 		}
 		for i, c := range best.cs {
 			if best.costs[i] > 0 {
@@ -534,12 +537,12 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 		if d.armed == best {
 			d.armed = nil
 		}
-		best.finish(nil)
+		best.Finish(nil)
 	}
 	if target == nil {
 		d.arm(nil, now)
 	}
-	return never
+	return exact.Never
 }
 
 // plan picks, for each class of w, the lowest node on its path whose
@@ -574,15 +577,15 @@ func (c *Class) coversAt(n int64, j int, t int64) bool {
 	p := c.path
 	for _, m := range p[:len(p)-1] {
 		l := m.cl
-		m.c.advance(&l, t)
-		if l.tokens < n {
+		m.c.Advance(&l, t)
+		if l.Tokens < n {
 			return false
 		}
 	}
 	for _, m := range p[j+1:] {
 		l := m.gl
-		m.g.advance(&l, t)
-		if l.tokens < n {
+		m.g.Advance(&l, t)
+		if l.Tokens < n {
 			return false
 		}
 	}
@@ -593,13 +596,13 @@ func (c *Class) coversAt(n int64, j int, t int64) bool {
 // stops the one set before if it was another's.
 func (d *domain) arm(w *classWaiter, now int64) {
 	if d.armed != nil && d.armed != w {
-		d.armed.setTimer(never, now)
+		d.armed.SetTimer(exact.Never, now)
 		d.armed = nil
 	}
-	if w == nil || w.at == never {
+	if w == nil || w.at == exact.Never {
 		return
 	}
-	w.setTimer(w.at, now)
+	w.SetTimer(w.at, now)
 	d.armed = w
 }
 
@@ -612,10 +615,10 @@ func (d *domain) project(w *classWaiter, now int64) int64 {
 	seen := d.seen
 	d.seen = max(d.seen, now)
 	d.removed = d.removed[:0]
-	w.since = now
+	w.Since = now
 	d.push(w)
-	t := d.schedule(never-1, w)
-	if t == never {
+	t := d.schedule(exact.Never-1, w)
+	if t == exact.Never {
 		d.remove(w)
 	}
 	for i := len(d.removed) - 1; i >= 0; i-- {
@@ -668,14 +671,14 @@ type classSnap struct {
 func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int) error {
 	d := cs[0].lock()
 	if err := checkClasses(cs, costs); err != nil {
-		d.mu.Unlock()
+		d.Mu.Unlock()
 		return err
 	}
-	if doneNow(ctx) {
-		d.mu.Unlock()
+	if queue.DoneNow(ctx) {
+		d.Mu.Unlock()
 		return ctx.Err()
 	}
-	now := max(d.now(), d.seen)
+	now := max(d.Now(), d.seen)
 	if d.queued > 0 {
 		d.serve(now)
 	}
@@ -684,26 +687,26 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 		if d.queued > 0 {
 			d.serve(now)
 		}
-		d.mu.Unlock()
+		d.Mu.Unlock()
 		return nil
 	}
 	w := d.waiter(cs, costs)
 	t := d.project(w, now)
 	wait := time.Duration(math.MaxInt64)
-	if t != never {
+	if t != exact.Never {
 		wait = time.Duration(t - now)
 	}
-	if d.outlasts(ctx, wait) {
-		d.mu.Unlock()
+	if d.Outlasts(ctx, wait) {
+		d.Mu.Unlock()
 		d.recycle(w)
 		return &WaitError{Wait: wait, Limit: cs[0].name}
 	}
-	w.ready(&d.timeline)
-	w.since = now
+	w.Ready(&d.timeline)
+	w.Since = now
 	d.push(w)
 	d.serve(now)
-	d.mu.Unlock()
-	err := w.sleep(ctx, w)
+	d.Mu.Unlock()
+	err := w.Sleep(ctx, w)
 	if err == nil {
 		copy(plan, w.plan)
 	}
@@ -715,14 +718,14 @@ func (w *classWaiter) d() *domain { return w.cs[0].d.Load() }
 
 // A classWaiter is the waitQueue of its domain for wake.sleep; see waiter's.
 
-func (w *classWaiter) lockNow() int64 {
+func (w *classWaiter) LockNow() int64 {
 	d := w.cs[0].lock()
-	return max(d.now(), d.seen)
+	return max(d.Now(), d.seen)
 }
 
-func (w *classWaiter) unlock() { w.d().mu.Unlock() }
+func (w *classWaiter) Unlock() { w.d().Mu.Unlock() }
 
-func (w *classWaiter) fired(now int64) {
+func (w *classWaiter) Fired(now int64) {
 	d := w.d()
 	if d.armed == w {
 		d.armed = nil
@@ -730,7 +733,7 @@ func (w *classWaiter) fired(now int64) {
 	d.changed(now)
 }
 
-func (w *classWaiter) refund(now int64) {
+func (w *classWaiter) Refund(now int64) {
 	d := w.d()
 	d.serve(now)
 	for i, c := range w.cs {
@@ -741,7 +744,7 @@ func (w *classWaiter) refund(now int64) {
 	d.changed(now)
 }
 
-func (w *classWaiter) leave(now int64) {
+func (w *classWaiter) Leave(now int64) {
 	d := w.d()
 	if d.armed == w {
 		d.armed = nil
@@ -750,7 +753,7 @@ func (w *classWaiter) leave(now int64) {
 	d.changed(now)
 }
 
-func (w *classWaiter) cancelled(int64) {} // classes have no observers
+func (w *classWaiter) Cancelled(int64) {} // classes have no observers
 
 // Acquire waits until cost tokens can be granted to c, then takes them;
 // see Class for where they come from and in which order waiters are
@@ -778,16 +781,16 @@ func (c *Class) WaitTime(cost int64) (time.Duration, error) {
 
 func waitClasses(cs []*Class, costs []int64) (time.Duration, error) {
 	d := cs[0].lock()
-	defer d.mu.Unlock()
+	defer d.Mu.Unlock()
 	if err := checkClasses(cs, costs); err != nil {
 		return 0, err
 	}
 	var t int64
-	now := max(d.now(), d.seen)
+	now := max(d.Now(), d.seen)
 	d.peek(now, func(now int64) {
 		ok := true
 		for i, c := range cs {
-			if costs[i] > 0 && (c.head != nil || c.planNow(costs[i], now, d.queued == 0) < 0) {
+			if costs[i] > 0 && (c.Head != nil || c.planNow(costs[i], now, d.queued == 0) < 0) {
 				ok = false
 			}
 		}
@@ -800,7 +803,7 @@ func waitClasses(cs []*Class, costs []int64) (time.Duration, error) {
 		t = d.project(w, now)
 		d.recycle(w)
 	})
-	if t == never {
+	if t == exact.Never {
 		return 0, fmt.Errorf("%s: %w: no lender's spare will cover %d as the hierarchy stands", className(cs[0]), ErrCostExceedsCapacity, costs[0])
 	}
 	return time.Duration(t - now), nil

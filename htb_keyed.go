@@ -136,7 +136,7 @@ func (k *KeyedClasses[K]) sweepLocked() int {
 
 func (c *Class) isRemoved() bool {
 	d := c.lock()
-	defer d.mu.Unlock()
+	defer d.Mu.Unlock()
 	return c.removed
 }
 
@@ -144,19 +144,19 @@ func (c *Class) isRemoved() bool {
 // buckets are full.
 func (c *Class) removeIfIdle() bool {
 	d := c.lock()
-	defer d.mu.Unlock()
+	defer d.Mu.Unlock()
 	if c.removed {
 		return true
 	}
-	if c.parent == nil || len(c.kids) > 0 || c.head != nil {
+	if c.parent == nil || len(c.kids) > 0 || c.Head != nil {
 		return false
 	}
-	now := max(d.now(), d.seen)
+	now := max(d.Now(), d.seen)
 	// Copies: a level advanced alone would make its parent's spare wrong.
 	gl, cl := c.gl, c.cl
-	c.g.advance(&gl, now)
-	c.c.advance(&cl, now)
-	if gl.tokens < c.g.capacity || cl.tokens < c.c.capacity {
+	c.g.Advance(&gl, now)
+	c.c.Advance(&cl, now)
+	if gl.Tokens < c.g.Cap || cl.Tokens < c.c.Cap {
 		return false
 	}
 	c.removeLocked(d, now)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/queue"
 )
 
 // ClassPermit is the record of costs granted to classes by AcquirePermit
@@ -48,7 +49,7 @@ func (p *ClassPermit) Settle(actual ...int64) error {
 		return err
 	}
 	d := p.cs[0].lock()
-	now := max(d.now(), d.seen)
+	now := max(d.Now(), d.seen)
 	d.serve(now)
 	for i, c := range p.cs {
 		if p.costs[i] > 0 || actual[i] > 0 {
@@ -56,7 +57,7 @@ func (p *ClassPermit) Settle(actual ...int64) error {
 		}
 	}
 	d.changed(now)
-	d.mu.Unlock()
+	d.Mu.Unlock()
 	return nil
 }
 
@@ -80,7 +81,7 @@ func (l *ClassLimiter) timeline() clockwork.Clock {
 	if len(l.cs) == 0 {
 		return clockwork.NewRealClock()
 	}
-	return l.cs[0].d.Load().timers
+	return l.cs[0].d.Load().Timers
 }
 
 // NewClassLimiter returns a ClassLimiter over classes, whose costs are
@@ -165,13 +166,13 @@ func (l *ClassLimiter) Status(dst []LimitStatus) []LimitStatus {
 // grant came from, for a Permit to give it back there.
 func (l *ClassLimiter) tryAcquire(costs []int64, plan []int) (bool, error) {
 	d := l.cs[0].lock()
-	defer d.mu.Unlock()
+	defer d.Mu.Unlock()
 	if err := checkClasses(l.cs, costs); errors.Is(err, ErrClosed) {
 		return false, nil // a closed quota refuses, as a closed bucket does
 	} else if err != nil {
 		return false, err
 	}
-	now := max(d.now(), d.seen)
+	now := max(d.Now(), d.seen)
 	if d.queued > 0 {
 		d.serve(now)
 	}
@@ -211,7 +212,7 @@ func (l *ClassLimiter) WaitTime(costs ...int64) (time.Duration, error) {
 
 // joinDomains puts the classes' hierarchies in one domain.
 func joinDomains(classes []*Class) error {
-	return joinQueues(classes, (*Class).domain, errors.New("throttle: NewClassLimiter: classes use different clocks"),
+	return queue.Join(classes, (*Class).domain, errors.New("throttle: NewClassLimiter: classes use different clocks"),
 		func(ds []*domain) error {
 			for _, o := range ds {
 				if o.queued > 0 {
@@ -228,10 +229,10 @@ func joinDomains(classes []*Class) error {
 // join moves every class of o, which has no waiters, into d. Both are
 // locked.
 func (d *domain) join(o *domain) {
-	delta := int64(o.epoch.Sub(d.epoch))
+	delta := int64(o.Epoch.Sub(d.Epoch))
 	for _, c := range o.classes {
-		c.gl.last += delta
-		c.cl.last += delta
+		c.gl.Last += delta
+		c.cl.Last += delta
 		c.d.Store(d)
 	}
 	d.classes = append(d.classes, o.classes...)

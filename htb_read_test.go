@@ -68,17 +68,17 @@ func invariantsNoMove(t *testing.T, root *Class) {
 
 func holdsChildren(root *Class) (err error) {
 	d := root.lock()
-	defer d.mu.Unlock()
-	now := max(d.now(), d.seen)
+	defer d.Mu.Unlock()
+	now := max(d.Now(), d.seen)
 	var walk func(c *Class)
 	walk = func(c *Class) {
 		if len(c.kids) > 0 {
 			l := c.gl
-			c.g.advance(&l, now)
+			c.g.Advance(&l, now)
 			kl := make([]level, len(c.kids))
 			for i, k := range c.kids {
 				kl[i] = k.gl
-				k.g.advance(&kl[i], now)
+				k.g.Advance(&kl[i], now)
 			}
 			if s := c.spareUnits(&l, func(i int) *level { return &kl[i] }); s.hi < 0 {
 				err = fmt.Errorf("%s holds less than its children: %+v, children %+v", className(c), l, kl)
@@ -147,7 +147,7 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 		for {
 			d := root.lock()
 			q := d.queued
-			d.mu.Unlock()
+			d.Mu.Unlock()
 			for len(returned) > 0 {
 				<-returned
 				done++
@@ -169,12 +169,12 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 		for _, c := range all {
 			c.Tokens()
 			c.Capacity()
-			c.WaitTime(rrng.Int64N(c.g.capacity) + 1)
+			c.WaitTime(rrng.Int64N(c.g.Cap) + 1)
 		}
 	}
 	for op := range ops {
 		c := all[rng.IntN(len(all))]
-		n := rng.Int64N(c.g.capacity) + 1
+		n := rng.Int64N(c.g.Cap) + 1
 		read()
 		switch rng.IntN(7) {
 		case 0, 1:
@@ -184,20 +184,20 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 			// A class within its guarantee finds its tokens: what its own
 			// bucket holds, nobody queued in it, is granted at once.
 			cd := c.lock()
-			now := max(cd.now(), cd.seen)
+			now := max(cd.Now(), cd.seen)
 			cd.changed(now) // as TryAcquire does first: the waiters due take theirs
 			l := c.gl
-			c.g.advance(&l, now)
-			own := l.tokens
+			c.g.Advance(&l, now)
+			own := l.Tokens
 			for _, k := range c.kids {
 				kl := k.gl
-				k.g.advance(&kl, now)
-				own -= kl.tokens + 1 // whole tokens: a child's fraction rounds up
+				k.g.Advance(&kl, now)
+				own -= kl.Tokens + 1 // whole tokens: a child's fraction rounds up
 			}
-			free := c.head == nil
-			cd.mu.Unlock()
+			free := c.Head == nil
+			cd.Mu.Unlock()
 			if free && own >= 1 {
-				m := min(own, c.g.capacity)
+				m := min(own, c.g.Cap)
 				if ok, err := c.TryAcquire(m); !ok || err != nil {
 					t.Fatalf("seed %d op %d (reads %v): %s holds %d of its own guarantee, TryAcquire(%d) = %v, %v", seed, op, reads, c.name, own, m, ok, err)
 				}
@@ -227,7 +227,7 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 			for {
 				cd := c.lock()
 				q := cd.queued
-				cd.mu.Unlock()
+				cd.Mu.Unlock()
 				if q == started-done-len(returned) {
 					break
 				}
@@ -241,8 +241,8 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 			// Which permits exist must not depend on whether a timer's
 			// goroutine has run: serve what is due, as Settle does first.
 			cd := c.lock()
-			cd.serve(max(cd.now(), cd.seen))
-			cd.mu.Unlock()
+			cd.serve(max(cd.Now(), cd.seen))
+			cd.Mu.Unlock()
 			settle()
 			if len(permits) > 0 {
 				i := rng.IntN(len(permits))
@@ -266,7 +266,7 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 	}
 	d = root.lock()
 	d.onGrant = nil
-	d.mu.Unlock()
+	d.Mu.Unlock()
 	// Grants are in the order of their instants, ties in the order served.
 	return append(trace, grants...)
 }

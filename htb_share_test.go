@@ -28,10 +28,10 @@ type grantRec struct {
 func newQuotaCheck(t *testing.T, root *Class) *quotaCheck {
 	q := &quotaCheck{
 		t:        t,
-		capacity: new(big.Rat).SetInt64(root.g.capacity),
+		capacity: new(big.Rat).SetInt64(root.g.Cap),
 		perNs:    big.NewRat(root.rate.tokens, int64(root.rate.period)),
-		level:    new(big.Rat).SetInt64(root.g.capacity),
-		last:     root.gl.last,
+		level:    new(big.Rat).SetInt64(root.g.Cap),
+		last:     root.gl.Last,
 		grants:   map[*Class][]grantRec{},
 	}
 	d := root.d.Load()
@@ -81,14 +81,14 @@ func (q *quotaCheck) sum(c *Class, from, to int64) int64 {
 func saturate(t *testing.T, d *domain, active []*Class, depth int, now int64) {
 	for _, c := range active {
 		n := 0
-		for e := c.head; e != nil; e = e.next {
+		for e := c.Head; e != nil; e = e.Next {
 			n++
 		}
 		for ; n < depth; n++ {
 			w := d.waiter(c.self[:], []int64{1})
-			w.done = make(chan struct{}, 1)
-			w.timer = d.idleTimer()
-			w.since = now
+			w.Done = make(chan struct{}, 1)
+			w.Timer = d.IdleTimer()
+			w.Since = now
 			d.push(w)
 		}
 	}
@@ -103,21 +103,21 @@ func runShare(t *testing.T, root *Class, step, end time.Duration, active func(ti
 // runShareDepth is runShare keeping depth waiters queued on each active
 // class at every step.
 func runShareDepth(t *testing.T, root *Class, step, end time.Duration, depth int, active func(time.Duration) []*Class) {
-	clk := root.d.Load().clock.(interface {
+	clk := root.d.Load().Clock.(interface {
 		Advance(time.Duration)
 	})
 	d := root.d.Load()
 	for at := time.Duration(0); at < end; at += step {
-		d.mu.Lock()
-		now := d.now()
+		d.Mu.Lock()
+		now := d.Now()
 		saturate(t, d, active(at), depth, now)
 		d.changed(now)
-		d.mu.Unlock()
+		d.Mu.Unlock()
 		clk.Advance(step)
 	}
-	d.mu.Lock()
-	d.changed(d.now())
-	d.mu.Unlock()
+	d.Mu.Lock()
+	d.changed(d.Now())
+	d.Mu.Unlock()
 }
 
 func newTeams(t *testing.T) (root, a, b, c *Class) {

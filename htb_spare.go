@@ -3,6 +3,8 @@ package throttle
 import (
 	"math"
 	"math/bits"
+
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // i128 is a signed 128-bit integer, for the exact sum of levels counted in
@@ -14,8 +16,8 @@ type i128 struct {
 
 // units returns l as a count of 1/den tokens.
 func units(l *level, den uint64) i128 {
-	neg := l.tokens < 0
-	t := uint64(l.tokens)
+	neg := l.Tokens < 0
+	t := uint64(l.Tokens)
 	if neg {
 		t = -t
 	}
@@ -24,7 +26,7 @@ func units(l *level, den uint64) i128 {
 	if neg {
 		v = v.neg()
 	}
-	return v.add(i128{lo: l.frac})
+	return v.add(i128{lo: l.Frac})
 }
 
 func (a i128) add(b i128) i128 {
@@ -46,7 +48,7 @@ func (a i128) less(b i128) bool {
 // spareUnits is x's spare in 1/den tokens from the levels as they are:
 // its guarantee bucket minus its children's.
 func (x *Class) spareUnits(l *level, kids func(i int) *level) i128 {
-	den := x.g.den
+	den := x.g.Den
 	s := units(l, den)
 	for i := range x.kids {
 		s = s.sub(units(kids(i), den))
@@ -57,54 +59,54 @@ func (x *Class) spareUnits(l *level, kids func(i int) *level) i128 {
 // spareTokens advances x and its children to now and returns x's spare in
 // whole tokens, rounded down, at most x's capacity; negative means none.
 func (x *Class) spareTokens(now int64) int64 {
-	x.g.advance(&x.gl, now)
+	x.g.Advance(&x.gl, now)
 	for _, k := range x.kids {
-		k.g.advance(&k.gl, now)
+		k.g.Advance(&k.gl, now)
 	}
 	s := x.spareUnits(&x.gl, func(i int) *level { return &x.kids[i].gl })
 	if s.hi < 0 {
 		return -1
 	}
-	if uint64(s.hi) >= x.g.den {
-		return x.g.capacity
+	if uint64(s.hi) >= x.g.Den {
+		return x.g.Cap
 	}
-	q, _ := bits.Div64(uint64(s.hi), s.lo, x.g.den)
-	return int64(min(q, uint64(x.g.capacity)))
+	q, _ := bits.Div64(uint64(s.hi), s.lo, x.g.Den)
+	return int64(min(q, uint64(x.g.Cap)))
 }
 
 // spareCovers advances x and its children to now and reports whether x's
 // spare covers n tokens.
 func (x *Class) spareCovers(n, now int64) bool {
-	x.g.advance(&x.gl, now)
+	x.g.Advance(&x.gl, now)
 	if len(x.kids) == 0 {
-		return x.gl.tokens >= n
+		return x.gl.Tokens >= n
 	}
-	den := x.g.den
+	den := x.g.Den
 	s := units(&x.gl, den)
 	for _, k := range x.kids {
-		k.g.advance(&k.gl, now)
+		k.g.Advance(&k.gl, now)
 		s = s.sub(units(&k.gl, den))
 	}
-	return !s.less(units(&level{tokens: n}, den))
+	return !s.less(units(&level{Tokens: n}, den))
 }
 
 // spareCoversAt reports whether x's spare would cover n at t, with no
 // grant in between, leaving the levels as they are.
 func (x *Class) spareCoversAt(n, t int64) bool {
 	l := x.gl
-	x.g.advance(&l, t)
+	x.g.Advance(&l, t)
 	if len(x.kids) == 0 {
-		return l.tokens >= n
+		return l.Tokens >= n
 	}
 	var buf [8]level
 	kl := buf[:0]
 	for _, k := range x.kids {
 		c := k.gl
-		k.g.advance(&c, t)
+		k.g.Advance(&c, t)
 		kl = append(kl, c)
 	}
 	s := x.spareUnits(&l, func(i int) *level { return &kl[i] })
-	return !s.less(units(&level{tokens: n}, x.g.den))
+	return !s.less(units(&level{Tokens: n}, x.g.Den))
 }
 
 // spareReady returns the first instant at or after lo at which x's spare
@@ -115,14 +117,14 @@ func (x *Class) spareCoversAt(n, t int64) bool {
 // up to the instant x fills, where the search for the first instant ends.
 func (x *Class) spareReady(n, lo int64) int64 {
 	if len(x.kids) == 0 {
-		return max(lo, x.g.readyAt(&x.gl, n))
+		return max(lo, x.g.ReadyAt(&x.gl, n))
 	}
 	if x.spareCoversAt(n, lo) {
 		return lo
 	}
-	hi := x.g.readyAt(&x.gl, x.g.capacity)
-	if hi <= lo || hi == never || !x.spareCoversAt(n, hi) {
-		return never
+	hi := x.g.ReadyAt(&x.gl, x.g.Cap)
+	if hi <= lo || hi == exact.Never || !x.spareCoversAt(n, hi) {
+		return exact.Never
 	}
 	// The spare covers n at hi and not at lo: find the first instant.
 	for hi-lo > 1 {

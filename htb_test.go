@@ -15,9 +15,9 @@ import (
 // classQueued returns the number of waiters in c's queue.
 func classQueued(c *Class) int {
 	d := c.lock()
-	defer d.mu.Unlock()
+	defer d.Mu.Unlock()
 	n := 0
-	for e := c.head; e != nil; e = e.next {
+	for e := c.Head; e != nil; e = e.Next {
 		n++
 	}
 	return n
@@ -90,7 +90,7 @@ func TestClassValidation(t *testing.T) {
 		}
 	}
 	a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(3000, time.Minute)}) // 50/s
-	if got := a.g.capacity; got != 50 {
+	if got := a.g.Cap; got != 50 {
 		t.Errorf("default burst %d, want the share 50", got)
 	}
 	mustClass(t, root, ClassConfig{Name: "b", Rate: Per(40, time.Second)})
@@ -178,8 +178,8 @@ func TestClassDepth2(t *testing.T) {
 func invariants(t *testing.T, root *Class) {
 	t.Helper()
 	d := root.lock()
-	defer d.mu.Unlock()
-	now := max(d.now(), d.seen)
+	defer d.Mu.Unlock()
+	now := max(d.Now(), d.seen)
 	var walk func(c *Class)
 	walk = func(c *Class) {
 		if len(c.kids) > 0 {
@@ -495,24 +495,24 @@ func TestClassWaitTimeExact(t *testing.T) {
 		var cs []*Class
 		for _, share := range []int64{5, 3, 2} {
 			r := root.rate.tokens * share / 10
-			c, err := root.NewClass(ClassConfig{Rate: Per(r, time.Second), Burst: max(root.g.capacity*share/20, 1)})
+			c, err := root.NewClass(ClassConfig{Rate: Per(r, time.Second), Burst: max(root.g.Cap*share/20, 1)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			cs = append(cs, c)
 		}
-		sub, err := cs[0].NewClass(ClassConfig{Rate: Per(cs[0].rate.tokens/3, time.Second), Burst: 1 + rng.Int64N(cs[0].g.capacity/2)})
+		sub, err := cs[0].NewClass(ClassConfig{Rate: Per(cs[0].rate.tokens/3, time.Second), Burst: 1 + rng.Int64N(cs[0].g.Cap/2)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cs = append(cs, sub)
 		for range 10 {
 			c := cs[rng.IntN(len(cs))]
-			c.TryAcquire(rng.Int64N(c.g.capacity) + 1)
+			c.TryAcquire(rng.Int64N(c.g.Cap) + 1)
 			clk.Advance(time.Duration(rng.Int64N(int64(50 * time.Millisecond))))
 		}
 		c := cs[rng.IntN(len(cs))]
-		n := rng.Int64N(c.c.capacity) + 1
+		n := rng.Int64N(c.c.Cap) + 1
 		w, err := c.WaitTime(n)
 		if err != nil || w == 0 {
 			continue

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // ErrInvalidLimit is returned, joined with the error New gives for it, by
@@ -119,11 +120,11 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 	if o.maxKeys != 0 {
 		k.max = max(int64(o.maxKeys), 0)
 	}
-	k.room.Store(never)
+	k.room.Store(exact.Never)
 	for i := range k.shards {
 		s := &k.shards[i]
 		s.seed = k.seed
-		s.next, s.passMin, s.scanMin = never, never, never
+		s.next, s.passMin, s.scanMin = exact.Never, exact.Never, exact.Never
 		if k.max > 0 {
 			s.count, s.room = &k.count, &k.room
 		}
@@ -172,15 +173,15 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 	}
 	p := e.prof()
 	var ok bool
-	if c := costs; e.plain() && len(c) == 1 && c[0] > 0 && c[0] <= p.shapes[0].capacity {
+	if c := costs; e.plain() && len(c) == 1 && c[0] > 0 && c[0] <= p.shapes[0].Cap {
 		// One limit, compact, a valid cost: e.try, unrolled.
 		sh := &p.shapes[0]
-		l := sh.unpack(e.lvl)
-		sh.advance(&l, now)
-		if ok = l.tokens >= c[0] && l.last <= now; ok {
-			l.take(c[0])
+		l := sh.Unpack(e.lvl)
+		sh.Advance(&l, now)
+		if ok = l.Tokens >= c[0] && l.Last <= now; ok {
+			l.Take(c[0])
 		}
-		e.lvl = sh.pack(l)
+		e.lvl = sh.Pack(l)
 	} else {
 		if err := p.check(costs); err != nil {
 			s.mu.Unlock()
@@ -243,7 +244,7 @@ func (k *Keyed[K]) WaitTime(key K, costs ...int64) (time.Duration, error) {
 	t := e.readyAt(costs, now)
 	s.sweep(now, steps)
 	s.mu.Unlock()
-	if t == never {
+	if t == exact.Never {
 		if err := p.noRefill(costs); err != nil {
 			return 0, err
 		}
@@ -407,7 +408,7 @@ type profile struct {
 	view  *Limiter
 	ietf  *ietfCache // the Keyed's header values of these limits, once asked for
 	plain extra      // the extra of this profile's keys of one limit with no Limiter
-	wide  bool       // the first level does not pack (see packed); set with plain.p
+	wide  bool       // the first level does not pack (see exact.Packed); set with plain.p
 }
 
 func newProfile(limits []Limit, sig string) (*profile, error) {
@@ -421,20 +422,9 @@ func newProfile(limits []Limit, sig string) (*profile, error) {
 			return nil, fmt.Errorf("%w: limit %q: %w", ErrInvalidLimit, l.Name, err)
 		}
 		p.shapes[i] = s
-		p.horizon = max(p.horizon, s.refillTime())
+		p.horizon = max(p.horizon, s.RefillTime())
 	}
 	return p, nil
-}
-
-// refillTime is how long s takes to refill from empty, rounded up and
-// saturated at never; 0 if it never refills, since no use of such a limit
-// is made cheaper by keeping it.
-func (s *shape) refillTime() int64 {
-	if s.num == 0 {
-		return 0
-	}
-	var l level
-	return s.readyAt(&l, s.capacity)
 }
 
 // bucket is a stand-in for limit i, for the error helpers shared with
@@ -453,7 +443,7 @@ func (p *profile) check(costs []int64) error {
 		if c < 0 {
 			return limitErr(p.bucket(i), ErrInvalidCost, c)
 		}
-		if err := p.shapes[i].over(c); err != nil {
+		if err := over(&p.shapes[i], c); err != nil {
 			return limitErr(p.bucket(i), err, c)
 		}
 		any = any || c > 0
@@ -476,7 +466,7 @@ func (p *profile) checkWait(costs []int64) error {
 // noRefill is noRefill of acquire.go for a key that is not held.
 func (p *profile) noRefill(costs []int64) error {
 	for i, s := range p.shapes {
-		if costs[i] > 0 && s.num == 0 {
+		if costs[i] > 0 && s.Num == 0 {
 			return limitErr(p.bucket(i), ErrNoRefill, costs[i])
 		}
 	}

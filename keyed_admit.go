@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // decision is what admit decided for a key held compactly.
@@ -68,21 +69,21 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool, 
 	for i := range p.shapes {
 		sh, l := &p.shapes[i], e.get(i)
 		reset := time.Duration(-1)
-		if t := sh.readyAt(&l, sh.capacity); t != never {
+		if t := sh.ReadyAt(&l, sh.Cap); t != exact.Never {
 			reset = time.Duration(t - now)
 		}
 		status = append(status, LimitStatus{
 			Name:      p.limits[i].Name,
-			Capacity:  sh.capacity,
+			Capacity:  sh.Cap,
 			Rate:      p.limits[i].Rate,
-			Remaining: max(l.tokens, 0),
+			Remaining: max(l.Tokens, 0),
 			Reset:     reset,
 		})
 	}
 	d.Status = status
 	if !d.OK {
 		d.Wait = -1
-		if t := e.readyAt(costs, now); t != never {
+		if t := e.readyAt(costs, now); t != exact.Never {
 			d.Wait = time.Duration(t - now)
 		}
 	}

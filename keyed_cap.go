@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // ErrTooManyKeys is returned by the calls on a key that finds a Keyed at its
@@ -134,7 +135,7 @@ func (k *Keyed[K]) makeRoom(s *shard[K], now int64) bool {
 	if now < room {
 		return budget < roomBudget
 	}
-	earliest, whole := int64(never), true
+	earliest, whole := int64(exact.Never), true
 	for range numShards {
 		if budget <= 0 {
 			whole = false

@@ -22,7 +22,7 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 		if err != nil {
 			panic("throttle: a validated limit failed: " + err.Error())
 		}
-		b.g.Load().epoch = k.epoch // nobody else has seen the bucket yet
+		b.g.Load().Epoch = k.epoch // nobody else has seen the bucket yet
 		b.lvl = e.get(i)
 		bs[i] = b
 	}
@@ -64,16 +64,16 @@ func (h *held) idle(all bool, horizon int64) bool {
 		return false
 	}
 	g := h.lim.bs[0].lock()
-	defer g.mu.Unlock()
-	if g.head != nil {
+	defer g.Mu.Unlock()
+	if g.Head != nil {
 		return false
 	}
-	now := g.now()
-	if !all && now-h.lim.bs[0].lvl.last < horizon {
+	now := g.Now()
+	if !all && now-h.lim.bs[0].lvl.Last < horizon {
 		return false
 	}
 	for _, b := range h.lim.bs {
-		if b.paused > now || b.readyAt(&b.lvl, b.capacity) > now {
+		if b.paused > now || b.ReadyAt(&b.lvl, b.Cap) > now {
 			return false
 		}
 	}

@@ -39,12 +39,12 @@ func newIETFCache(p *profile) *ietfCache {
 	c.policy = c.policy[:len(c.policy):len(c.policy)]
 	c.name = fields.Quote(fields.PolicyName(p.limits[0].Name))
 	sh := &p.shapes[0]
-	if len(p.limits) != 1 || sh.num == 0 || sh.inf {
+	if len(p.limits) != 1 || sh.Num == 0 || sh.Inf {
 		return c
 	}
-	secs := fields.CeilDiv(time.Duration(sh.refillTime()), time.Second)
-	if n := (sh.capacity + 1) * (secs + 1); sh.capacity >= 0 && secs < maxIETFValues && n > 0 && n <= maxIETFValues {
-		c.cap, c.secs = sh.capacity, secs
+	secs := fields.CeilDiv(time.Duration(sh.RefillTime()), time.Second)
+	if n := (sh.Cap + 1) * (secs + 1); sh.Cap >= 0 && secs < maxIETFValues && n > 0 && n <= maxIETFValues {
+		c.cap, c.secs = sh.Cap, secs
 		c.state = make([]atomic.Pointer[[]string], n)
 		c.retry = make([]atomic.Pointer[[]string], secs+1)
 	}

@@ -1,11 +1,15 @@
 package throttle
 
-import "time"
+import (
+	"time"
+
+	"github.com/throttlekit/throttle/internal/exact"
+)
 
 // rejectedWait is group.rejectedWait for a compact key, whose refused
 // TryAcquire reports the wait WaitTime would give, as a held key's does.
 func (e *entry[K]) rejectedWait(costs []int64, now int64) time.Duration {
-	if t := e.readyAt(costs, now); t != never {
+	if t := e.readyAt(costs, now); t != exact.Never {
 		return time.Duration(t - now)
 	}
 	return 0

@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/maphash"
-	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // The sweep's pace and grain. A shard's entries are split into chunks of
@@ -71,49 +72,23 @@ type shard[K comparable] struct {
 // needs nothing else.
 type entry[K comparable] struct {
 	key K
-	x   *extra // never nil; the profile's plain extra for one limit and no Limiter
-	lvl packed // the first limit's level, unless the profile is wide
-}
-
-// packed is a compact key's first level in 16 bytes: tokens*den + frac, and
-// the instant. It is exact for a level from 0 to capacity tokens, which a
-// compact key's always is (it takes only what it has, and never owes), in
-// a profile whose (capacity+1)*den fits in 64 bits; the first level of a
-// key of any other (wide) profile is kept in its own extra.
-type packed struct {
-	v    uint64
-	last int64
-}
-
-func (s *shape) pack(l level) packed { return packed{v: uint64(l.tokens)*s.den + l.frac, last: l.last} }
-
-func (s *shape) unpack(pk packed) level {
-	t := s.perDen.div(pk.v)
-	return level{tokens: int64(t), frac: pk.v - t*s.den, last: pk.last}
-}
-
-// packs reports whether a level of s from 0 to capacity fits in packed.
-func (s *shape) packs() bool {
-	if s.capacity < 0 {
-		return false
-	}
-	hi, _ := bits.Mul64(uint64(s.capacity)+1, s.den)
-	return hi == 0
+	x   *extra       // never nil; the profile's plain extra for one limit and no Limiter
+	lvl exact.Packed // the first limit's level, unless the profile is wide
 }
 
 // newEntry returns the entry of a fresh key of p: full at now.
 func newEntry[K comparable](key K, p *profile, now int64) entry[K] {
 	if p.plain.p == nil {
-		p.plain.p, p.wide = p, !p.shapes[0].packs()
+		p.plain.p, p.wide = p, !p.shapes[0].Packs()
 	}
 	e := entry[K]{key: key, x: &p.plain}
-	full := level{tokens: p.shapes[0].capacity, last: now}
+	full := level{Tokens: p.shapes[0].Cap, Last: now}
 	if n := len(p.shapes); n > 1 || p.wide {
 		e.x = &extra{p: p}
 		if n > 1 {
 			e.x.more = make([]level, n-1)
 			for j := range e.x.more {
-				e.x.more[j] = level{tokens: p.shapes[j+1].capacity, last: now}
+				e.x.more[j] = level{Tokens: p.shapes[j+1].Cap, Last: now}
 			}
 		}
 	}
@@ -137,7 +112,7 @@ func (e *entry[K]) get(i int) level {
 	case p.wide:
 		return e.x.first
 	default:
-		return p.shapes[0].unpack(e.lvl)
+		return p.shapes[0].Unpack(e.lvl)
 	}
 }
 
@@ -149,7 +124,7 @@ func (e *entry[K]) set(i int, l level) {
 	case p.wide:
 		e.x.first = l
 	default:
-		e.lvl = p.shapes[0].pack(l)
+		e.lvl = p.shapes[0].Pack(l)
 	}
 }
 
@@ -161,10 +136,10 @@ func (e *entry[K]) readyAt(costs []int64, now int64) int64 {
 	shapes := e.prof().shapes
 	for i := range shapes {
 		s, l := &shapes[i], e.get(i)
-		s.advance(&l, now)
+		s.Advance(&l, now)
 		e.set(i, l)
 		if c := costs[i]; c != 0 {
-			t = max(t, s.readyAt(&l, c))
+			t = max(t, s.ReadyAt(&l, c))
 		}
 	}
 	return t
@@ -178,7 +153,7 @@ func (e *entry[K]) try(costs []int64, now int64) bool {
 	for i, c := range costs {
 		if c != 0 {
 			l := e.get(i)
-			l.take(c)
+			l.Take(c)
 			e.set(i, l)
 		}
 	}
@@ -196,12 +171,12 @@ func (e *entry[K]) idle(now int64, all bool) bool {
 	}
 	// Every call on the key advances all its levels, so the first level's
 	// last is the instant of the last call.
-	if !all && now-e.get(0).last < p.horizon {
+	if !all && now-e.get(0).Last < p.horizon {
 		return false
 	}
 	for i := range p.shapes {
 		s, l := &p.shapes[i], e.get(i)
-		if s.readyAt(&l, s.capacity) > now {
+		if s.ReadyAt(&l, s.Cap) > now {
 			return false
 		}
 	}
@@ -219,12 +194,12 @@ func (e *entry[K]) due(now int64) int64 {
 		if h.idle(false, p.horizon) {
 			return now
 		}
-		return addSat(now, uint64(max(p.horizon, heldRecheck)))
+		return exact.AddSat(now, uint64(max(p.horizon, heldRecheck)))
 	}
-	t := addSat(e.get(0).last, uint64(p.horizon))
+	t := exact.AddSat(e.get(0).Last, uint64(p.horizon))
 	for i := range p.shapes {
 		s, l := &p.shapes[i], e.get(i)
-		t = max(t, s.readyAt(&l, s.capacity))
+		t = max(t, s.ReadyAt(&l, s.Cap))
 	}
 	return t
 }
@@ -356,9 +331,9 @@ func (s *shard[K]) insert(key K, tag uint32, p *profile, now int64) *entry[K] {
 	s.place(tag, i)
 	s.peak = max(s.peak, s.ents.n)
 	if c := i / dueChunk; c == len(s.dues) {
-		s.dues = append(s.dues, never)
+		s.dues = append(s.dues, exact.Never)
 	}
-	s.noteDue(i, addSat(now, uint64(p.horizon))) // a fresh key is full
+	s.noteDue(i, exact.AddSat(now, uint64(p.horizon))) // a fresh key is full
 	return e
 }
 
@@ -399,7 +374,7 @@ func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 	for ; steps > 0; steps-- {
 		if s.cursor >= s.ents.n {
 			s.cursor = 0
-			s.next, s.passMin = s.passMin, never
+			s.next, s.passMin = s.passMin, exact.Never
 			if now < s.next || s.ents.n == 0 {
 				break
 			}
@@ -411,7 +386,7 @@ func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 				s.cursor += dueChunk
 				continue
 			}
-			s.scanMin = never
+			s.scanMin = exact.Never
 		}
 		if d := s.ents.at(s.cursor).due(now); d <= now {
 			s.drop(s.cursor) // the entry moved here is looked at next
@@ -436,14 +411,14 @@ func (s *shard[K]) sweepDue(now int64, steps int) (left int) {
 // redue recomputes every chunk's due, after Sweep, and starts a new pass.
 func (s *shard[K]) redue(now int64) {
 	s.dues = s.dues[:0]
-	s.next, s.passMin, s.scanMin, s.cursor = never, never, never, 0
+	s.next, s.passMin, s.scanMin, s.cursor = exact.Never, exact.Never, exact.Never, 0
 	for j := range s.ents.n {
 		if j%dueChunk == 0 {
-			s.dues = append(s.dues, never)
+			s.dues = append(s.dues, exact.Never)
 		}
 		s.noteDue(j, s.ents.at(j).due(now))
 	}
-	s.passMin = never
+	s.passMin = exact.Never
 }
 
 // drop removes entry i, moving the last entry into its place.
@@ -484,7 +459,7 @@ func (s *shard[K]) shrink() {
 	if n == 0 {
 		s.table, s.ents, s.profiles, s.last, s.dues = nil, entries[K]{}, nil, nil, nil
 		s.peak, s.cursor = 0, 0
-		s.next, s.passMin, s.scanMin = never, never, never
+		s.next, s.passMin, s.scanMin = exact.Never, exact.Never, exact.Never
 		return
 	}
 	if s.peak < minRebuild || n >= s.peak/4 {

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // oneLimit configures every key with 10 tokens refilled at 10 a second.
@@ -370,7 +371,7 @@ func keyedProperty(t *testing.T, seed uint64, ops int) {
 		case r < 85:
 			l := k.Limiter(key)
 			i := rng.IntN(len(rl.bs))
-			n := rng.Int64N(rl.bs[i].capacity + 1)
+			n := rng.Int64N(rl.bs[i].Cap + 1)
 			l.bs[i].Drain(n)
 			rl.bs[i].Drain(n)
 			runtime.KeepAlive(l)
@@ -651,7 +652,7 @@ func TestKeyedConcurrent(t *testing.T) {
 func TestKeyedTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := &shard[int]{seed: NewKeyed(oneLimit).seed}
-	p := &profile{limits: oneLimit(0), shapes: []shape{{capacity: 1, num: 1, den: 1, perDen: newDivider(1)}}}
+	p := &profile{limits: oneLimit(0), shapes: []shape{{Cap: 1, Num: 1, Den: 1, PerDen: exact.NewDivider(1)}}}
 	want := map[int]bool{}
 	for op := range 200_000 {
 		key := rng.IntN(300)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/queue"
 )
 
 // Limiter spends on several buckets at once, all or nothing: a provider's
@@ -62,7 +64,7 @@ func limiterOver(bs []*Bucket) Limiter {
 
 // join puts buckets in one group.
 func join(buckets []*Bucket) error {
-	return joinQueues(buckets, (*Bucket).grp, errors.New("throttle: NewLimiter: buckets use different clocks"),
+	return queue.Join(buckets, (*Bucket).grp, errors.New("throttle: NewLimiter: buckets use different clocks"),
 		func(gs []*group) error {
 			for _, o := range gs[1:] {
 				gs[0].join(o)
@@ -115,7 +117,7 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	}
 	g := l.bs[0].lock()
 	if err := check(l.bs, costs); err != nil {
-		g.mu.Unlock()
+		g.Mu.Unlock()
 		if errors.Is(err, ErrClosed) {
 			if l.obs {
 				observe(l.bs, costs, EventRejected, 0)
@@ -124,8 +126,8 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 		}
 		return false, err
 	}
-	now := g.now()
-	if g.head != nil {
+	now := g.Now()
+	if g.Head != nil {
 		g.serve(now)
 	}
 	ok := g.takeNow(l.bs, costs, now)
@@ -133,7 +135,7 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	if !ok && l.obs {
 		wait = g.rejectedWait(l.bs, costs, now)
 	}
-	g.mu.Unlock()
+	g.Mu.Unlock()
 	if l.obs {
 		kind := EventRejected
 		if ok {
@@ -202,7 +204,7 @@ func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err er
 		err = w.await(ctx, g, now)
 	}
 	if w.queued {
-		waited = l.bs[0].g.Load().now() - w.since
+		waited = l.bs[0].g.Load().Now() - w.Since
 	}
 	g.recycle(w)
 	return waited, err

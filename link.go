@@ -18,7 +18,7 @@ func init() {
 		Take: func(ctx context.Context, l *Limiter, costs []int64) (int64, error) {
 			return l.take(ctx, costs)
 		},
-		Now:    func(l *Limiter) int64 { return l.bs[0].g.Load().now() },
+		Now:    func(l *Limiter) int64 { return l.bs[0].g.Load().Now() },
 		Clock:  clockOf,
 		Ext:    func(l *Limiter) any { return l.ext },
 		SetExt: func(l *Limiter, v any) { l.ext = v },
@@ -55,7 +55,7 @@ func init() {
 func clockOf(g any) clockwork.Clock {
 	switch g := g.(type) {
 	case *Limiter:
-		return g.bs[0].g.Load().timers
+		return g.bs[0].g.Load().Timers
 	case *ClassLimiter:
 		return g.timeline()
 	case *Marker:
@@ -76,9 +76,9 @@ func observeBucket(b *Bucket, e Event) bool {
 // queued returns the number of waiters in b's queue.
 func (b *Bucket) queued() int {
 	g := b.lock()
-	defer g.mu.Unlock()
+	defer g.Mu.Unlock()
 	n := 0
-	for w := g.head; w != nil; w = w.next {
+	for w := g.Head; w != nil; w = w.Next {
 		n++
 	}
 	return n

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // Rate returns the bucket's current rate.
 func (b *Bucket) Rate() Rate {
 	g := b.lock()
-	defer g.mu.Unlock()
+	defer g.Mu.Unlock()
 	return b.rate
 }
 
@@ -20,16 +22,16 @@ func (b *Bucket) Rate() Rate {
 // nanoseconds). Queued waiters are re-timed at once.
 func (b *Bucket) SetRate(r Rate) error {
 	g := b.lock()
-	defer g.mu.Unlock()
-	s, err := r.shape(b.capacity)
+	defer g.Mu.Unlock()
+	s, err := r.shape(b.Cap)
 	if err != nil {
 		return err
 	}
-	now := g.now()
+	now := g.Now()
 	g.serve(now)
-	b.advance(&b.lvl, now)
-	b.lvl.frac = rescale(b.lvl.frac, b.den, s.den)
-	b.num, b.den, b.perDen, b.inf, b.rate = s.num, s.den, s.perDen, s.inf, r
+	b.Advance(&b.lvl, now)
+	b.lvl.Frac = exact.Rescale(b.lvl.Frac, b.Den, s.Den)
+	b.Num, b.Den, b.PerDen, b.Inf, b.rate = s.Num, s.Den, s.PerDen, s.Inf, r
 	g.changed(now)
 	return nil
 }
@@ -57,21 +59,21 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 		}
 	}()
 	g := b.lock()
-	defer g.mu.Unlock()
-	now := g.now()
+	defer g.Mu.Unlock()
+	now := g.Now()
 	g.serve(now)
-	b.advance(&b.lvl, now)
-	b.capacity = capacity
-	if b.lvl.tokens >= capacity {
-		b.lvl.tokens, b.lvl.frac = capacity, 0
+	b.Advance(&b.lvl, now)
+	b.Cap = capacity
+	if b.lvl.Tokens >= capacity {
+		b.lvl.Tokens, b.lvl.Frac = capacity, 0
 	}
-	for w := g.head; w != nil; {
-		next := w.next
+	for w := g.Head; w != nil; {
+		next := w.Next
 		for i, wb := range w.bs {
-			if err := b.over(w.costs[i]); wb == b && err != nil {
+			if err := over(&b.shape, w.costs[i]); wb == b && err != nil {
 				failed = append(failed, failure{slices.Clone(w.bs), slices.Clone(w.costs)})
 				g.remove(w)
-				w.finish(limitErr(b, err, w.costs[i]))
+				w.Finish(limitErr(b, err, w.costs[i]))
 				break
 			}
 		}
@@ -88,18 +90,18 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 // extends the current one; an earlier one never shortens it.
 func (b *Bucket) PauseUntil(t time.Time) {
 	g := b.lock()
-	until := g.instant(t)
+	until := g.Instant(t)
 	if until <= b.paused {
-		g.mu.Unlock()
+		g.Mu.Unlock()
 		return
 	}
-	now := g.now()
+	now := g.Now()
 	g.serve(now)
-	b.advance(&b.lvl, now)
+	b.Advance(&b.lvl, now)
 	b.paused = until
-	b.lvl.last = max(b.lvl.last, until)
+	b.lvl.Last = max(b.lvl.Last, until)
 	g.changed(now)
-	g.mu.Unlock()
+	g.Mu.Unlock()
 	if b.obs != nil {
 		b.obs.Observe(Event{Kind: EventPaused, Limit: b.name, Until: t})
 	}
@@ -109,11 +111,11 @@ func (b *Bucket) PauseUntil(t time.Time) {
 // is not paused now.
 func (b *Bucket) PausedUntil() (time.Time, bool) {
 	g := b.lock()
-	defer g.mu.Unlock()
-	if b.paused <= g.now() {
+	defer g.Mu.Unlock()
+	if b.paused <= g.Now() {
 		return time.Time{}, false
 	}
-	return g.epoch.Add(time.Duration(b.paused)), true
+	return g.Epoch.Add(time.Duration(b.paused)), true
 }
 
 // Drain lowers the level to remaining if it is above: what a server
@@ -122,12 +124,12 @@ func (b *Bucket) PausedUntil() (time.Time, bool) {
 func (b *Bucket) Drain(remaining int64) {
 	remaining = max(remaining, 0)
 	g := b.lock()
-	defer g.mu.Unlock()
-	now := g.now()
+	defer g.Mu.Unlock()
+	now := g.Now()
 	g.serve(now)
-	b.advance(&b.lvl, now)
-	if b.lvl.tokens > remaining || (b.lvl.tokens == remaining && b.lvl.frac > 0) {
-		b.lvl.tokens, b.lvl.frac = remaining, 0
+	b.Advance(&b.lvl, now)
+	if b.lvl.Tokens > remaining || (b.lvl.Tokens == remaining && b.lvl.Frac > 0) {
+		b.lvl.Tokens, b.lvl.Frac = remaining, 0
 		g.changed(now)
 	}
 }
@@ -149,14 +151,14 @@ func (b *Bucket) adjust(n int64, refund bool) error {
 		return ErrInvalidCost
 	}
 	g := b.lock()
-	defer g.mu.Unlock()
-	now := g.now()
+	defer g.Mu.Unlock()
+	now := g.Now()
 	g.serve(now)
-	b.advance(&b.lvl, now)
+	b.Advance(&b.lvl, now)
 	if refund {
-		b.give(&b.lvl, n)
+		b.Give(&b.lvl, n)
 	} else {
-		b.lvl.take(n)
+		b.lvl.Take(n)
 	}
 	g.changed(now)
 	return nil

@@ -84,18 +84,18 @@ func (p *permit) Keep() {
 // settle corrects costs taken from bs to actual.
 func settle(bs []*Bucket, costs, actual []int64) {
 	g := bs[0].lock()
-	now := g.now()
+	now := g.Now()
 	g.serve(now)
 	for i, b := range bs {
-		b.advance(&b.lvl, now)
+		b.Advance(&b.lvl, now)
 		if d := actual[i] - costs[i]; d < 0 {
-			b.give(&b.lvl, -d)
+			b.Give(&b.lvl, -d)
 		} else {
-			b.lvl.take(d)
+			b.lvl.Take(d)
 		}
 	}
 	g.changed(now)
-	g.mu.Unlock()
+	g.Mu.Unlock()
 	observeSettled(bs, costs, actual)
 }
 

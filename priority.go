@@ -40,7 +40,7 @@ func priorityOf(ctx context.Context) int { return PriorityOf(ctx) }
 // goes, or nil for the end of the queue: the common case, one comparison.
 func (g *group) insertionPoint(p int) *waiter {
 	var at *waiter
-	for v := g.last; v != nil && v.priority < p && v.overtaken < MaxOvertake && v.rsv == nil; v = v.prev {
+	for v := g.Last; v != nil && v.priority < p && v.overtaken < MaxOvertake && v.rsv == nil; v = v.Prev {
 		at = v
 	}
 	return at
@@ -55,8 +55,8 @@ func (g *group) projectBefore(at *waiter, bs []*Bucket, costs []int64, now int64
 	}
 	g.tailOK = false
 	t := g.floor
-	for v := g.head; v != at; v = v.next {
-		t = readyAt(v.bs, v.costs, v.since, t, true)
+	for v := g.Head; v != at; v = v.Next {
+		t = readyAt(v.bs, v.costs, v.Since, t, true)
 		spend(v.bs, v.costs, t, true)
 	}
 	return readyAt(bs, costs, now, t, true)
@@ -65,9 +65,9 @@ func (g *group) projectBefore(at *waiter, bs []*Bucket, costs []int64, now int64
 // insertBefore queues w just before at, counting the overtaking against
 // every waiter w passes.
 func (g *group) insertBefore(at, w *waiter) {
-	for v := at; v != nil; v = v.next {
+	for v := at; v != nil; v = v.Next {
 		v.overtaken++
 	}
-	g.linkBefore(at, w)
+	g.LinkBefore(at, w)
 	g.tailOK = false
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // This file checks every entry point of a set of buckets sharing one queue
@@ -61,7 +62,7 @@ func (b *qbucket) setRate(r Rate) {
 	b.rate = big.NewRat(r.Tokens(), int64(r.Period()))
 	b.den = 1
 	if r.Tokens() != 0 {
-		b.den = int64(r.Period()) / int64(gcd(uint64(r.Tokens()), uint64(r.Period())))
+		b.den = int64(r.Period()) / int64(exact.GCD(uint64(r.Tokens()), uint64(r.Period())))
 	}
 }
 
@@ -85,7 +86,7 @@ func (b *qbucket) readyAt(cost int64) int64 {
 		return b.last
 	}
 	if b.rate.Sign() == 0 || cost > b.capacity {
-		return never
+		return exact.Never
 	}
 	d := new(big.Rat).Quo(new(big.Rat).Sub(c, b.level), b.rate)
 	q, r := new(big.Int).QuoRem(d.Num(), d.Denom(), new(big.Int))
@@ -124,7 +125,7 @@ func (m *qmodel) spend(costs []int64, t int64) {
 // head is the instant the first waiter is due, never with none.
 func (m *qmodel) head() int64 {
 	if len(m.queue) == 0 {
-		return never
+		return exact.Never
 	}
 	w := m.queue[0]
 	return m.instant(w.costs, w.since, m.floor)
@@ -195,8 +196,8 @@ func (m *qmodel) projectAt(i int, costs []int64, now int64) int64 {
 	}
 	for _, w := range m.queue[:i] {
 		t := c.instant(w.costs, w.since, c.floor)
-		if t == never {
-			return never
+		if t == exact.Never {
+			return exact.Never
 		}
 		c.spend(w.costs, t)
 		c.floor = t
@@ -228,9 +229,9 @@ func (m *qmodel) noRefill(costs []int64) bool {
 // while reservations, which any call may serve, do not count.
 func sleepers(b *Bucket) int {
 	g := b.lock()
-	defer g.mu.Unlock()
+	defer g.Mu.Unlock()
 	n := 0
-	for w := g.head; w != nil; w = w.next {
+	for w := g.Head; w != nil; w = w.Next {
 		if w.rsv == nil {
 			n++
 		}
@@ -463,9 +464,9 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			return
 		}
 		g := tg.group()
-		g.mu.Lock()
+		g.Mu.Lock()
 		clk.Advance(d)
-		g.mu.Unlock()
+		g.Mu.Unlock()
 	}
 	// collect receives the results of ids, granted now; reservations
 	// have no goroutine, and only take note of their instant.
@@ -553,7 +554,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 						return fail("%s, want a grant at once", op)
 					}
 					reservations = append(reservations, &mres{r: r, costs: c, at: now})
-				case u == never && m.noRefill(c):
+				case u == exact.Never && m.noRefill(c):
 					if !errors.Is(err, ErrNoRefill) {
 						return fail("%s, want ErrNoRefill", op)
 					}
@@ -563,7 +564,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 					}
 					w := &qwaiter{id: id, costs: c, since: now, rsv: r}
 					m.queue = append(m.queue, w)
-					mr := &mres{r: r, costs: c, w: w, at: never}
+					mr := &mres{r: r, costs: c, w: w, at: exact.Never}
 					reservations = append(reservations, mr)
 					rsvOf[id] = mr
 				}
@@ -574,9 +575,9 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			m.serve(now)
 			if k == 21 {
 				want := time.Duration(max(mr.at-now, 0))
-				if mr.at == never {
+				if mr.at == exact.Never {
 					want = math.MaxInt64 // never granted: behind a limit that does not refill
-					if u := m.instantOf(mr.w); u != never {
+					if u := m.instantOf(mr.w); u != exact.Never {
 						want = time.Duration(u - now)
 					}
 				}
@@ -587,7 +588,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 				break
 			}
 			reservations = slices.Delete(reservations, i, i+1)
-			if mr.at == never {
+			if mr.at == exact.Never {
 				m.queue = slices.DeleteFunc(m.queue, func(q *qwaiter) bool { return q == mr.w })
 			} else {
 				for j, b := range m.bs {
@@ -607,7 +608,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			var wantWait time.Duration
 			if want {
 				m.spend(c, now)
-			} else if u := m.waitUntil(c, now); u != never {
+			} else if u := m.waitUntil(c, now); u != exact.Never {
 				wantWait = time.Duration(u - now)
 			}
 			tg.events.take()
@@ -628,7 +629,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			u := m.waitUntil(c, now)
 			d, err := tg.wait(c)
 			op = fmt.Sprintf("WaitTime%v = %v, %v", c, d, err)
-			if u == never && m.noRefill(c) {
+			if u == exact.Never && m.noRefill(c) {
 				if !errors.Is(err, ErrNoRefill) {
 					return fail("%s, want ErrNoRefill", op)
 				}
@@ -646,7 +647,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			// A short deadline lies near the wait the model expects, so
 			// that a wrong projection flips fail fast and queue.
 			dl := time.Hour
-			if u := m.projectAt(at, c, now); rng.IntN(2) == 0 && u != never {
+			if u := m.projectAt(at, c, now); rng.IntN(2) == 0 && u != exact.Never {
 				dl = time.Duration(float64(u-now) * (0.5 + rng.Float64()))
 			}
 			id := nextID
@@ -657,7 +658,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			case len(m.queue) == 0 && m.covers(c, now):
 				m.spend(c, now)
 				want = "granted"
-			case u == never && m.noRefill(c):
+			case u == exact.Never && m.noRefill(c):
 				want = "no refill"
 			case time.Duration(u-now) > dl:
 				want, wantWait = "fail fast", time.Duration(u-now)

@@ -3,6 +3,8 @@ package throttle
 import (
 	"fmt"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // Rate is how fast a bucket refills: a whole number of tokens spread evenly
@@ -47,7 +49,7 @@ func (r Rate) shape(capacity int64) (shape, error) {
 		return shape{}, fmt.Errorf("throttle: capacity must not be negative, got %d", capacity)
 	}
 	if r.inf {
-		return shape{capacity: capacity, num: 1, den: 1, perDen: newDivider(1), inf: true}, nil
+		return shape{Cap: capacity, Num: 1, Den: 1, PerDen: exact.NewDivider(1), Inf: true}, nil
 	}
 	if r.tokens < 0 {
 		return shape{}, fmt.Errorf("throttle: rate must not be negative, got %d tokens", r.tokens)
@@ -57,15 +59,8 @@ func (r Rate) shape(capacity int64) (shape, error) {
 	}
 	num, den := uint64(r.tokens), uint64(r.period)
 	if num == 0 {
-		return shape{capacity: capacity, den: 1, perDen: newDivider(1)}, nil
+		return shape{Cap: capacity, Den: 1, PerDen: exact.NewDivider(1)}, nil
 	}
-	g := gcd(num, den)
-	return shape{capacity: capacity, num: num / g, den: den / g, perDen: newDivider(den / g)}, nil
-}
-
-func gcd(a, b uint64) uint64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
+	g := exact.GCD(num, den)
+	return shape{Cap: capacity, Num: num / g, Den: den / g, PerDen: exact.NewDivider(den / g)}, nil
 }

@@ -6,7 +6,7 @@ package throttle
 // a slow limiter, those allocations and their collection were a tenth of
 // the CPU spent per grant.
 func (g *group) waiter() *waiter {
-	return g.idle.get()
+	return g.idle.Get()
 }
 
 // prepare returns a waiter ready to queue, channel and timer made, when
@@ -26,11 +26,11 @@ func (g *group) prepare() *waiter {
 }
 
 // ready gives w its channel and timer if it has none yet.
-func (g *group) ready(w *waiter) { w.ready(&g.timeline) }
+func (g *group) ready(w *waiter) { w.Ready(&g.timeline) }
 
 // recycle takes back w, which g.waiter returned, once its Acquire call has
 // returned (see wake.reuse).
 func (g *group) recycle(w *waiter) {
-	*w = waiter{wake: w.reuse()}
-	g.idle.put(w)
+	*w = waiter{wake: w.Reuse()}
+	g.idle.Put(w)
 }

@@ -15,28 +15,28 @@ func TestRecycleEmptiesWaiter(t *testing.T) {
 	w := g.waiter()
 	w.one[0], w.oneCost[0] = b, 1
 	w.bs, w.costs = w.one[:], w.oneCost[:]
-	w.since, w.queued, w.granted = 5, true, true
-	w.done = make(chan struct{}, 1)
-	w.timer = clk.NewTimer(time.Second)
-	w.armed = int64(time.Second)
+	w.Since, w.queued, w.Granted = 5, true, true
+	w.Done = make(chan struct{}, 1)
+	w.Timer = clk.NewTimer(time.Second)
+	w.Armed = int64(time.Second)
 	clk.Advance(time.Second) // the tick is in the channel
-	w.done <- struct{}{}
-	done, timer := w.done, w.timer
+	w.Done <- struct{}{}
+	done, timer := w.Done, w.Timer
 
 	g.recycle(w)
 
-	if w.done != done || w.timer != timer {
+	if w.Done != done || w.Timer != timer {
 		t.Fatal("the channel or the timer was not kept")
 	}
 	select {
-	case <-w.done:
+	case <-w.Done:
 		t.Fatal("done still holds a value")
-	case <-w.timer.Chan():
+	case <-w.Timer.Chan():
 		t.Fatal("the timer's channel still holds a tick")
 	default:
 	}
 	if w.bs != nil || w.costs != nil || w.one[0] != nil || w.oneCost[0] != 0 ||
-		w.since != 0 || w.queued || w.granted || w.err != nil || w.armed != 0 {
+		w.Since != 0 || w.queued || w.Granted || w.Err != nil || w.Armed != 0 {
 		t.Fatalf("recycled waiter keeps its last use: %+v", w)
 	}
 }

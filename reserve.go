@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // A Reservation is a place in a bucket's FIFO queue, taken by Reserve
@@ -46,22 +48,22 @@ func (l *Limiter) Reserve(costs ...int64) (*Reservation, error) {
 
 func reserve(bs []*Bucket, costs []int64) (*Reservation, error) {
 	g := bs[0].lock()
-	defer g.mu.Unlock()
+	defer g.Mu.Unlock()
 	if err := check(bs, costs); err != nil {
 		return nil, err
 	}
-	now := g.now()
+	now := g.Now()
 	g.serve(now)
 	r := &Reservation{}
 	w := &waiter{bs: bs, costs: costs, rsv: r}
-	w.since, w.armed = now, never
+	w.Since, w.Armed = now, exact.Never
 	r.w = w
 	if g.takeNow(bs, costs, now) {
-		w.granted, r.at = true, g.epoch.Add(time.Duration(now))
+		w.Granted, r.at = true, g.Epoch.Add(time.Duration(now))
 		return r, nil
 	}
 	t := g.project(bs, costs, now)
-	if t == never {
+	if t == exact.Never {
 		if err := noRefill(bs, costs); err != nil {
 			return nil, err
 		}
@@ -77,8 +79,8 @@ func reserve(bs []*Bucket, costs []int64) (*Reservation, error) {
 // no change made its cost impossible (SetCapacity below it, or to 0).
 func (r *Reservation) OK() bool {
 	g := r.w.bs[0].lock()
-	defer g.mu.Unlock()
-	return !r.cancelled && r.w.err == nil
+	defer g.Mu.Unlock()
+	return !r.cancelled && r.w.Err == nil
 }
 
 // Delay is DelayFrom(now), now read on the bucket's clock.
@@ -99,21 +101,21 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 func (r *Reservation) delay(from *time.Time) time.Duration {
 	w := r.w
 	g := w.bs[0].lock()
-	defer g.mu.Unlock()
-	if r.cancelled || w.err != nil {
+	defer g.Mu.Unlock()
+	if r.cancelled || w.Err != nil {
 		return math.MaxInt64
 	}
-	now := g.now()
+	now := g.Now()
 	g.serve(now)
 	var at int64
-	if w.granted {
-		at = g.instant(r.at)
-	} else if at = g.instantOf(w); at == never {
+	if w.Granted {
+		at = g.Instant(r.at)
+	} else if at = g.instantOf(w); at == exact.Never {
 		return math.MaxInt64
 	}
 	base := now
 	if from != nil {
-		base = g.instant(*from)
+		base = g.Instant(*from)
 	}
 	return time.Duration(max(at-base, 0))
 }
@@ -126,24 +128,24 @@ func (r *Reservation) delay(from *time.Time) time.Duration {
 func (r *Reservation) Cancel() {
 	w := r.w
 	g := w.bs[0].lock()
-	defer g.mu.Unlock()
-	if r.cancelled || w.err != nil {
+	defer g.Mu.Unlock()
+	if r.cancelled || w.Err != nil {
 		return
 	}
 	r.cancelled = true
-	now := g.now()
+	now := g.Now()
 	g.serve(now)
-	if w.granted {
+	if w.Granted {
 		for i, b := range w.bs {
-			b.advance(&b.lvl, now)
-			b.give(&b.lvl, w.costs[i])
+			b.Advance(&b.lvl, now)
+			b.Give(&b.lvl, w.costs[i])
 		}
 		g.changed(now)
 		return
 	}
 	g.remove(w)
 	g.changed(now)
-	if g.head != nil {
+	if g.Head != nil {
 		g.arm(now) // the waiter armed may now be due earlier
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/queue"
 )
 
 // noPause is the pause instant of a bucket that was never paused.
@@ -111,7 +113,7 @@ func newBucket(ctor string, capacity int64, rate Rate, opts []Option) (*Bucket, 
 	b := &Bucket{name: o.name, obs: o.obs, rate: rate, shape: s, paused: noPause}
 	b.self[0] = b
 	g := newGroup(o.clock)
-	b.lvl = level{tokens: capacity, last: g.now()}
+	b.lvl = level{Tokens: capacity, Last: g.Now()}
 	g.members = []*Bucket{b}
 	b.g.Store(g)
 	return b, nil
@@ -126,8 +128,8 @@ func (b *Bucket) Name() string { return b.name }
 // Capacity returns the most tokens the bucket holds.
 func (b *Bucket) Capacity() int64 {
 	g := b.lock()
-	defer g.mu.Unlock()
-	return b.capacity
+	defer g.Mu.Unlock()
+	return b.Cap
 }
 
 // TryAcquire spends cost tokens if the bucket holds them now and nobody is
@@ -142,21 +144,21 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	// group.now (3-4 ns of about 55).
 	g := b.grp()
 	var now int64
-	if g.mu.TryLock() {
-		if g.clock == nil {
-			now = int64(time.Since(g.epoch))
+	if g.Mu.TryLock() {
+		if g.Clock == nil {
+			now = int64(time.Since(g.Epoch))
 		} else {
-			now = g.now()
+			now = g.Now()
 		}
 		if b.g.Load() != g { // joined into a Limiter meanwhile
-			g.mu.Unlock()
+			g.Mu.Unlock()
 			g, now = b.lockNow()
 		}
 	} else {
 		g, now = b.lockNow()
 	}
-	if err := b.over(cost); err != nil {
-		g.mu.Unlock()
+	if err := over(&b.shape, cost); err != nil {
+		g.Mu.Unlock()
 		if err == ErrClosed {
 			if b.obs != nil {
 				b.reportTry(false, cost, 0)
@@ -165,22 +167,22 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 		}
 		return false, limitErr(b, err, cost)
 	}
-	if g.head != nil {
+	if g.Head != nil {
 		g.serve(now)
 	}
-	ok := g.head == nil && now >= b.paused
+	ok := g.Head == nil && now >= b.paused
 	if ok {
-		b.advance(&b.lvl, now)
-		ok = b.lvl.tokens >= cost || b.inf
+		b.Advance(&b.lvl, now)
+		ok = b.lvl.Tokens >= cost || b.Inf
 		if ok {
-			b.lvl.take(cost)
+			b.lvl.Take(cost)
 		}
 	}
 	var wait time.Duration
 	if !ok && b.obs != nil {
 		wait = b.rejectedWait(g, cost, now)
 	}
-	g.mu.Unlock()
+	g.Mu.Unlock()
 	if b.obs != nil {
 		b.reportTry(ok, cost, wait)
 	}
@@ -222,11 +224,11 @@ func (b *Bucket) WaitTime(cost int64) (time.Duration, error) {
 // while the bucket is in debt.
 func (b *Bucket) Tokens() float64 {
 	g := b.lock()
-	defer g.mu.Unlock()
-	now := g.now()
+	defer g.Mu.Unlock()
+	now := g.Now()
 	g.serve(now)
-	b.advance(&b.lvl, now)
-	return b.value(&b.lvl)
+	b.Advance(&b.lvl, now)
+	return b.Value(&b.lvl)
 }
 
 // lockNow locks the bucket's group and reads its clock, for TryAcquire
@@ -238,9 +240,9 @@ func (b *Bucket) Tokens() float64 {
 // never grants what the level does not hold.
 func (b *Bucket) lockNow() (*group, int64) {
 	g := b.grp()
-	now := g.now()
+	now := g.Now()
 	if h := b.lock(); h != g {
-		return h, h.now() // joined into a Limiter meanwhile: another time line
+		return h, h.Now() // joined into a Limiter meanwhile: another time line
 	}
 	return g, now
 }
@@ -260,15 +262,15 @@ func (b *Bucket) grp() *group {
 // under the new group's lock, which every later use of them takes.
 func (b *Bucket) initZero() *group {
 	g := newGroup(nil)
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.Mu.Lock()
+	defer g.Mu.Unlock()
 	if !b.g.CompareAndSwap(nil, g) {
 		return b.g.Load()
 	}
 	b.self[0] = b
-	b.shape = shape{den: 1, perDen: newDivider(1)}
+	b.shape = shape{Den: 1, PerDen: exact.NewDivider(1)}
 	b.paused = noPause
-	b.lvl = level{last: g.now()}
+	b.lvl = level{Last: g.Now()}
 	g.members = []*Bucket{b}
 	return g
 }
@@ -277,5 +279,5 @@ func (b *Bucket) initZero() *group {
 // buckets are joined into a Limiter, hence the check after locking.
 func (b *Bucket) lock() *group {
 	b.grp() // the zero Bucket's group, made on first use
-	return lockQueue(&b.g)
+	return queue.Lock(&b.g)
 }

@@ -97,8 +97,8 @@ func NewMarker(cir Rate, cbs int64, pir Rate, pbs int64, opts ...Option) (*Marke
 		m.epoch = o.clock.Now()
 	}
 	now := m.now()
-	m.pl = level{tokens: pbs, last: now}
-	m.cl = level{tokens: cbs, last: now}
+	m.pl = level{Tokens: pbs, Last: now}
+	m.cl = level{Tokens: cbs, Last: now}
 	return m, nil
 }
 
@@ -140,21 +140,21 @@ func (m *Marker) markAt(now, cost int64, pre Color, yellowCommits bool) Color {
 	if cost < 0 {
 		return Red
 	}
-	m.p.advance(&m.pl, now)
-	m.c.advance(&m.cl, now)
+	m.p.Advance(&m.pl, now)
+	m.c.Advance(&m.cl, now)
 	// Tp - B < 0 with Tp = tokens + frac < tokens + 1, B whole: exactly
 	// tokens < B.
-	if pre == Red || m.pl.tokens < cost {
+	if pre == Red || m.pl.Tokens < cost {
 		return Red
 	}
-	if pre == Yellow || m.cl.tokens < cost {
+	if pre == Yellow || m.cl.Tokens < cost {
 		if yellowCommits {
-			m.pl.take(cost)
+			m.pl.Take(cost)
 		}
 		return Yellow
 	}
-	m.pl.take(cost)
-	m.cl.take(cost)
+	m.pl.Take(cost)
+	m.cl.Take(cost)
 	return Green
 }
 
@@ -163,9 +163,9 @@ func (m *Marker) Tokens() (committed, peak float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.p.advance(&m.pl, now)
-	m.c.advance(&m.cl, now)
-	return m.c.value(&m.cl), m.p.value(&m.pl)
+	m.p.Advance(&m.pl, now)
+	m.c.Advance(&m.cl, now)
+	return m.c.Value(&m.cl), m.p.Value(&m.pl)
 }
 
 var (

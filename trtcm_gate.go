@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // A Marker is a Gate of one limit that refuses where a bucket would make
@@ -51,10 +53,10 @@ func (m *Marker) WaitTime(costs ...int64) (time.Duration, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.p.advance(&m.pl, now)
-	m.c.advance(&m.cl, now)
-	at := max(m.c.readyAt(&m.cl, cost), m.p.readyAt(&m.pl, cost))
-	if at == never {
+	m.p.Advance(&m.pl, now)
+	m.c.Advance(&m.cl, now)
+	at := max(m.c.ReadyAt(&m.cl, cost), m.p.ReadyAt(&m.pl, cost))
+	if at == exact.Never {
 		return 0, ErrCostExceedsCapacity
 	}
 	return time.Duration(at - now), nil
@@ -63,7 +65,7 @@ func (m *Marker) WaitTime(costs ...int64) (time.Duration, error) {
 // Limits describes the Marker's one limit by its committed burst and rate,
 // what a caller is promised; the peak is best effort.
 func (m *Marker) Limits() []Limit {
-	return []Limit{{Name: m.name, Capacity: m.c.capacity, Rate: m.cir}}
+	return []Limit{{Name: m.name, Capacity: m.c.Cap, Rate: m.cir}}
 }
 
 type bestEffortKey struct{}
@@ -129,13 +131,13 @@ func (p *markPermit) Settle(actual ...int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.p.advance(&m.pl, now)
-	m.c.advance(&m.cl, now)
+	m.p.Advance(&m.pl, now)
+	m.c.Advance(&m.cl, now)
 	correct := func(s *shape, l *level) {
 		if d := actual[0] - p.cost; d < 0 {
-			s.give(l, -d)
+			s.Give(l, -d)
 		} else {
-			l.take(d)
+			l.Take(d)
 		}
 	}
 	correct(&m.p, &m.pl)

@@ -15,14 +15,14 @@ var Inf = Rate{inf: true}
 // capacity 0). TryAcquire on either is simply refused, with no error.
 var ErrClosed = errors.New("throttle: limit is closed (capacity 0): it admits nothing")
 
-// over returns the error for a cost the shape can never cover: ErrClosed
+// over returns the error for a cost s can never cover: ErrClosed
 // when it is closed, ErrCostExceedsCapacity when the cost is above its
 // capacity; nil otherwise.
-func (s *shape) over(cost int64) error {
+func over(s *shape, cost int64) error {
 	switch {
-	case cost <= s.capacity || s.inf:
+	case cost <= s.Cap || s.Inf:
 		return nil
-	case s.capacity == 0:
+	case s.Cap == 0:
 		return ErrClosed
 	}
 	return ErrCostExceedsCapacity

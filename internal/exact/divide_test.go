@@ -1,9 +1,10 @@
-package throttle
+package exact
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
 )
 
 // TestDividerMatchesDivision compares the divider with the hardware
@@ -20,7 +21,7 @@ func TestDividerMatchesDivision(t *testing.T) {
 		if d == 0 {
 			continue
 		}
-		v := newDivider(d)
+		v := NewDivider(d)
 		ns := []uint64{0, 1, d - 1, d, d + 1, math.MaxUint64, math.MaxUint64 - 1, math.MaxUint64 - d}
 		for range 200 {
 			q := r.Uint64() / d
@@ -31,7 +32,7 @@ func TestDividerMatchesDivision(t *testing.T) {
 			}
 		}
 		for _, n := range ns {
-			if got, want := v.div(n), n/d; got != want {
+			if got, want := v.Div(n), n/d; got != want {
 				t.Fatalf("%d / %d = %d, want %d", n, d, got, want)
 			}
 		}
@@ -46,8 +47,8 @@ func FuzzDivider(f *testing.F) {
 		if d == 0 {
 			return
 		}
-		v := newDivider(d)
-		if got, want := v.div(n), n/d; got != want {
+		v := NewDivider(d)
+		if got, want := v.Div(n), n/d; got != want {
 			t.Fatalf("%d / %d = %d, want %d", n, d, got, want)
 		}
 	})
