@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-
 )
 
 // TestDividerMatchesDivision compares the divider with the hardware
