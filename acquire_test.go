@@ -3,12 +3,12 @@ package throttle
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/testwait"
 )
 
 // result is what one Acquire returned, with the fake time it returned at.
@@ -38,25 +38,7 @@ func start(t *testing.T, b *Bucket, clk *clockwork.FakeClock, ctx context.Contex
 // returned is closed: the waiter just started has queued or is done.
 func awaitQueued(t testing.TB, b *Bucket, before int, returned <-chan struct{}) {
 	t.Helper()
-	awaitCount(t, b.queued, before, returned)
-}
-
-// awaitCount is awaitQueued for any queue, a Bucket's or a Class's, whose
-// waiters queued counts.
-func awaitCount(t testing.TB, queued func() int, before int, returned <-chan struct{}) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for queued() == before {
-		select {
-		case <-returned:
-			return
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("waiter never queued")
-		}
-		runtime.Gosched()
-	}
+	testwait.Queued(t, b.queued, before, returned)
 }
 
 func TestAcquireAtOnce(t *testing.T) {

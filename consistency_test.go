@@ -8,6 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 )
 
 // TestClosedQuotaAsClosedBucket checks that a capacity of 0 means the same
@@ -18,7 +19,7 @@ func TestClosedQuotaAsClosedBucket(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New(0): %v", err)
 	}
-	q, err := throttle.NewQuota(0, throttle.Per(1, time.Second), throttle.WithClock(clk))
+	q, err := htb.NewQuota(0, throttle.Per(1, time.Second), throttle.WithClock(clk))
 	if err != nil {
 		t.Fatalf("NewQuota(0): %v", err)
 	}
@@ -34,10 +35,10 @@ func TestClosedQuotaAsClosedBucket(t *testing.T) {
 	if _, err := q.WaitTime(1); !errors.Is(err, throttle.ErrClosed) {
 		t.Fatalf("closed quota WaitTime: %v, want ErrClosed", err)
 	}
-	if _, err := q.NewClass(throttle.ClassConfig{Name: "a", Rate: throttle.Per(1, time.Second)}); !errors.Is(err, throttle.ErrClosed) {
+	if _, err := q.NewClass(htb.Config{Name: "a", Rate: throttle.Per(1, time.Second)}); !errors.Is(err, throttle.ErrClosed) {
 		t.Fatalf("NewClass on a closed quota: %v, want ErrClosed", err)
 	}
-	if _, err := throttle.NewQuota(-1, throttle.Per(1, time.Second)); err == nil {
+	if _, err := htb.NewQuota(-1, throttle.Per(1, time.Second)); err == nil {
 		t.Fatal("NewQuota(-1) accepted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 )
 
 // wantCostCount fails t unless err is the wrong-arity error with exactly
@@ -119,11 +120,11 @@ func TestCostCountKeyed(t *testing.T) {
 
 func TestCostCountClasses(t *testing.T) {
 	clk := clockwork.NewFakeClock()
-	root, err := throttle.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(clk))
+	root, err := htb.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := root.NewClass(throttle.ClassConfig{Name: "a", Rate: throttle.Per(5, time.Second)})
+	a, err := root.NewClass(htb.Config{Name: "a", Rate: throttle.Per(5, time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,20 +132,20 @@ func TestCostCountClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCostCount(t, "ClassPermit.Settle(1, 2)", p.Settle(1, 2), "throttle: wrong number of costs: got 2 costs for 1 class")
+	wantCostCount(t, "htb.Permit.Settle(1, 2)", p.Settle(1, 2), "throttle: wrong number of costs: got 2 costs for 1 class")
 	if err := p.Settle(1); err != nil {
 		t.Fatalf("Settle(1) after a wrong count: %v", err)
 	}
-	other, err := throttle.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(clk))
+	other, err := htb.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := throttle.NewClassLimiter(a, other)
+	l, err := htb.NewLimiter(a, other)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = l.TryAcquire(1)
-	wantCostCount(t, "ClassLimiter.TryAcquire(1)", err, "throttle: wrong number of costs: got 1 cost for 2 classes")
+	wantCostCount(t, "htb.Limiter.TryAcquire(1)", err, "throttle: wrong number of costs: got 1 cost for 2 classes")
 	_, err = l.WaitTime(1, 1, 1)
-	wantCostCount(t, "ClassLimiter.WaitTime(1, 1, 1)", err, "throttle: wrong number of costs: got 3 costs for 2 classes")
+	wantCostCount(t, "htb.Limiter.WaitTime(1, 1, 1)", err, "throttle: wrong number of costs: got 3 costs for 2 classes")
 }

@@ -43,8 +43,9 @@
 // # One interface: Gate
 //
 // Every limiter is a [Gate] to the code that calls through it: a
-// [Limiter], a key's Limiter of a [Keyed], a [ClassLimiter], a [Marker],
-// and redisbucket's Limiter shared by many processes. A Gate takes one
+// [Limiter], a key's Limiter of a [Keyed], package htb's Limiter over
+// classes, package trtcm's Marker, and redisbucket's Limiter shared by many
+// processes. A Gate takes one
 // cost per limit ([Gate.Limits] names them): [Gate.Acquire] waits its turn
 // and returns a [Permit], [Gate.TryAcquirePermit] never waits, and
 // [Gate.WaitTime] says how long a refusal should tell the caller to wait.
@@ -84,20 +85,14 @@
 // burst through. A [Rate] of [Inf] never limits; a capacity of 0 admits
 // nothing ([ErrClosed]).
 //
-// # Sharing a quota between teams: classes
+// # Sharing a quota between teams, and marking: htb and trtcm
 //
-// [NewQuota] makes the root of a hierarchical token bucket (Linux's HTB)
-// and [Class.NewClass] its classes ([ClassConfig]): each class has a
-// guaranteed rate and borrows what its siblings leave unused, up to its
-// ceiling. A [ClassLimiter] spends on classes of several hierarchies at
-// once, and [KeyedClasses] makes a class per key.
-//
-// # Marking instead of refusing: Marker
-//
-// A [Marker] is a two-rate three-color marker (RFC 2698): it marks each
-// call [Green], [Yellow] or [Red] ([Color]) against a committed and a peak
-// rate; as a Gate it grants green, grants yellow only under
-// [AllowBestEffort], and refuses red with a [*MarkError].
+// Package htb, in this module, divides one quota between classes, each
+// with a guaranteed rate and borrowing what its siblings leave unused
+// (Linux's hierarchical token bucket); package trtcm marks calls green,
+// yellow or red against a committed and a peak rate (RFC 2698) instead of
+// making them wait. Both count with the same exact arithmetic as a Bucket,
+// and htb's classes queue their waiters on the same machinery.
 //
 // # Observing decisions
 //
@@ -112,11 +107,6 @@
 //   - [Rate]: whole tokens over a period ([Per]).
 //   - [Limiter]: several buckets spent all or nothing ([NewLimiter]).
 //   - [Keyed]: a Limiter per key, bounded, made on first use ([Limit]).
-//   - [Class], [ClassConfig]: a hierarchy of classes sharing one quota
-//     (HTB); [KeyedClasses] makes one per key; [ClassLimiter] spends on
-//     classes of several hierarchies; [ClassPermit] settles what they took.
-//   - [Marker], [Color], [MarkError]: RFC 2698's two-rate three-color
-//     marker.
 //   - [Reservation]: a place in a bucket's queue, taken without blocking.
 //
 // What every limiter is:
@@ -136,6 +126,10 @@
 //
 //   - github.com/throttlekit/throttle/httpthrottle: the HTTP layer
 //     (Transport, LimitHandler, LLM, Auto, the rate-limit headers);
+//   - github.com/throttlekit/throttle/htb: classes sharing one quota, each
+//     with a guarantee and a ceiling (hierarchical token bucket);
+//   - github.com/throttlekit/throttle/trtcm: the two-rate three-color
+//     marker of RFC 2698;
 //   - github.com/throttlekit/throttle/slogthrottle: long waits logged with
 //     log/slog;
 //   - github.com/throttlekit/throttle/throttletest: a fake rate-limited

@@ -10,11 +10,11 @@ import (
 	"testing"
 )
 
-// TestDocNamesEveryType: the package documentation of the core and of
-// httpthrottle, a map of each, links every exported type, so that a new
+// TestDocNamesEveryType: the package documentation of the core, of
+// httpthrottle, htb and trtcm, a map of each, links every exported type, so that a new
 // type cannot be added without a line there.
 func TestDocNamesEveryType(t *testing.T) {
-	for _, dir := range []string{".", "httpthrottle"} {
+	for _, dir := range []string{".", "httpthrottle", "htb", "trtcm"} {
 		doc, err := os.ReadFile(filepath.Join(dir, "doc.go"))
 		if err != nil {
 			t.Fatal(err)

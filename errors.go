@@ -13,9 +13,9 @@ var (
 	ErrInvalidCost = errors.New("throttle: cost must be positive")
 	// ErrCostCount is matched (errors.Is) by the error of a call given a
 	// number of costs other than one per bucket of its Limiter, or per limit
-	// of a key, or per class of a ClassLimiter or ClassPermit: a Limiter's
+	// of a key, or per class of an htb.Limiter or htb.Permit: a Limiter's
 	// TryAcquire, WaitTime and Acquire, Permit.Settle, the same methods of
-	// Keyed and of ClassLimiter, ClassPermit.Settle, and a Transport or
+	// Keyed and of htb.Limiter, htb.Permit.Settle, and a Transport or
 	// LimitHandler whose CostFunc returns the wrong number. The message
 	// says how many were given for how many buckets or classes.
 	ErrCostCount = errors.New("throttle: wrong number of costs")
@@ -55,20 +55,18 @@ func (e *WaitError) Error() string {
 func (e *WaitError) Unwrap() error { return context.DeadlineExceeded }
 
 // costCount is the error for got costs given for want buckets.
-func costCount(got, want int) error {
-	return fmt.Errorf("%w: got %d %s for %d %s", ErrCostCount, got, plural(got, "cost"), want, plural(want, "bucket"))
+func costCount(got, want int) error { return countErr(got, want, "bucket") }
+
+// countErr is the error for got costs given for want items of kind.
+func countErr(got, want int, kind string) error {
+	return fmt.Errorf("%w: got %d %s for %d %s", ErrCostCount, got, plural(got, "cost"), want, plural(want, kind))
 }
 
-// errNoLimits is the error of a call on a zero Limiter or ClassLimiter,
+// errNoLimits is the error of a call on a zero Limiter or htb.Limiter,
 // which has no limits: made as a zero value rather than by its
 // constructor, it refuses every call rather than dereference nothing.
 func errNoLimits(got int, kind, constructor string) error {
 	return fmt.Errorf("%w: got %d %s for the 0 limits of a zero %s (make one with %s)", ErrCostCount, got, plural(got, "cost"), kind, constructor)
-}
-
-// classCostCount is the error for got costs given for want classes.
-func classCostCount(got, want int) error {
-	return fmt.Errorf("%w: got %d %s for %d %s", ErrCostCount, got, plural(got, "cost"), want, plural(want, "class"))
 }
 
 func plural(n int, noun string) string {

@@ -7,10 +7,11 @@ import (
 
 // Gate is what every limiter of this module is to the code that calls
 // through it: the HTTP Transport and LimitHandler, the gRPC interceptors,
-// and a worker pool of your own. A Limiter, a key's Limiter of a Keyed, a
-// ClassLimiter over classes of one or several hierarchies, and
-// redisbucket's Limiter shared by many processes are Gates; a single
-// Bucket or Class becomes one through NewLimiter or NewClassLimiter.
+// and a worker pool of your own. A Limiter, a key's Limiter of a Keyed,
+// htb's Limiter over classes of one or several hierarchies, trtcm's Marker
+// and redisbucket's Limiter shared by many processes are Gates; a single
+// Bucket becomes one through NewLimiter, a single htb.Class through
+// htb.NewLimiter.
 //
 // A Gate holds one or more limits, described by Limits, and every call
 // gives one cost per limit, in that order: a request and its tokens, say.

@@ -11,12 +11,14 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
+	"github.com/throttlekit/throttle/trtcm"
 )
 
 // The Gates of the core, and what the Transport may find on them.
 var (
 	_ throttle.Gate    = (*throttle.Limiter)(nil)
-	_ throttle.Gate    = (*throttle.ClassLimiter)(nil)
+	_ throttle.Gate    = (*htb.Limiter)(nil)
 	_ throttle.Pauser  = (*throttle.Limiter)(nil)
 	_ throttle.Leveler = (*throttle.Limiter)(nil)
 	_ throttle.Taker   = (*throttle.Limiter)(nil)
@@ -45,10 +47,10 @@ var gateKinds = []struct {
 		}, throttle.WithClock(clk))
 		return k.Limiter("tenant")
 	}},
-	{"ClassLimiter", func(t *testing.T, clk clockwork.Clock) throttle.Gate {
-		req := must(throttle.NewQuota(5, throttle.Per(5, time.Second), throttle.WithClock(clk), throttle.WithName("requests")))
-		tok := must(throttle.NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk), throttle.WithName("tokens")))
-		return must(throttle.NewClassLimiter(req, tok))
+	{"htb.Limiter", func(t *testing.T, clk clockwork.Clock) throttle.Gate {
+		req := must(htb.NewQuota(5, throttle.Per(5, time.Second), throttle.WithClock(clk), throttle.WithName("requests")))
+		tok := must(htb.NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk), throttle.WithName("tokens")))
+		return must(htb.NewLimiter(req, tok))
 	}},
 }
 
@@ -224,13 +226,13 @@ func gateCostCount(t *testing.T, g throttle.Gate) {
 	}
 }
 
-var _ throttle.Gate = (*throttle.Marker)(nil)
+var _ throttle.Gate = (*trtcm.Marker)(nil)
 
 // TestMarkerGate: a Marker is a Gate that refuses where a bucket would
 // wait. Committed 2 at 2 a second, peak 4 at 4 a second.
 func TestMarkerGate(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(gateEpoch)
-	m := must(throttle.NewMarker(throttle.Per(2, time.Second), 2, throttle.Per(4, time.Second), 4, throttle.WithClock(clk), throttle.WithName("m")))
+	m := must(trtcm.New(throttle.Per(2, time.Second), 2, throttle.Per(4, time.Second), 4, throttle.WithClock(clk), throttle.WithName("m")))
 	if got, want := m.Limits(), []throttle.Limit{{Name: "m", Capacity: 2, Rate: throttle.Per(2, time.Second)}}; !slices.Equal(got, want) {
 		t.Errorf("Limits() = %v, want %v", got, want)
 	}
@@ -241,15 +243,15 @@ func TestMarkerGate(t *testing.T) {
 	if _, ok, _ := m.TryAcquirePermit(1); ok {
 		t.Error("TryAcquirePermit granted a yellow call")
 	}
-	if _, err := m.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrYellow) {
+	if _, err := m.Acquire(t.Context(), 1); !errors.Is(err, trtcm.ErrYellow) {
 		t.Errorf("yellow Acquire without best effort: %v, want ErrYellow", err)
 	}
-	best := throttle.AllowBestEffort(t.Context())
+	best := trtcm.AllowBestEffort(t.Context())
 	yellow, err := m.Acquire(best, 2) // the refusals above spent nothing: the peak still holds 2
 	if err != nil {
 		t.Fatalf("yellow Acquire with best effort: %v", err)
 	}
-	if _, err := m.Acquire(best, 1); !errors.Is(err, throttle.ErrRed) {
+	if _, err := m.Acquire(best, 1); !errors.Is(err, trtcm.ErrRed) {
 		t.Errorf("Acquire above the peak: %v, want ErrRed", err)
 	}
 	// Green again needs 1 committed token (500 ms at 2/s) and 1 peak token

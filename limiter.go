@@ -41,7 +41,7 @@ type Limiter struct {
 // each model its own daily bucket, or keep the waits short with
 // deadlines).
 func NewLimiter(buckets ...*Bucket) (*Limiter, error) {
-	err := checkJoin("NewLimiter", "bucket", buckets, func(i int, o, b *Bucket) error {
+	err := queue.CheckJoin("NewLimiter", "bucket", buckets, func(i int, o, b *Bucket) error {
 		if o == b {
 			return fmt.Errorf("throttle: NewLimiter: bucket %d (%q) appears twice", i, b.name)
 		}
@@ -71,26 +71,6 @@ func join(buckets []*Bucket) error {
 			}
 			return nil
 		})
-}
-
-// checkJoin checks what NewLimiter or NewClassLimiter (fn) is given to
-// join: at least one item (what names one), none nil, and none that clash
-// says cannot go with one before it (i is its index).
-func checkJoin[T any](fn, what string, items []*T, clash func(i int, earlier, it *T) error) error {
-	if len(items) == 0 {
-		return fmt.Errorf("throttle: %s needs at least one %s", fn, what)
-	}
-	for i, it := range items {
-		if it == nil {
-			return fmt.Errorf("throttle: %s: %s %d is nil", fn, what, i)
-		}
-		for _, o := range items[:i] {
-			if err := clash(i, o, it); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // Buckets returns the limiter's buckets in cost order.

@@ -13,13 +13,14 @@ import (
 type link = corelink.Core[*Limiter, *Bucket, Permit, Event]
 
 func init() {
+	corelink.Register(corelink.Clocker(clockOf))
+	corelink.Register(&parts)
 	corelink.Register(&link{
 		Buckets: func(l *Limiter) []*Bucket { return l.bs },
 		Take: func(ctx context.Context, l *Limiter, costs []int64) (int64, error) {
 			return l.take(ctx, costs)
 		},
 		Now:    func(l *Limiter) int64 { return l.bs[0].g.Load().Now() },
-		Clock:  clockOf,
 		Ext:    func(l *Limiter) any { return l.ext },
 		SetExt: func(l *Limiter, v any) { l.ext = v },
 		NewPermit: func(bs []*Bucket, costs []int64, book corelink.Book[*Bucket]) Permit {
@@ -48,20 +49,28 @@ func init() {
 	})
 }
 
-// clockOf returns the clock g sleeps on: a Limiter's buckets', a
-// ClassLimiter's hierarchies', a Marker's; nil for another value. A
-// group's clock is fixed when it is made and published through the atomic
-// group pointer, so it is read without the lock.
+// clockOf returns the clock a Limiter's buckets sleep on, nil for another
+// value. A group's clock is fixed when it is made and published through
+// the atomic group pointer, so it is read without the lock.
 func clockOf(g any) clockwork.Clock {
-	switch g := g.(type) {
-	case *Limiter:
-		return g.bs[0].g.Load().Timers
-	case *ClassLimiter:
-		return g.timeline()
-	case *Marker:
-		return g.timeline()
+	if l, ok := g.(*Limiter); ok && len(l.bs) > 0 {
+		return l.bs[0].g.Load().Timers
 	}
 	return nil
+}
+
+// parts is what the core lends htb and trtcm (see corelink.Parts).
+var parts = corelink.Parts[Option]{
+	ClockAndName: func(ctor, noObserver string, opts []Option) (clockwork.Clock, string, error) {
+		o, err := applyOptions(ctor, optClock|optName, map[optionSet]string{
+			optObserver: noObserver,
+			optMaxKeys:  bucketWhy[optMaxKeys],
+		}, opts)
+		return o.clock, o.name, err
+	},
+	CostCount: countErr,
+	NoLimits:  errNoLimits,
+	Settling:  settling,
 }
 
 // observeBucket reports e to b's observer, if it has one.

@@ -9,6 +9,8 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
+	"github.com/throttlekit/throttle/trtcm"
 )
 
 // TestOptionsNeverIgnored: every constructor takes the Options it uses and
@@ -30,9 +32,9 @@ func TestOptionsNeverIgnored(t *testing.T) {
 			[]string{"WithClock", "WithName", "WithObserver"}},
 		"Pace": {func(o throttle.Option) error { _, err := throttle.Pace(rate, o); return err },
 			[]string{"WithClock", "WithName", "WithObserver"}},
-		"NewQuota": {func(o throttle.Option) error { _, err := throttle.NewQuota(10, rate, o); return err },
+		"htb.NewQuota": {func(o throttle.Option) error { _, err := htb.NewQuota(10, rate, o); return err },
 			[]string{"WithClock", "WithName"}},
-		"NewMarker": {func(o throttle.Option) error { _, err := throttle.NewMarker(rate, 1, rate, 1, o); return err },
+		"trtcm.New": {func(o throttle.Option) error { _, err := trtcm.New(rate, 1, rate, 1, o); return err },
 			[]string{"WithClock", "WithName"}},
 		"NewKeyed": {func(o throttle.Option) (err error) {
 			defer func() {

@@ -106,7 +106,7 @@ func (p *permit) Cancel() error {
 }
 
 // settling checks the values given to Settle on a permit over n limits,
-// a Bucket permit's and a ClassPermit's alike (count makes the error for a
+// a Bucket permit's and an htb.Permit's alike (count makes the error for a
 // wrong number of them), and marks the permit settled. When it fails the
 // caller settles nothing; once a permit is settled or cancelled, it fails
 // with ErrSettled.

@@ -42,25 +42,8 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%d/%v", r.tokens, r.period)
 }
 
-// shape validates r for a bucket of the given capacity and reduces the rate
-// by the gcd of tokens and period, which keeps the fraction small.
+// shape validates r for a bucket of the given capacity (see
+// exact.NewShape).
 func (r Rate) shape(capacity int64) (shape, error) {
-	if capacity < 0 {
-		return shape{}, fmt.Errorf("throttle: capacity must not be negative, got %d", capacity)
-	}
-	if r.inf {
-		return shape{Cap: capacity, Num: 1, Den: 1, PerDen: exact.NewDivider(1), Inf: true}, nil
-	}
-	if r.tokens < 0 {
-		return shape{}, fmt.Errorf("throttle: rate must not be negative, got %d tokens", r.tokens)
-	}
-	if r.period <= 0 {
-		return shape{}, fmt.Errorf("throttle: rate period must be positive, got %v", r.period)
-	}
-	num, den := uint64(r.tokens), uint64(r.period)
-	if num == 0 {
-		return shape{Cap: capacity, Den: 1, PerDen: exact.NewDivider(1)}, nil
-	}
-	g := exact.GCD(num, den)
-	return shape{Cap: capacity, Num: num / g, Den: den / g, PerDen: exact.NewDivider(den / g)}, nil
+	return exact.NewShape(capacity, r.tokens, r.period, r.inf)
 }

@@ -52,6 +52,8 @@ var snippetImports = map[string]string{
 	"throttletest": "github.com/throttlekit/throttle/throttletest",
 	"httpthrottle": "github.com/throttlekit/throttle/httpthrottle",
 	"slogthrottle": "github.com/throttlekit/throttle/slogthrottle",
+	"htb":          "github.com/throttlekit/throttle/htb",
+	"trtcm":        "github.com/throttlekit/throttle/trtcm",
 	"redisbucket":  "github.com/throttlekit/throttle/redisbucket",
 	"otelthrottle": "github.com/throttlekit/throttle/otelthrottle",
 	"grpcthrottle": "github.com/throttlekit/throttle/grpcthrottle",

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 )
 
 // TestZeroValues: a value made without its constructor either works, as
@@ -36,7 +37,7 @@ func TestZeroValues(t *testing.T) {
 	for _, g := range []struct {
 		name string
 		g    throttle.Gate
-	}{{"Limiter", &throttle.Limiter{}}, {"ClassLimiter", &throttle.ClassLimiter{}}} {
+	}{{"Limiter", &throttle.Limiter{}}, {"htb.Limiter", &htb.Limiter{}}} {
 		t.Run(g.name+" has no limits", func(t *testing.T) {
 			if _, err := g.g.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrCostCount) {
 				t.Errorf("Acquire: %v, want ErrCostCount", err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 )
 
 // newClassAt returns a class at depth (1: a child of the quota, 2: a
@@ -13,22 +14,22 @@ import (
 // rate of newThrottle's bucket in that state; each child is guaranteed
 // half its parent. With borrow, the class's own guarantee is a token a
 // minute, so every call borrows from its parent.
-func newClassAt(b *testing.B, state string, depth int, borrow bool) *throttle.Class {
+func newClassAt(b *testing.B, state string, depth int, borrow bool) *htb.Class {
 	b.Helper()
 	capacity, perSec := int64(fullCapacity), int64(fullRate)
 	if state == "refilling" {
 		capacity, perSec = refillBurst, refillPerSec
 	}
-	c, err := throttle.NewQuota(capacity, throttle.Per(perSec, time.Second))
+	c, err := htb.NewQuota(capacity, throttle.Per(perSec, time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := range depth {
-		cfg := throttle.ClassConfig{Rate: throttle.Per(perSec>>(i+1), time.Second)}
+		cfg := htb.Config{Rate: throttle.Per(perSec>>(i+1), time.Second)}
 		if borrow && i == depth-1 {
-			cfg = throttle.ClassConfig{Rate: throttle.Per(1, time.Minute), Burst: 1}
+			cfg = htb.Config{Rate: throttle.Per(1, time.Minute), Burst: 1}
 		}
-		sib, err := c.NewClass(throttle.ClassConfig{Rate: throttle.Per(perSec>>(i+2), time.Second)})
+		sib, err := c.NewClass(htb.Config{Rate: throttle.Per(perSec>>(i+2), time.Second)})
 		if err != nil || sib == nil {
 			b.Fatal(err)
 		}

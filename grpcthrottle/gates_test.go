@@ -11,16 +11,18 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/grpcthrottle"
+	"github.com/throttlekit/throttle/htb"
+	"github.com/throttlekit/throttle/trtcm"
 )
 
 // The interceptors take any Gate, not only a Limiter: a server over a
 // Marker (green admitted, refused with a RetryInfo until green) and over
-// a ClassLimiter (a team's class of an org's quota, a Meter too), and a
+// an htb.Limiter (a team's class of an org's quota, a Meter too), and a
 // client over a Keyed's Limiter.
 func TestOtherGates(t *testing.T) {
 	clk := clockwork.NewFakeClock()
 	t.Run("Marker", func(t *testing.T) {
-		m, err := throttle.NewMarker(throttle.Per(1, time.Second), 1, throttle.Per(2, time.Second), 2, throttle.WithClock(clk))
+		m, err := trtcm.New(throttle.Per(1, time.Second), 1, throttle.Per(2, time.Second), 2, throttle.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,16 +41,16 @@ func TestOtherGates(t *testing.T) {
 			t.Fatalf("after the RetryInfo: %v", err)
 		}
 	})
-	t.Run("ClassLimiter", func(t *testing.T) {
-		org, err := throttle.NewQuota(4, throttle.Per(4, time.Second), throttle.WithClock(clk), throttle.WithName("org"))
+	t.Run("htb.Limiter", func(t *testing.T) {
+		org, err := htb.NewQuota(4, throttle.Per(4, time.Second), throttle.WithClock(clk), throttle.WithName("org"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		team, err := org.NewClass(throttle.ClassConfig{Name: "team", Rate: throttle.Per(2, time.Second), Ceil: throttle.Per(2, time.Second), CeilBurst: 2})
+		team, err := org.NewClass(htb.Config{Name: "team", Rate: throttle.Per(2, time.Second), Ceil: throttle.Per(2, time.Second), CeilBurst: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := throttle.NewClassLimiter(team)
+		cl, err := htb.NewLimiter(team)
 		if err != nil {
 			t.Fatal(err)
 		}

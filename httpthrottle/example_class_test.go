@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/trtcm"
 )
 
 // Settling a team's LLM call against the usage the response reports, as
 // with a Bucket's Permit: reserve the estimate, refund what was not used.
 func ExampleParseUsage_class() {
-	org, _ := throttle.NewQuota(200_000, throttle.Per(200_000, time.Minute))
-	search, _ := org.NewClass(throttle.ClassConfig{Name: "search", Rate: throttle.Per(100_000, time.Minute)})
+	org, _ := htb.NewQuota(200_000, throttle.Per(200_000, time.Minute))
+	search, _ := org.NewClass(htb.Config{Name: "search", Rate: throttle.Per(100_000, time.Minute)})
 
 	body := []byte(`{"model":"gpt-4o","max_tokens":1000,"messages":[{"role":"user","content":"Say hi"}]}`)
 	in, out, _ := httpthrottle.LLM{}.Estimate(body)
@@ -39,7 +41,7 @@ func ExampleNewTransport_marker() {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
 	// Committed 1 request a minute (burst 1), peak 2 a minute (burst 2).
-	m, _ := throttle.NewMarker(throttle.Per(1, time.Minute), 1, throttle.Per(2, time.Minute), 2)
+	m, _ := trtcm.New(throttle.Per(1, time.Minute), 1, throttle.Per(2, time.Minute), 2)
 	client := &http.Client{Transport: httpthrottle.NewTransport(http.DefaultTransport, httpthrottle.Shared(m))}
 	send := func(ctx context.Context) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
@@ -48,16 +50,16 @@ func ExampleNewTransport_marker() {
 		case err == nil:
 			resp.Body.Close()
 			fmt.Println("sent")
-		case errors.Is(err, throttle.ErrYellow):
+		case errors.Is(err, trtcm.ErrYellow):
 			fmt.Println("yellow, not sent")
-		case errors.Is(err, throttle.ErrRed):
+		case errors.Is(err, trtcm.ErrRed):
 			fmt.Println("red, not sent")
 		}
 	}
-	send(context.Background())                           // green
-	send(context.Background())                           // yellow: best effort not allowed
-	send(throttle.AllowBestEffort(context.Background())) // yellow, allowed
-	send(throttle.AllowBestEffort(context.Background())) // red
+	send(context.Background())                        // green
+	send(context.Background())                        // yellow: best effort not allowed
+	send(trtcm.AllowBestEffort(context.Background())) // yellow, allowed
+	send(trtcm.AllowBestEffort(context.Background())) // red
 	// Output:
 	// sent
 	// yellow, not sent

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 )
 
 // QueuedFor returns the number of waiters queued on l's buckets, for the
@@ -38,7 +39,7 @@ func oneLimit(int) []throttle.Limit {
 	return []throttle.Limit{{Name: "req", Capacity: 10, Rate: throttle.Per(10, time.Second)}}
 }
 
-func mustClass(t *testing.T, p *throttle.Class, cfg throttle.ClassConfig) *throttle.Class {
+func mustClass(t *testing.T, p *htb.Class, cfg htb.Config) *htb.Class {
 	t.Helper()
 	c, err := p.NewClass(cfg)
 	if err != nil {
@@ -47,7 +48,7 @@ func mustClass(t *testing.T, p *throttle.Class, cfg throttle.ClassConfig) *throt
 	return c
 }
 
-func mustTry(t *testing.T, c *throttle.Class, cost int64, want bool) {
+func mustTry(t *testing.T, c *htb.Class, cost int64, want bool) {
 	t.Helper()
 	if ok, err := c.TryAcquire(cost); err != nil || ok != want {
 		t.Fatalf("%s.TryAcquire(%d) = %v, %v; want %v", c.Name(), cost, ok, err, want)

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 
 	"github.com/jonboulle/clockwork"
 )
 
-// TestTransportOverClass: a Transport over the ClassLimiter of a team's
+// TestTransportOverClass: a Transport over the htb.Limiter of a team's
 // class, WithLLM naming the class as a token limit, takes each request's
 // estimated tokens from the class before sending it and settles them to
 // the usage the response reports once the body is read; a status of 400 or
@@ -34,9 +35,9 @@ func TestTransportOverClass(t *testing.T) {
 	}))
 	defer srv.Close()
 	clk := newClock()
-	org, _ := throttle.NewQuota(10_000, throttle.Per(10_000, time.Minute), throttle.WithClock(clk))
-	team := mustClass(t, org, throttle.ClassConfig{Name: "team", Rate: throttle.Per(5_000, time.Minute)})
-	cl, err := throttle.NewClassLimiter(team)
+	org, _ := htb.NewQuota(10_000, throttle.Per(10_000, time.Minute), throttle.WithClock(clk))
+	team := mustClass(t, org, htb.Config{Name: "team", Rate: throttle.Per(5_000, time.Minute)})
+	cl, err := htb.NewLimiter(team)
 	if err != nil {
 		t.Fatal(err)
 	}

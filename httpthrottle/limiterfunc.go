@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/corelink"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -11,7 +12,7 @@ import (
 // LimiterFunc chooses the Gate that governs an HTTP request, for a
 // Transport (client side) or for LimitHandler (server side): one shared by
 // every request, or one per host, API key or model. Any Gate will do: a
-// Limiter, a key's Limiter of a Keyed (PerKey), a ClassLimiter, a Marker,
+// Limiter, a key's Limiter of a Keyed (PerKey), an htb.Limiter, a Marker,
 // or redisbucket's Limiter, whose quota many processes share. A nil Gate
 // (or a nil *Limiter) with a nil error lets the request through unlimited;
 // an error fails it.
@@ -50,13 +51,13 @@ func limitCount(g throttle.Gate, l *throttle.Limiter) int {
 }
 
 // gateClock returns the clock the Transport reads pauses and deadlines on
-// for g: a Limiter's own, a Marker's or a ClassLimiter's, else that of a
+// for g: a Limiter's own, a Marker's or an htb.Limiter's, else that of a
 // Gate with a Clock method, else the real clock.
 func gateClock(g throttle.Gate, l *throttle.Limiter) clockwork.Clock {
 	if l != nil {
-		return core.Clock(l)
+		return corelink.Clock(l)
 	}
-	if c := core.Clock(g); c != nil {
+	if c := corelink.Clock(g); c != nil {
 		return c
 	}
 	if c, ok := g.(interface{ Clock() clockwork.Clock }); ok {

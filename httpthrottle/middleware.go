@@ -33,7 +33,7 @@ import (
 //
 // Every answer from the limiter's side, admitted or not, carries the
 // Gate's state in headers, if it is a Meter (a Limiter, a key's Limiter,
-// a ClassLimiter, redisbucket's Limiter): the IETF RateLimit-Policy and
+// an htb.Limiter, redisbucket's Limiter): the IETF RateLimit-Policy and
 // RateLimit fields by default (see WriteIETF and LimitHeaders), so that
 // well-behaved clients can pace themselves.
 //

@@ -12,7 +12,9 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/trtcm"
 )
 
 // The Transport and LimitHandler over Gates that are not a *Limiter: what
@@ -218,19 +220,19 @@ func TestTypedNilGate(t *testing.T) {
 	}
 }
 
-// TestTransportGateClock: over a Marker and a ClassLimiter on a fake
+// TestTransportGateClock: over a Marker and an htb.Limiter on a fake
 // clock, the Transport times the wait before a retry on that clock, as on
 // a Limiter's.
 func TestTransportGateClock(t *testing.T) {
-	for _, kind := range []string{"Marker", "ClassLimiter"} {
+	for _, kind := range []string{"Marker", "htb.Limiter"} {
 		fc := clockwork.NewFakeClockAt(epoch)
 		var g throttle.Gate
 		if kind == "Marker" {
-			g = must(throttle.NewMarker(throttle.Per(10, time.Second), 10, throttle.Per(20, time.Second), 20, throttle.WithClock(fc)))
+			g = must(trtcm.New(throttle.Per(10, time.Second), 10, throttle.Per(20, time.Second), 20, throttle.WithClock(fc)))
 		} else {
-			org := must(throttle.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(fc)))
-			team := must(org.NewClass(throttle.ClassConfig{Name: "team", Rate: throttle.Per(5, time.Second)}))
-			g = must(throttle.NewClassLimiter(team))
+			org := must(htb.NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(fc)))
+			team := must(org.NewClass(htb.Config{Name: "team", Rate: throttle.Per(5, time.Second)}))
+			g = must(htb.NewLimiter(team))
 		}
 		rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
 			if n == 1 {

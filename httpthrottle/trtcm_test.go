@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/trtcm"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -30,7 +31,7 @@ func TestTransportOverMarker(t *testing.T) {
 	defer srv.Close()
 	clk := clockwork.NewFakeClockAt(t0)
 	// 2 committed, 4 peak, refilling slowly.
-	m, err := throttle.NewMarker(throttle.Per(1, time.Minute), 2, throttle.Per(2, time.Minute), 4, throttle.WithClock(clk), throttle.WithName("org"))
+	m, err := trtcm.New(throttle.Per(1, time.Minute), 2, throttle.Per(2, time.Minute), 4, throttle.WithClock(clk), throttle.WithName("org"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +45,14 @@ func TestTransportOverMarker(t *testing.T) {
 		}
 		return err
 	}
-	ctx, best := context.Background(), throttle.AllowBestEffort(context.Background())
+	ctx, best := context.Background(), trtcm.AllowBestEffort(context.Background())
 	for i := range 2 {
 		if err := get(ctx); err != nil {
 			t.Fatalf("green request %d: %v", i, err)
 		}
 	}
 	// Yellow, best effort not allowed: refused and spends nothing.
-	if err := get(ctx); !errors.Is(err, throttle.ErrYellow) {
+	if err := get(ctx); !errors.Is(err, trtcm.ErrYellow) {
 		t.Fatalf("yellow without best effort: %v", err)
 	}
 	if _, p := m.Tokens(); p != 2 {
@@ -62,7 +63,7 @@ func TestTransportOverMarker(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
 	body := &closedBody{Reader: strings.NewReader("payload")}
 	req.Body = body
-	if _, err := tr.RoundTrip(req); !errors.Is(err, throttle.ErrYellow) {
+	if _, err := tr.RoundTrip(req); !errors.Is(err, trtcm.ErrYellow) {
 		t.Fatalf("yellow with a body: %v", err)
 	}
 	if !body.closed.Load() || len(req.Header) != 0 {
@@ -73,8 +74,8 @@ func TestTransportOverMarker(t *testing.T) {
 			t.Fatalf("yellow best-effort request %d: %v", i, err)
 		}
 	}
-	var me *throttle.MarkError
-	if err := get(best); !errors.Is(err, throttle.ErrRed) || !errors.As(err, &me) || *me != (throttle.MarkError{Color: throttle.Red, Cost: 1, Marker: "org"}) {
+	var me *trtcm.MarkError
+	if err := get(best); !errors.Is(err, trtcm.ErrRed) || !errors.As(err, &me) || *me != (trtcm.MarkError{Color: trtcm.Red, Cost: 1, Marker: "org"}) {
 		t.Fatalf("red request: %v", err)
 	}
 	if n := sent.Load(); n != 4 {

@@ -11,13 +11,14 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
 // TestClassesOpenAISDK sends chat completions of three teams through the
 // official OpenAI SDK, each team's client a Transport over the
-// ClassLimiter of its class of the organisation's quota, WithLLM naming the
+// htb.Limiter of its class of the organisation's quota, WithLLM naming the
 // class as the token limit: each call reserves its estimate and is charged
 // what the response's usage reports.
 func TestClassesOpenAISDK(t *testing.T) {
@@ -26,17 +27,17 @@ func TestClassesOpenAISDK(t *testing.T) {
 	})
 	defer vendor.Close()
 	clk := clockwork.NewFakeClock() // time stands still: levels show only what was spent
-	org, err := throttle.NewQuota(200_000, throttle.Per(200_000, time.Minute), throttle.WithClock(clk))
+	org, err := htb.NewQuota(200_000, throttle.Per(200_000, time.Minute), throttle.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
 	teams := map[string]int64{"search": 100_000, "chat": 60_000, "batch": 40_000}
 	for name, perMin := range teams {
-		team, err := org.NewClass(throttle.ClassConfig{Name: name, Rate: throttle.Per(perMin, time.Minute)})
+		team, err := org.NewClass(htb.Config{Name: name, Rate: throttle.Per(perMin, time.Minute)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		gate, err := throttle.NewClassLimiter(team)
+		gate, err := htb.NewLimiter(team)
 		if err != nil {
 			t.Fatal(err)
 		}

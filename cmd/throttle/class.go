@@ -11,14 +11,15 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/cmd/throttle/internal/trace"
+	"github.com/throttlekit/throttle/htb"
 )
 
-// classSpec is one --class of simulate: a class of a throttle.NewQuota
+// classSpec is one --class of simulate: a class of an htb.NewQuota
 // hierarchy whose root is the one --limit.
 type classSpec struct {
 	name, parent string
 	rateText     string
-	cfg          throttle.ClassConfig
+	cfg          htb.Config
 }
 
 // classesFlag collects repeated --class flags.
@@ -44,7 +45,7 @@ const classUsage = "add the class `NAME=RATE[,burst=N][,ceil=RATE][,ceilburst=N]
 
 // parseClass parses NAME=RATE[,burst=N][,ceil=RATE][,ceilburst=N][,parent=NAME].
 // The burst defaults to the class's share of its parent's (see
-// throttle.ClassConfig), the ceiling to the parent's.
+// htb.Config), the ceiling to the parent's.
 func parseClass(s string) (classSpec, error) {
 	name, rest, ok := strings.Cut(s, "=")
 	if !ok || name == "" {
@@ -54,7 +55,7 @@ func parseClass(s string) (classSpec, error) {
 		return classSpec{}, fmt.Errorf("class name %q must not contain spaces, commas or =", name)
 	}
 	parts := strings.Split(rest, ",")
-	c := classSpec{name: name, rateText: parts[0], cfg: throttle.ClassConfig{Name: name}}
+	c := classSpec{name: name, rateText: parts[0], cfg: htb.Config{Name: name}}
 	rate := func(text string) (throttle.Rate, error) {
 		if err := needPeriod(text); err != nil {
 			return throttle.Rate{}, err
@@ -118,11 +119,11 @@ func runClassSimulate(e *env, limits limitsFlag, classes classesFlag, mode strin
 	}
 	q := limits[0]
 	clk := clockwork.NewFakeClockAt(epoch)
-	root, err := throttle.NewQuota(q.capacity, q.rate, throttle.WithClock(clk), throttle.WithName(q.name))
+	root, err := htb.NewQuota(q.capacity, q.rate, throttle.WithClock(clk), throttle.WithName(q.name))
 	if err != nil {
 		return usagef("--limit %s: %v", q.name, err)
 	}
-	byName := map[string]*throttle.Class{}
+	byName := map[string]*htb.Class{}
 	for _, c := range classes {
 		parent := root
 		if c.parent != "" {
@@ -142,7 +143,7 @@ func runClassSimulate(e *env, limits limitsFlag, classes classesFlag, mode strin
 		return err
 	}
 	defer closeTrace()
-	stats := make(map[*throttle.Class]*classStats)
+	stats := make(map[*htb.Class]*classStats)
 	for _, k := range byName {
 		stats[k] = &classStats{}
 	}
@@ -196,7 +197,7 @@ func runClassSimulate(e *env, limits limitsFlag, classes classesFlag, mode strin
 	return writeClassSummary(e.stdout, name, q, classes, byName, stats, total, n, first, last)
 }
 
-func writeClassSummary(w io.Writer, name string, q limitSpec, classes classesFlag, byName map[string]*throttle.Class, stats map[*throttle.Class]*classStats, total u128, n uint64, first, last time.Duration) error {
+func writeClassSummary(w io.Writer, name string, q limitSpec, classes classesFlag, byName map[string]*htb.Class, stats map[*htb.Class]*classStats, total u128, n uint64, first, last time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	if n == 0 {
 		fmt.Fprintf(tw, "trace\t%s: no requests\n", name)

@@ -1,8 +1,10 @@
 package exact
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
+	"time"
 )
 
 // MinTokens bounds debt so that capacity-tokens always fits in a uint64.
@@ -157,4 +159,36 @@ func SubSat(a, b int64) int64 {
 		return MinTokens
 	}
 	return a - b
+}
+
+// NewShape validates a rate of tokens every period (inf: the rate that
+// never limits) for a bucket of the given capacity, and reduces the rate
+// by the gcd of tokens and period, which keeps the fraction small.
+func NewShape(capacity, tokens int64, period time.Duration, inf bool) (Shape, error) {
+	if capacity < 0 {
+		return Shape{}, fmt.Errorf("throttle: capacity must not be negative, got %d", capacity)
+	}
+	if inf {
+		return Shape{Cap: capacity, Num: 1, Den: 1, PerDen: NewDivider(1), Inf: true}, nil
+	}
+	if tokens < 0 {
+		return Shape{}, fmt.Errorf("throttle: rate must not be negative, got %d tokens", tokens)
+	}
+	if period <= 0 {
+		return Shape{}, fmt.Errorf("throttle: rate period must be positive, got %v", period)
+	}
+	num, den := uint64(tokens), uint64(period)
+	if num == 0 {
+		return Shape{Cap: capacity, Den: 1, PerDen: NewDivider(1)}, nil
+	}
+	g := GCD(num, den)
+	return Shape{Cap: capacity, Num: num / g, Den: den / g, PerDen: NewDivider(den / g)}, nil
+}
+
+// RateLess reports whether a rate of at tokens every ap is below one of
+// bt every bp, exactly.
+func RateLess(at int64, ap time.Duration, bt int64, bp time.Duration) bool {
+	h1, l1 := bits.Mul64(uint64(at), uint64(bp))
+	h2, l2 := bits.Mul64(uint64(bt), uint64(ap))
+	return h1 < h2 || h1 == h2 && l1 < l2
 }

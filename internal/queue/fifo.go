@@ -1,11 +1,7 @@
 package queue
 
 import (
-	"cmp"
-	"slices"
 	"sync"
-	"sync/atomic"
-	"unsafe"
 )
 
 // Pool keeps waiters done with for reuse, a group's and a domain's.
@@ -73,72 +69,4 @@ func (q *Fifo[N, P]) Unlink(n P) {
 		P(l.Next).Linked().Prev = l.Prev
 	}
 	l.Prev, l.Next = nil, nil
-}
-
-// Queue is a queue of either kind, a group of buckets or a domain of
-// classes, as joinQueues and lockQueue see it.
-type Queue interface {
-	comparable
-	Line() *Timeline
-}
-
-// Join puts the queues that items are in into one, for NewLimiter
-// and NewClassLimiter: it locks every queue involved in address order, so
-// that concurrent joins cannot deadlock, and, once every item is still in
-// one of them (none was joined elsewhere meanwhile) and they share a
-// clock, calls merge with them, to merge into the first. clocks is the
-// error for queues on different clocks.
-func Join[I any, Q Queue](items []I, queueOf func(I) Q, clocks error, merge func(qs []Q) error) error {
-	for {
-		var qs []Q
-		for _, it := range items {
-			if q := queueOf(it); !slices.Contains(qs, q) {
-				qs = append(qs, q)
-			}
-		}
-		slices.SortFunc(qs, func(a, b Q) int {
-			return cmp.Compare(uintptr(unsafe.Pointer(a.Line())), uintptr(unsafe.Pointer(b.Line())))
-		})
-		for _, q := range qs {
-			q.Line().Mu.Lock()
-		}
-		stale := false
-		for _, it := range items {
-			stale = stale || !slices.Contains(qs, queueOf(it))
-		}
-		var err error
-		if !stale {
-			for _, o := range qs[1:] {
-				if o.Line().Clock != qs[0].Line().Clock {
-					err = clocks
-				}
-			}
-			if err == nil {
-				err = merge(qs)
-			}
-		}
-		for _, q := range qs {
-			q.Line().Mu.Unlock()
-		}
-		if !stale {
-			return err
-		}
-	}
-}
-
-// Lock locks the queue p points to and returns it. An item's queue
-// changes when it is joined into another (by NewLimiter or
-// NewClassLimiter), hence the check after locking.
-func Lock[T any, Q interface {
-	*T
-	Queue
-}](p *atomic.Pointer[T]) Q {
-	for {
-		q := Q(p.Load())
-		q.Line().Mu.Lock()
-		if Q(p.Load()) == q {
-			return q
-		}
-		q.Line().Mu.Unlock()
-	}
 }

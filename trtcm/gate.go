@@ -1,10 +1,11 @@
-package throttle
+package trtcm
 
 import (
 	"context"
 	"sync/atomic"
 	"time"
 
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/exact"
 )
 
@@ -17,7 +18,7 @@ import (
 
 // Acquire marks cost, the one cost of a Marker's one limit, and grants it
 // as described above; it never waits.
-func (m *Marker) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
+func (m *Marker) Acquire(ctx context.Context, costs ...int64) (throttle.Permit, error) {
 	cost, err := markCost(costs)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (m *Marker) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
 }
 
 // TryAcquirePermit grants cost only if it is marked green.
-func (m *Marker) TryAcquirePermit(costs ...int64) (Permit, bool, error) {
+func (m *Marker) TryAcquirePermit(costs ...int64) (throttle.Permit, bool, error) {
 	cost, err := markCost(costs)
 	if err != nil {
 		return nil, false, err
@@ -44,28 +45,28 @@ func (m *Marker) TryAcquirePermit(costs ...int64) (Permit, bool, error) {
 
 // WaitTime reports how long until cost would be marked green: until both
 // the committed and the peak bucket hold it. It fails with
-// ErrCostExceedsCapacity for a cost above the committed burst.
+// throttle.ErrCostExceedsCapacity for a cost above the committed burst.
 func (m *Marker) WaitTime(costs ...int64) (time.Duration, error) {
 	cost, err := markCost(costs)
 	if err != nil {
 		return 0, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	now := m.Now()
 	m.p.Advance(&m.pl, now)
 	m.c.Advance(&m.cl, now)
 	at := max(m.c.ReadyAt(&m.cl, cost), m.p.ReadyAt(&m.pl, cost))
 	if at == exact.Never {
-		return 0, ErrCostExceedsCapacity
+		return 0, throttle.ErrCostExceedsCapacity
 	}
 	return time.Duration(at - now), nil
 }
 
 // Limits describes the Marker's one limit by its committed burst and rate,
 // what a caller is promised; the peak is best effort.
-func (m *Marker) Limits() []Limit {
-	return []Limit{{Name: m.name, Capacity: m.c.Cap, Rate: m.cir}}
+func (m *Marker) Limits() []throttle.Limit {
+	return []throttle.Limit{{Name: m.name, Capacity: m.c.Cap, Rate: m.cir}}
 }
 
 type bestEffortKey struct{}
@@ -87,9 +88,9 @@ func BestEffortAllowed(ctx context.Context) bool {
 // grant marks cost and, for a color granted, returns its Permit; a yellow
 // call that is not allowed spends nothing.
 func (m *Marker) grant(cost int64, allowYellow bool) (*markPermit, Color) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	color := m.markAt(m.now(), cost, Green, allowYellow)
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	color := m.markAt(m.Now(), cost, Green, allowYellow)
 	if color == Red || color == Yellow && !allowYellow {
 		return nil, color
 	}
@@ -98,10 +99,10 @@ func (m *Marker) grant(cost int64, allowYellow bool) (*markPermit, Color) {
 
 func markCost(costs []int64) (int64, error) {
 	if len(costs) != 1 {
-		return 0, costCount(len(costs), 1)
+		return 0, parts.CostCount(len(costs), 1, "bucket")
 	}
 	if costs[0] <= 0 {
-		return 0, ErrInvalidCost
+		return 0, throttle.ErrInvalidCost
 	}
 	return costs[0], nil
 }
@@ -119,21 +120,21 @@ func (p *markPermit) Costs() []int64 { return []int64{p.cost} }
 
 func (p *markPermit) Settle(actual ...int64) error {
 	if len(actual) != 1 {
-		return costCount(len(actual), 1)
+		return parts.CostCount(len(actual), 1, "bucket")
 	}
 	if actual[0] < 0 {
-		return ErrInvalidCost
+		return throttle.ErrInvalidCost
 	}
 	if !p.settled.CompareAndSwap(false, true) {
-		return ErrSettled
+		return throttle.ErrSettled
 	}
 	m := p.m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	now := m.Now()
 	m.p.Advance(&m.pl, now)
 	m.c.Advance(&m.cl, now)
-	correct := func(s *shape, l *level) {
+	correct := func(s *exact.Shape, l *exact.Level) {
 		if d := actual[0] - p.cost; d < 0 {
 			s.Give(l, -d)
 		} else {

@@ -1,9 +1,11 @@
-package throttle
+package htb
 
 import (
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle"
 )
 
 // quotaCheck verifies, on every grant, that the root's grants conform to
@@ -29,7 +31,7 @@ func newQuotaCheck(t *testing.T, root *Class) *quotaCheck {
 	q := &quotaCheck{
 		t:        t,
 		capacity: new(big.Rat).SetInt64(root.g.Cap),
-		perNs:    big.NewRat(root.rate.tokens, int64(root.rate.period)),
+		perNs:    big.NewRat(root.rate.Tokens(), int64(root.rate.Period())),
 		level:    new(big.Rat).SetInt64(root.g.Cap),
 		last:     root.gl.Last,
 		grants:   map[*Class][]grantRec{},
@@ -125,12 +127,12 @@ func newTeams(t *testing.T) (root, a, b, c *Class) {
 	clk := newClock()
 	// 1000 tokens a second; a burst of 50 keeps the start-up burst of
 	// each class under 1% of what it gets in 10 periods.
-	root, err := NewQuota(50, Per(1000, time.Second), WithClock(clk), WithName("org"))
+	root, err := NewQuota(50, throttle.Per(1000, time.Second), throttle.WithClock(clk), throttle.WithName("org"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mk := func(name string, r int64) *Class {
-		k, err := root.NewClass(ClassConfig{Name: name, Rate: Per(r, time.Second)})
+		k, err := root.NewClass(Config{Name: name, Rate: throttle.Per(r, time.Second)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package throttle
+package trtcm
 
 import (
 	"math/big"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
 )
 
 // rfc2698 is a direct transcription of RFC 2698's metering in exact
@@ -21,7 +22,7 @@ type rfc2698 struct {
 	tmp, b         *big.Rat
 }
 
-func newRFC2698(cir Rate, cbs int64, pir Rate, pbs int64) *rfc2698 {
+func newRFC2698(cir throttle.Rate, cbs int64, pir throttle.Rate, pbs int64) *rfc2698 {
 	return &rfc2698{
 		ct: cir.Tokens(), cp: int64(cir.Period()), pt: pir.Tokens(), pp: int64(pir.Period()),
 		cbs: new(big.Rat).SetInt64(cbs), pbs: new(big.Rat).SetInt64(pbs),
@@ -67,9 +68,9 @@ func (r *rfc2698) mark(at, bytes int64, aware bool, pre Color) Color {
 	return Green
 }
 
-func randRate(rng *rand.Rand) Rate {
+func randRate(rng *rand.Rand) throttle.Rate {
 	periods := []time.Duration{time.Nanosecond * 7, time.Microsecond, time.Millisecond * 3, time.Second, time.Minute}
-	return Per(rng.Int64N(1000)+1, periods[rng.IntN(len(periods))])
+	return throttle.Per(rng.Int64N(1000)+1, periods[rng.IntN(len(periods))])
 }
 
 // TestMarkerEqualsRFC2698 compares the colors of 100,000 random traces of
@@ -91,7 +92,7 @@ func TestMarkerEqualsRFC2698(t *testing.T) {
 		}
 		cbs, pbs := rng.Int64N(50)+1, rng.Int64N(100)+1
 		clk := clockwork.NewFakeClockAt(t0)
-		m, err := NewMarker(cir, cbs, pir, pbs, WithClock(clk))
+		m, err := New(cir, cbs, pir, pbs, throttle.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,13 +133,13 @@ func TestMarkerEqualsRFC2698(t *testing.T) {
 }
 
 func TestMarkerValidation(t *testing.T) {
-	if _, err := NewMarker(Per(10, time.Second), 5, Per(5, time.Second), 10); err == nil {
+	if _, err := New(throttle.Per(10, time.Second), 5, throttle.Per(5, time.Second), 10); err == nil {
 		t.Error("peak below committed accepted")
 	}
-	if _, err := NewMarker(Per(10, time.Second), 0, Per(20, time.Second), 10); err == nil {
+	if _, err := New(throttle.Per(10, time.Second), 0, throttle.Per(20, time.Second), 10); err == nil {
 		t.Error("zero committed burst accepted")
 	}
-	m, err := NewMarker(Per(10, time.Second), 5, Per(20, time.Second), 10)
+	m, err := New(throttle.Per(10, time.Second), 5, throttle.Per(20, time.Second), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,3 +150,5 @@ func TestMarkerValidation(t *testing.T) {
 		t.Errorf("Yellow.String() = %q", s)
 	}
 }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

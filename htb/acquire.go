@@ -1,4 +1,4 @@
-package throttle
+package htb
 
 import (
 	"context"
@@ -8,25 +8,26 @@ import (
 	"slices"
 	"time"
 
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/exact"
 	"github.com/throttlekit/throttle/internal/queue"
 )
 
 // centry is a waiter's place in one class's FIFO queue.
 type centry struct {
-	links[centry]
+	queue.Links[centry]
 	w *classWaiter
 	c *Class
 }
 
-func (e *centry) Linked() *links[centry] { return &e.links }
+func (e *centry) Linked() *queue.Links[centry] { return &e.Links }
 
 // classWaiter is one Acquire call on one or several classes (one per
 // hierarchy). It is a candidate once it heads the queue of every class it
 // waits on. As with a Bucket's waiters, only the waiter to be served next
 // has its timer armed, so a grant wakes one goroutine.
 type classWaiter struct {
-	wake
+	queue.Wake
 	cs      []*Class
 	costs   []int64
 	plan    []int // the lender's index on each class's path, once granted
@@ -70,7 +71,7 @@ func (d *domain) waiter(cs []*Class, costs []int64) *classWaiter {
 
 // recycle is group.recycle for a classWaiter.
 func (d *domain) recycle(w *classWaiter) {
-	*w = classWaiter{wake: w.Reuse(), opts: w.opts[:0]}
+	*w = classWaiter{Wake: w.Reuse(), opts: w.opts[:0]}
 	d.idle.Put(w)
 }
 
@@ -118,13 +119,13 @@ func (w *classWaiter) heads() bool {
 // positive; a cost must fit the quota and every ceiling on the path.
 func checkClasses(cs []*Class, costs []int64) error {
 	if len(costs) != len(cs) {
-		return classCostCount(len(costs), len(cs))
+		return classCount(len(costs), len(cs))
 	}
 	any := false
 	for i, c := range cs {
 		n := costs[i]
 		if n < 0 {
-			return fmt.Errorf("%s: %w", className(c), ErrInvalidCost)
+			return fmt.Errorf("%s: %w", className(c), throttle.ErrInvalidCost)
 		}
 		if c.removed {
 			return fmt.Errorf("%s: %w", className(c), ErrClassRemoved)
@@ -133,7 +134,7 @@ func checkClasses(cs []*Class, costs []int64) error {
 			continue
 		}
 		if root := c.path[len(c.path)-1]; root.g.Cap == 0 {
-			return fmt.Errorf("%s: %w", className(root), ErrClosed)
+			return fmt.Errorf("%s: %w", className(root), throttle.ErrClosed)
 		}
 		any = true
 		for _, m := range c.path {
@@ -142,12 +143,12 @@ func checkClasses(cs []*Class, costs []int64) error {
 				capacity = m.g.Cap
 			}
 			if n > capacity {
-				return fmt.Errorf("%s: %w: cost %d, capacity %d", className(m), ErrCostExceedsCapacity, n, capacity)
+				return fmt.Errorf("%s: %w: cost %d, capacity %d", className(m), throttle.ErrCostExceedsCapacity, n, capacity)
 			}
 		}
 	}
 	if !any {
-		return ErrInvalidCost
+		return throttle.ErrInvalidCost
 	}
 	return nil
 }
@@ -265,7 +266,7 @@ func giveBack(c *Class, cost, actual int64, j int, now int64) {
 // nothing.
 func (c *Class) TryAcquire(cost int64) (bool, error) {
 	if cost <= 0 {
-		return false, ErrInvalidCost
+		return false, throttle.ErrInvalidCost
 	}
 	d := c.lock()
 	now := d.Now()
@@ -275,7 +276,7 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 	if c.removed || cost > c.path[len(c.path)-1].g.Cap || (c.parent != nil && cost > c.c.Cap) {
 		d.Mu.Unlock()
 		cs, costs := [1]*Class{c}, [1]int64{cost}
-		if err := checkClasses(cs[:], costs[:]); !errors.Is(err, ErrClosed) {
+		if err := checkClasses(cs[:], costs[:]); !errors.Is(err, throttle.ErrClosed) {
 			return false, err
 		}
 		return false, nil // a closed quota refuses, as a closed bucket does
@@ -662,7 +663,7 @@ func (d *domain) peek(now int64, read func(now int64)) {
 
 // classSnap is a class's state saved while a wait is projected.
 type classSnap struct {
-	gl, cl  level
+	gl, cl  exact.Level
 	tag, vt vtag
 }
 
@@ -699,9 +700,9 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 	if d.Outlasts(ctx, wait) {
 		d.Mu.Unlock()
 		d.recycle(w)
-		return &WaitError{Wait: wait, Limit: cs[0].name}
+		return &throttle.WaitError{Wait: wait, Limit: cs[0].name}
 	}
-	w.Ready(&d.timeline)
+	w.Ready(&d.Timeline)
 	w.Since = now
 	d.push(w)
 	d.serve(now)
@@ -764,7 +765,7 @@ func (w *classWaiter) Cancelled(int64) {} // classes have no observers
 // queued, so its cost grows with their number.
 func (c *Class) Acquire(ctx context.Context, cost int64) error {
 	if cost <= 0 {
-		return ErrInvalidCost
+		return throttle.ErrInvalidCost
 	}
 	costs, plan := [1]int64{cost}, [1]int{}
 	return acquireClasses(ctx, c.self[:], costs[:], plan[:])
@@ -804,7 +805,7 @@ func waitClasses(cs []*Class, costs []int64) (time.Duration, error) {
 		d.recycle(w)
 	})
 	if t == exact.Never {
-		return 0, fmt.Errorf("%s: %w: no lender's spare will cover %d as the hierarchy stands", className(cs[0]), ErrCostExceedsCapacity, costs[0])
+		return 0, fmt.Errorf("%s: %w: no lender's spare will cover %d as the hierarchy stands", className(cs[0]), throttle.ErrCostExceedsCapacity, costs[0])
 	}
 	return time.Duration(t - now), nil
 }

@@ -1,12 +1,14 @@
-package throttle
+package trtcm
 
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/queue"
 )
 
 // Color is the mark a Marker gives a request.
@@ -51,74 +53,69 @@ func (c Color) String() string {
 //
 // A Marker is safe for concurrent use.
 type Marker struct {
-	mu     sync.Mutex
-	clock  clockwork.Clock
-	epoch  time.Time
-	name   string
-	p, c   shape
-	pl, cl level
-	cir    Rate // the committed rate, as given
+	queue.Timeline // the lock, the clock; no queue: a Marker never waits
+	name           string
+	p, c           exact.Shape
+	pl, cl         exact.Level
+	cir            throttle.Rate // the committed rate, as given
 }
 
-// NewMarker returns a Marker with committed rate cir and burst cbs and
+// New returns a Marker with committed rate cir and burst cbs and
 // peak rate pir and burst pbs. RFC 2698 asks for pir >= cir; both bursts
 // must be positive. WithClock and WithName apply.
-func NewMarker(cir Rate, cbs int64, pir Rate, pbs int64, opts ...Option) (*Marker, error) {
+func New(cir throttle.Rate, cbs int64, pir throttle.Rate, pbs int64, opts ...throttle.Option) (*Marker, error) {
 	// RFC 2698 requires both burst sizes above zero; an unlimited rate
 	// would make every packet green, which is no marker.
 	if cbs <= 0 || pbs <= 0 {
-		return nil, fmt.Errorf("throttle: NewMarker: burst sizes must be positive, got CBS %d and PBS %d", cbs, pbs)
+		return nil, fmt.Errorf("trtcm: New: burst sizes must be positive, got CBS %d and PBS %d", cbs, pbs)
 	}
-	if cir.inf || pir.inf {
-		return nil, fmt.Errorf("throttle: NewMarker: rates must be finite, got CIR %v and PIR %v", cir, pir)
+	if cir == throttle.Inf || pir == throttle.Inf {
+		return nil, fmt.Errorf("trtcm: New: rates must be finite, got CIR %v and PIR %v", cir, pir)
 	}
-	cs, err := cir.shape(cbs)
+	cs, err := shapeOf(cir, cbs)
 	if err != nil {
-		return nil, fmt.Errorf("throttle: NewMarker: committed: %w", err)
+		return nil, fmt.Errorf("trtcm: New: committed: %w", err)
 	}
-	ps, err := pir.shape(pbs)
+	ps, err := shapeOf(pir, pbs)
 	if err != nil {
-		return nil, fmt.Errorf("throttle: NewMarker: peak: %w", err)
+		return nil, fmt.Errorf("trtcm: New: peak: %w", err)
 	}
 	if rateLess(pir, cir) {
-		return nil, fmt.Errorf("throttle: NewMarker: peak rate %v is below the committed rate %v", pir, cir)
+		return nil, fmt.Errorf("trtcm: New: peak rate %v is below the committed rate %v", pir, cir)
 	}
-	o, err := applyOptions("NewMarker", optClock|optName, map[optionSet]string{
-		optObserver: ": a Marker reports no events",
-		optMaxKeys:  ": it caps a Keyed's keys",
-	}, opts)
+	clock, name, err := parts.ClockAndName("trtcm.New", ": a Marker reports no events", opts)
 	if err != nil {
 		return nil, err
 	}
-	m := &Marker{clock: o.clock, name: o.name, p: ps, c: cs, cir: cir}
-	if o.clock == nil {
-		m.epoch = time.Now()
-	} else {
-		m.epoch = o.clock.Now()
-	}
-	now := m.now()
-	m.pl = level{Tokens: pbs, Last: now}
-	m.cl = level{Tokens: cbs, Last: now}
+	m := &Marker{name: name, p: ps, c: cs, cir: cir}
+	m.Start(clock)
+	now := m.Now()
+	m.pl = exact.Level{Tokens: pbs, Last: now}
+	m.cl = exact.Level{Tokens: cbs, Last: now}
 	return m, nil
 }
 
-func (m *Marker) now() int64 {
-	if m.clock == nil {
-		return int64(time.Since(m.epoch))
-	}
-	return int64(m.clock.Since(m.epoch))
+// parts is what the core lends this package: its options and errors.
+var parts = corelink.Load[*corelink.Parts[throttle.Option]]()
+
+func init() {
+	corelink.Register(corelink.Clocker(func(g any) clockwork.Clock {
+		if m, ok := g.(*Marker); ok {
+			return m.Timers
+		}
+		return nil
+	}))
 }
 
-// timeline returns the clock the Marker reads, for the Transport
-// (gateClock).
-func (m *Marker) timeline() clockwork.Clock {
-	if m.clock == nil {
-		return clockwork.NewRealClock()
-	}
-	return m.clock
+// shapeOf is r for a bucket of capacity, reduced (see exact.NewShape).
+func shapeOf(r throttle.Rate, capacity int64) (exact.Shape, error) {
+	return exact.NewShape(capacity, r.Tokens(), r.Period(), r == throttle.Inf)
 }
 
-// Name returns the name given with WithName.
+// rateLess reports a < b as rates, exactly.
+func rateLess(a, b throttle.Rate) bool {
+	return exact.RateLess(a.Tokens(), a.Period(), b.Tokens(), b.Period())
+}
 
 // Mark marks a request of cost tokens in color-blind mode and updates the
 // buckets as RFC 2698 says. A negative cost is red and changes nothing.
@@ -129,9 +126,9 @@ func (m *Marker) Mark(cost int64) Color {
 // MarkAware marks a request of cost tokens that arrives already marked
 // pre, in color-aware mode.
 func (m *Marker) MarkAware(cost int64, pre Color) Color {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.markAt(m.now(), cost, pre, true)
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	return m.markAt(m.Now(), cost, pre, true)
 }
 
 // markAt marks at instant now; with commit false, a yellow request leaves
@@ -160,9 +157,9 @@ func (m *Marker) markAt(now, cost int64, pre Color, yellowCommits bool) Color {
 
 // Tokens returns the levels of the committed and the peak bucket now.
 func (m *Marker) Tokens() (committed, peak float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
+	m.Mu.Lock()
+	defer m.Mu.Unlock()
+	now := m.Now()
 	m.p.Advance(&m.pl, now)
 	m.c.Advance(&m.cl, now)
 	return m.c.Value(&m.cl), m.p.Value(&m.pl)
@@ -172,10 +169,10 @@ var (
 	// ErrRed is matched by the *MarkError of a call a Marker's Acquire
 	// marked red: above the peak rate, never granted (a Transport over the
 	// Marker does not send it).
-	ErrRed = errors.New("throttle: request above the peak rate (marked red)")
+	ErrRed = errors.New("trtcm: request above the peak rate (marked red)")
 	// ErrYellow is matched by the *MarkError of a call marked yellow whose
 	// context does not allow best effort: not granted, and not sent.
-	ErrYellow = errors.New("throttle: request above the committed rate (marked yellow) and best effort not allowed")
+	ErrYellow = errors.New("trtcm: request above the committed rate (marked yellow) and best effort not allowed")
 )
 
 // MarkError is the error of a Marker's Acquire for a call it did not grant
@@ -194,9 +191,9 @@ func (e *MarkError) Error() string {
 		what = "peak"
 	}
 	if e.Color == Yellow {
-		return fmt.Sprintf("throttle: marker %q: request of cost %d above the %s rate (yellow); not sent, as its context does not allow best effort (see AllowBestEffort)", e.Marker, e.Cost, what)
+		return fmt.Sprintf("trtcm: marker %q: request of cost %d above the %s rate (yellow); not sent, as its context does not allow best effort (see AllowBestEffort)", e.Marker, e.Cost, what)
 	}
-	return fmt.Sprintf("throttle: marker %q: request of cost %d above the %s rate (red); not sent", e.Marker, e.Cost, what)
+	return fmt.Sprintf("trtcm: marker %q: request of cost %d above the %s rate (red); not sent", e.Marker, e.Cost, what)
 }
 
 // Unwrap returns ErrRed or ErrYellow.

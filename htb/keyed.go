@@ -1,19 +1,21 @@
-package throttle
+package htb
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/throttlekit/throttle"
 )
 
 // ErrClassRemoved is returned by calls on a class that was removed from
 // its hierarchy.
-var ErrClassRemoved = errors.New("throttle: class was removed")
+var ErrClassRemoved = errors.New("htb: class was removed")
 
-// KeyedClasses is a set of classes under one parent, one per key (a
+// Keyed is a set of classes under one parent, one per key (a
 // tenant, a team, an API key), each made on the key's first use from the
-// ClassConfig its config returns: an organisation's quota shared by
+// Config its config returns: an organisation's quota shared by
 // tenants who each have a guarantee and borrow what the others leave.
 //
 // A key's class is dropped by a sweep once it is idle: its guarantee and
@@ -24,26 +26,26 @@ var ErrClassRemoved = errors.New("throttle: class was removed")
 // its burst as the parent's spare covers. When a new key's guarantee does
 // not fit, Sweep runs once before the key is refused.
 //
-// A KeyedClasses is safe for concurrent use.
-type KeyedClasses[K comparable] struct {
+// A Keyed is safe for concurrent use.
+type Keyed[K comparable] struct {
 	parent *Class
-	config func(K) ClassConfig
+	config func(K) Config
 	mu     sync.Mutex
 	m      map[K]*Class
 	next   int // sweep when a new key would make this many
 }
 
-// NewKeyedClasses returns an empty set of classes under parent, key K
+// NewKeyed returns an empty set of classes under parent, key K
 // getting the class config(K) describes. config must be deterministic.
-func NewKeyedClasses[K comparable](parent *Class, config func(K) ClassConfig) *KeyedClasses[K] {
-	return &KeyedClasses[K]{parent: parent, config: config, m: map[K]*Class{}, next: minKeyedSweep}
+func NewKeyed[K comparable](parent *Class, config func(K) Config) *Keyed[K] {
+	return &Keyed[K]{parent: parent, config: config, m: map[K]*Class{}, next: minKeyedSweep}
 }
 
 // minKeyedSweep is the fewest keys held before new keys trigger a sweep.
 const minKeyedSweep = 64
 
 // Class returns key's class, making it if needed.
-func (k *KeyedClasses[K]) Class(key K) (*Class, error) {
+func (k *Keyed[K]) Class(key K) (*Class, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if c := k.m[key]; c != nil && !c.isRemoved() {
@@ -60,7 +62,7 @@ func (k *KeyedClasses[K]) Class(key K) (*Class, error) {
 	if err != nil {
 		k.sweepLocked()
 		if c, err = k.parent.NewClass(cfg); err != nil {
-			return nil, fmt.Errorf("throttle: class for key %v: %w", key, err)
+			return nil, fmt.Errorf("htb: class for key %v: %w", key, err)
 		}
 	}
 	k.m[key] = c
@@ -68,7 +70,7 @@ func (k *KeyedClasses[K]) Class(key K) (*Class, error) {
 }
 
 // TryAcquire is Class.TryAcquire on key's class.
-func (k *KeyedClasses[K]) TryAcquire(key K, cost int64) (bool, error) {
+func (k *Keyed[K]) TryAcquire(key K, cost int64) (bool, error) {
 	for {
 		c, err := k.Class(key)
 		if err != nil {
@@ -82,7 +84,7 @@ func (k *KeyedClasses[K]) TryAcquire(key K, cost int64) (bool, error) {
 }
 
 // Acquire is Class.Acquire on key's class.
-func (k *KeyedClasses[K]) Acquire(ctx context.Context, key K, cost int64) error {
+func (k *Keyed[K]) Acquire(ctx context.Context, key K, cost int64) error {
 	for {
 		c, err := k.Class(key)
 		if err != nil {
@@ -95,7 +97,7 @@ func (k *KeyedClasses[K]) Acquire(ctx context.Context, key K, cost int64) error 
 }
 
 // AcquirePermit is Class.AcquirePermit on key's class.
-func (k *KeyedClasses[K]) AcquirePermit(ctx context.Context, key K, cost int64) (Permit, error) {
+func (k *Keyed[K]) AcquirePermit(ctx context.Context, key K, cost int64) (throttle.Permit, error) {
 	for {
 		c, err := k.Class(key)
 		if err != nil {
@@ -109,7 +111,7 @@ func (k *KeyedClasses[K]) AcquirePermit(ctx context.Context, key K, cost int64) 
 }
 
 // Len returns the number of keys that have a class.
-func (k *KeyedClasses[K]) Len() int {
+func (k *Keyed[K]) Len() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return len(k.m)
@@ -117,13 +119,13 @@ func (k *KeyedClasses[K]) Len() int {
 
 // Sweep drops the class of every idle key and returns how many it
 // dropped.
-func (k *KeyedClasses[K]) Sweep() int {
+func (k *Keyed[K]) Sweep() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.sweepLocked()
 }
 
-func (k *KeyedClasses[K]) sweepLocked() int {
+func (k *Keyed[K]) sweepLocked() int {
 	n := 0
 	for key, c := range k.m {
 		if c.removeIfIdle() {

@@ -1,4 +1,4 @@
-package throttle_test
+package htb_test
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/htb"
 )
 
 // An organisation's 200,000 tokens a minute shared by three teams: search
@@ -14,10 +15,10 @@ import (
 // its whole guarantee when it comes back.
 func ExampleNewQuota() {
 	clk := clockwork.NewFakeClock()
-	org, _ := throttle.NewQuota(200_000, throttle.Per(200_000, time.Minute),
+	org, _ := htb.NewQuota(200_000, throttle.Per(200_000, time.Minute),
 		throttle.WithClock(clk), throttle.WithName("org TPM"))
-	team := func(name string, perMin int64) *throttle.Class {
-		c, err := org.NewClass(throttle.ClassConfig{Name: name, Rate: throttle.Per(perMin, time.Minute)})
+	team := func(name string, perMin int64) *htb.Class {
+		c, err := org.NewClass(htb.Config{Name: name, Rate: throttle.Per(perMin, time.Minute)})
 		if err != nil {
 			panic(err)
 		}
@@ -25,7 +26,7 @@ func ExampleNewQuota() {
 	}
 	search, chat, batch := team("search", 100_000), team("chat", 60_000), team("batch", 40_000)
 
-	try := func(c *throttle.Class, tokens int64) {
+	try := func(c *htb.Class, tokens int64) {
 		ok, _ := c.TryAcquire(tokens)
 		fmt.Printf("%-6s %6d %v\n", c.Name(), tokens, ok)
 	}

@@ -1,4 +1,4 @@
-package throttle
+package htb
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/testwait"
 )
 
 // classQueued returns the number of waiters in c's queue.
@@ -34,7 +36,7 @@ func waitClassQueued(t *testing.T, c *Class, n int) {
 	}
 }
 
-func mustClass(t *testing.T, p *Class, cfg ClassConfig) *Class {
+func mustClass(t *testing.T, p *Class, cfg Config) *Class {
 	t.Helper()
 	c, err := p.NewClass(cfg)
 	if err != nil {
@@ -58,50 +60,50 @@ func mustTry(t *testing.T, c *Class, cost int64, want bool) {
 // guaranteed 50 a second each, burst 50: no spare while both are full.
 func newPair(t *testing.T) (*clockwork.FakeClock, *Class, *Class, *Class) {
 	clk := newClock()
-	root, err := NewQuota(100, Per(100, time.Second), WithClock(clk), WithName("org"))
+	root, err := NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk), throttle.WithName("org"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(50, time.Second)})
-	b := mustClass(t, root, ClassConfig{Name: "b", Rate: Per(50, time.Second)})
+	a := mustClass(t, root, Config{Name: "a", Rate: throttle.Per(50, time.Second)})
+	b := mustClass(t, root, Config{Name: "b", Rate: throttle.Per(50, time.Second)})
 	return clk, root, a, b
 }
 
 func TestClassValidation(t *testing.T) {
 	clk := newClock()
-	root, err := NewQuota(100, Per(100, time.Second), WithClock(clk))
+	root, err := NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewQuota(100, Per(0, time.Second)); err == nil {
+	if _, err := NewQuota(100, throttle.Per(0, time.Second)); err == nil {
 		t.Error("a quota that never refills accepted")
 	}
-	bad := []ClassConfig{
-		{Name: "zero", Rate: Per(0, time.Second)},
-		{Name: "above parent", Rate: Per(101, time.Second)},
-		{Name: "burst above parent", Rate: Per(10, time.Second), Burst: 101},
-		{Name: "ceil below rate", Rate: Per(10, time.Second), Ceil: Per(5, time.Second)},
-		{Name: "ceil above parent", Rate: Per(10, time.Second), Ceil: Per(200, time.Second)},
-		{Name: "ceil burst below burst", Rate: Per(10, time.Second), Burst: 20, CeilBurst: 10},
+	bad := []Config{
+		{Name: "zero", Rate: throttle.Per(0, time.Second)},
+		{Name: "above parent", Rate: throttle.Per(101, time.Second)},
+		{Name: "burst above parent", Rate: throttle.Per(10, time.Second), Burst: 101},
+		{Name: "ceil below rate", Rate: throttle.Per(10, time.Second), Ceil: throttle.Per(5, time.Second)},
+		{Name: "ceil above parent", Rate: throttle.Per(10, time.Second), Ceil: throttle.Per(200, time.Second)},
+		{Name: "ceil burst below burst", Rate: throttle.Per(10, time.Second), Burst: 20, CeilBurst: 10},
 	}
 	for _, cfg := range bad {
 		if _, err := root.NewClass(cfg); err == nil {
 			t.Errorf("%s: accepted", cfg.Name)
 		}
 	}
-	a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(3000, time.Minute)}) // 50/s
+	a := mustClass(t, root, Config{Name: "a", Rate: throttle.Per(3000, time.Minute)}) // 50/s
 	if got := a.g.Cap; got != 50 {
 		t.Errorf("default burst %d, want the share 50", got)
 	}
-	mustClass(t, root, ClassConfig{Name: "b", Rate: Per(40, time.Second)})
-	if _, err := root.NewClass(ClassConfig{Name: "c", Rate: Per(11, time.Second)}); err == nil {
+	mustClass(t, root, Config{Name: "b", Rate: throttle.Per(40, time.Second)})
+	if _, err := root.NewClass(Config{Name: "c", Rate: throttle.Per(11, time.Second)}); err == nil {
 		t.Error("guarantees above the parent's accepted")
 	}
-	mustClass(t, root, ClassConfig{Name: "c", Rate: Per(10, time.Second), Burst: 10})
-	if _, err := a.TryAcquire(101); !errors.Is(err, ErrCostExceedsCapacity) {
+	mustClass(t, root, Config{Name: "c", Rate: throttle.Per(10, time.Second), Burst: 10})
+	if _, err := a.TryAcquire(101); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
 		t.Errorf("cost above the quota: %v", err)
 	}
-	if _, err := a.TryAcquire(0); !errors.Is(err, ErrInvalidCost) {
+	if _, err := a.TryAcquire(0); !errors.Is(err, throttle.ErrInvalidCost) {
 		t.Errorf("zero cost: %v", err)
 	}
 }
@@ -130,8 +132,8 @@ func TestClassOwnThenBorrow(t *testing.T) {
 
 func TestClassCeiling(t *testing.T) {
 	clk := newClock()
-	root, _ := NewQuota(100, Per(100, time.Second), WithClock(clk))
-	a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(20, time.Second), Burst: 20, Ceil: Per(30, time.Second), CeilBurst: 30})
+	root, _ := NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk))
+	a := mustClass(t, root, Config{Name: "a", Rate: throttle.Per(20, time.Second), Burst: 20, Ceil: throttle.Per(30, time.Second), CeilBurst: 30})
 	mustTry(t, a, 20, true)
 	mustTry(t, a, 10, true) // borrowed, up to the ceiling burst
 	mustTry(t, a, 1, false) // the ceiling is empty, the root is not
@@ -148,11 +150,11 @@ func TestClassCeiling(t *testing.T) {
 // TestClassDepth2 borrows from the parent first, then the grandparent.
 func TestClassDepth2(t *testing.T) {
 	clk := newClock()
-	root, _ := NewQuota(100, Per(100, time.Second), WithClock(clk))
-	team := mustClass(t, root, ClassConfig{Name: "team", Rate: Per(60, time.Second)})
-	other := mustClass(t, root, ClassConfig{Name: "other", Rate: Per(40, time.Second)})
-	x := mustClass(t, team, ClassConfig{Name: "x", Rate: Per(20, time.Second), Burst: 20})
-	y := mustClass(t, team, ClassConfig{Name: "y", Rate: Per(20, time.Second), Burst: 20})
+	root, _ := NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk))
+	team := mustClass(t, root, Config{Name: "team", Rate: throttle.Per(60, time.Second)})
+	other := mustClass(t, root, Config{Name: "other", Rate: throttle.Per(40, time.Second)})
+	x := mustClass(t, team, Config{Name: "x", Rate: throttle.Per(20, time.Second), Burst: 20})
+	y := mustClass(t, team, Config{Name: "y", Rate: throttle.Per(20, time.Second), Burst: 20})
 	// team: 60 tokens, 40 held for x and y: a spare of 20.
 	mustTry(t, x, 20, true) // own
 	mustTry(t, x, 20, true) // the team's spare
@@ -211,7 +213,7 @@ func startClass(t *testing.T, c *Class, clk *clockwork.FakeClock, ctx context.Co
 		out <- classResult{id, err, clk.Since(t0)}
 		close(returned)
 	}()
-	awaitCount(t, func() int { return classQueued(c) }, before, returned)
+	testwait.Queued(t, func() int { return classQueued(c) }, before, returned)
 }
 
 func TestClassAcquireFIFOCancelDeadline(t *testing.T) {
@@ -229,7 +231,7 @@ func TestClassAcquireFIFOCancelDeadline(t *testing.T) {
 	// A deadline too near fails at once, spending nothing.
 	dctx, dcancel := clockwork.WithTimeout(t.Context(), clk, 100*time.Millisecond)
 	defer dcancel()
-	var we *WaitError
+	var we *throttle.WaitError
 	if err := a.Acquire(dctx, 5); !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("near deadline: %v", err)
 	}
@@ -270,7 +272,7 @@ func TestClassPermitSettle(t *testing.T) {
 	if got := a.Tokens(); got != 40 {
 		t.Fatalf("a %v after a refund of 30, want 40", got)
 	}
-	if err := p.Settle(10); !errors.Is(err, ErrSettled) {
+	if err := p.Settle(10); !errors.Is(err, throttle.ErrSettled) {
 		t.Fatalf("second settle: %v", err)
 	}
 	// An overrun is a's own debt: b's guarantee and the invariant hold.
@@ -293,15 +295,15 @@ func TestClassPermitSettle(t *testing.T) {
 
 func TestClassLimiter(t *testing.T) {
 	clk := newClock()
-	reqs, _ := NewQuota(10, Per(10, time.Second), WithClock(clk), WithName("rpm"))
-	toks, _ := NewQuota(1000, Per(1000, time.Second), WithClock(clk), WithName("tpm"))
-	ar := mustClass(t, reqs, ClassConfig{Name: "a", Rate: Per(5, time.Second)})
-	at := mustClass(t, toks, ClassConfig{Name: "a", Rate: Per(500, time.Second)})
-	l, err := NewClassLimiter(ar, at)
+	reqs, _ := NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(clk), throttle.WithName("rpm"))
+	toks, _ := NewQuota(1000, throttle.Per(1000, time.Second), throttle.WithClock(clk), throttle.WithName("tpm"))
+	ar := mustClass(t, reqs, Config{Name: "a", Rate: throttle.Per(5, time.Second)})
+	at := mustClass(t, toks, Config{Name: "a", Rate: throttle.Per(500, time.Second)})
+	l, err := NewLimiter(ar, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewClassLimiter(ar, reqs); err == nil {
+	if _, err := NewLimiter(ar, reqs); err == nil {
 		t.Fatal("two classes of one hierarchy accepted")
 	}
 	if ok, _ := l.TryAcquire(1, 900); ok {
@@ -353,7 +355,7 @@ func TestClassRemove(t *testing.T) {
 	if err := root.Remove(); err == nil {
 		t.Fatal("removed the root")
 	}
-	c := mustClass(t, root, ClassConfig{Name: "c", Rate: Per(50, time.Second)})
+	c := mustClass(t, root, Config{Name: "c", Rate: throttle.Per(50, time.Second)})
 	if got := c.Tokens(); got != 0 {
 		t.Fatalf("new class starts with %v; the root had no spare", got)
 	}
@@ -366,12 +368,12 @@ func TestClassInterleaved(t *testing.T) {
 	rng := rand.New(rand.NewPCG(18, 2698))
 	for round := range 20 {
 		clk := newClock()
-		root, _ := NewQuota(200, Per(200, time.Second), WithClock(clk))
+		root, _ := NewQuota(200, throttle.Per(200, time.Second), throttle.WithClock(clk))
 		q := newQuotaCheck(t, root)
-		t1 := mustClass(t, root, ClassConfig{Name: "t1", Rate: Per(120, time.Second)})
-		t2 := mustClass(t, root, ClassConfig{Name: "t2", Rate: Per(50, time.Second), Ceil: Per(100, time.Second), CeilBurst: 100})
-		x := mustClass(t, t1, ClassConfig{Name: "x", Rate: Per(60, time.Second)})
-		y := mustClass(t, t1, ClassConfig{Name: "y", Rate: Per(30, time.Second)})
+		t1 := mustClass(t, root, Config{Name: "t1", Rate: throttle.Per(120, time.Second)})
+		t2 := mustClass(t, root, Config{Name: "t2", Rate: throttle.Per(50, time.Second), Ceil: throttle.Per(100, time.Second), CeilBurst: 100})
+		x := mustClass(t, t1, Config{Name: "x", Rate: throttle.Per(60, time.Second)})
+		y := mustClass(t, t1, Config{Name: "y", Rate: throttle.Per(30, time.Second)})
 		cs := []*Class{t1, t2, x, y, root}
 		var extra *Class
 		for range 300 {
@@ -399,7 +401,7 @@ func TestClassInterleaved(t *testing.T) {
 				clk.Advance(time.Duration(rng.Int64N(int64(300 * time.Millisecond))))
 			case 4:
 				if extra == nil {
-					extra, _ = root.NewClass(ClassConfig{Name: "extra", Rate: Per(30, time.Second)})
+					extra, _ = root.NewClass(Config{Name: "extra", Rate: throttle.Per(30, time.Second)})
 				} else if extra.Remove() == nil {
 					extra = nil
 				}
@@ -422,9 +424,9 @@ func TestClassInterleaved(t *testing.T) {
 
 func TestKeyedClasses(t *testing.T) {
 	clk := newClock()
-	org, _ := NewQuota(100, Per(100, time.Second), WithClock(clk))
-	tenants := NewKeyedClasses(org, func(name string) ClassConfig {
-		return ClassConfig{Name: name, Rate: Per(40, time.Second)}
+	org, _ := NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk))
+	tenants := NewKeyed(org, func(name string) Config {
+		return Config{Name: name, Rate: throttle.Per(40, time.Second)}
 	})
 	for _, n := range []string{"a", "b"} {
 		if ok, err := tenants.TryAcquire(n, 40); !ok || err != nil {
@@ -460,15 +462,15 @@ func FuzzClassConfig(f *testing.F) {
 	f.Add(int64(1<<62), int64(999_999_937), int64(1e9), int64(1<<20), int64(3), int64(1), int64(5), int64(7), int64(0), uint64(99))
 	f.Fuzz(func(t *testing.T, capacity, tok, per, tokA, perA, burstA, tokB, perB, burstB int64, seed uint64) {
 		clk := newClock()
-		root, err := NewQuota(capacity, Per(tok, time.Duration(per)), WithClock(clk))
+		root, err := NewQuota(capacity, throttle.Per(tok, time.Duration(per)), throttle.WithClock(clk))
 		if err != nil {
 			return
 		}
-		a, err := root.NewClass(ClassConfig{Name: "a", Rate: Per(tokA, time.Duration(perA)), Burst: burstA})
+		a, err := root.NewClass(Config{Name: "a", Rate: throttle.Per(tokA, time.Duration(perA)), Burst: burstA})
 		if err != nil {
 			return
 		}
-		b, err := a.NewClass(ClassConfig{Name: "b", Rate: Per(tokB, time.Duration(perB)), Burst: burstB})
+		b, err := a.NewClass(Config{Name: "b", Rate: throttle.Per(tokB, time.Duration(perB)), Burst: burstB})
 		if err != nil {
 			b = a
 		}
@@ -491,17 +493,17 @@ func TestClassWaitTimeExact(t *testing.T) {
 	checked := 0
 	for range 2000 {
 		clk := newClock()
-		root, _ := NewQuota(rng.Int64N(500)+100, Per(rng.Int64N(1000)+100, time.Second), WithClock(clk))
+		root, _ := NewQuota(rng.Int64N(500)+100, throttle.Per(rng.Int64N(1000)+100, time.Second), throttle.WithClock(clk))
 		var cs []*Class
 		for _, share := range []int64{5, 3, 2} {
-			r := root.rate.tokens * share / 10
-			c, err := root.NewClass(ClassConfig{Rate: Per(r, time.Second), Burst: max(root.g.Cap*share/20, 1)})
+			r := root.rate.Tokens() * share / 10
+			c, err := root.NewClass(Config{Rate: throttle.Per(r, time.Second), Burst: max(root.g.Cap*share/20, 1)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			cs = append(cs, c)
 		}
-		sub, err := cs[0].NewClass(ClassConfig{Rate: Per(cs[0].rate.tokens/3, time.Second), Burst: 1 + rng.Int64N(cs[0].g.Cap/2)})
+		sub, err := cs[0].NewClass(Config{Rate: throttle.Per(cs[0].rate.Tokens()/3, time.Second), Burst: 1 + rng.Int64N(cs[0].g.Cap/2)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -536,11 +538,11 @@ func TestClassWaitTimeExact(t *testing.T) {
 // cover it, at that instant, and meanwhile holds nothing in either.
 func TestClassLimiterQueued(t *testing.T) {
 	clk := newClock()
-	reqs, _ := NewQuota(10, Per(10, time.Second), WithClock(clk))
-	toks, _ := NewQuota(1000, Per(1000, time.Second), WithClock(clk))
-	ar := mustClass(t, reqs, ClassConfig{Name: "a-requests", Rate: Per(5, time.Second)})
-	at := mustClass(t, toks, ClassConfig{Name: "a-tokens", Rate: Per(500, time.Second)})
-	l, err := NewClassLimiter(ar, at)
+	reqs, _ := NewQuota(10, throttle.Per(10, time.Second), throttle.WithClock(clk))
+	toks, _ := NewQuota(1000, throttle.Per(1000, time.Second), throttle.WithClock(clk))
+	ar := mustClass(t, reqs, Config{Name: "a-requests", Rate: throttle.Per(5, time.Second)})
+	at := mustClass(t, toks, Config{Name: "a-tokens", Rate: throttle.Per(500, time.Second)})
+	l, err := NewLimiter(ar, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,8 +621,8 @@ func TestClassCancelRace(t *testing.T) {
 // lender, not to the borrower's own guarantee.
 func TestClassSettleBorrowed(t *testing.T) {
 	clk := newClock()
-	root, _ := NewQuota(100, Per(100, time.Second), WithClock(clk))
-	a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(20, time.Second), Burst: 20})
+	root, _ := NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk))
+	a := mustClass(t, root, Config{Name: "a", Rate: throttle.Per(20, time.Second), Burst: 20})
 	mustTry(t, a, 20, true)
 	p, err := a.AcquirePermit(t.Context(), 50) // borrowed: the root's spare is 80
 	if err != nil {
@@ -639,9 +641,9 @@ func TestClassSettleBorrowed(t *testing.T) {
 // denominator while a waiter is queued: the waiter keeps its instant.
 func TestClassRescaleWithWaiters(t *testing.T) {
 	clk := newClock()
-	root, _ := NewQuota(100, Per(100, time.Second), WithClock(clk))
-	a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(50, time.Second), Burst: 50})
-	b := mustClass(t, root, ClassConfig{Name: "b", Rate: Per(45, time.Second), Burst: 45})
+	root, _ := NewQuota(100, throttle.Per(100, time.Second), throttle.WithClock(clk))
+	a := mustClass(t, root, Config{Name: "a", Rate: throttle.Per(50, time.Second), Burst: 50})
+	b := mustClass(t, root, Config{Name: "b", Rate: throttle.Per(45, time.Second), Burst: 45})
 	mustTry(t, a, 50, true)
 	mustTry(t, b, 45, true)
 	// The root's spare is 5 and grows 5 a second; a's own 7 take 140 ms.
@@ -650,7 +652,7 @@ func TestClassRescaleWithWaiters(t *testing.T) {
 	waitClassQueued(t, a, 1)
 	den := root.tree.den
 	// One token every 370 ms: a period that needs a new common denominator.
-	mustClass(t, root, ClassConfig{Name: "odd", Rate: Per(1, 370*time.Millisecond), Burst: 1})
+	mustClass(t, root, Config{Name: "odd", Rate: throttle.Per(1, 370*time.Millisecond), Burst: 1})
 	if root.tree.den == den {
 		t.Fatal("no new common denominator")
 	}
@@ -673,9 +675,9 @@ func TestClassRescaleWithWaiters(t *testing.T) {
 // TestKeyedClassesSweepsLazily: many short-lived tenants do not pile up.
 func TestKeyedClassesSweepsLazily(t *testing.T) {
 	clk := newClock()
-	org, _ := NewQuota(1_000_000, Per(1_000_000, time.Second), WithClock(clk))
-	tenants := NewKeyedClasses(org, func(n int) ClassConfig {
-		return ClassConfig{Rate: Per(100, time.Second), Burst: 10}
+	org, _ := NewQuota(1_000_000, throttle.Per(1_000_000, time.Second), throttle.WithClock(clk))
+	tenants := NewKeyed(org, func(n int) Config {
+		return Config{Rate: throttle.Per(100, time.Second), Burst: 10}
 	})
 	for i := range 2000 {
 		if ok, err := tenants.TryAcquire(i, 1); !ok || err != nil {

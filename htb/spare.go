@@ -1,4 +1,4 @@
-package throttle
+package htb
 
 import (
 	"math"
@@ -15,7 +15,7 @@ type i128 struct {
 }
 
 // units returns l as a count of 1/den tokens.
-func units(l *level, den uint64) i128 {
+func units(l *exact.Level, den uint64) i128 {
 	neg := l.Tokens < 0
 	t := uint64(l.Tokens)
 	if neg {
@@ -47,7 +47,7 @@ func (a i128) less(b i128) bool {
 
 // spareUnits is x's spare in 1/den tokens from the levels as they are:
 // its guarantee bucket minus its children's.
-func (x *Class) spareUnits(l *level, kids func(i int) *level) i128 {
+func (x *Class) spareUnits(l *exact.Level, kids func(i int) *exact.Level) i128 {
 	den := x.g.Den
 	s := units(l, den)
 	for i := range x.kids {
@@ -63,7 +63,7 @@ func (x *Class) spareTokens(now int64) int64 {
 	for _, k := range x.kids {
 		k.g.Advance(&k.gl, now)
 	}
-	s := x.spareUnits(&x.gl, func(i int) *level { return &x.kids[i].gl })
+	s := x.spareUnits(&x.gl, func(i int) *exact.Level { return &x.kids[i].gl })
 	if s.hi < 0 {
 		return -1
 	}
@@ -87,7 +87,7 @@ func (x *Class) spareCovers(n, now int64) bool {
 		k.g.Advance(&k.gl, now)
 		s = s.sub(units(&k.gl, den))
 	}
-	return !s.less(units(&level{Tokens: n}, den))
+	return !s.less(units(&exact.Level{Tokens: n}, den))
 }
 
 // spareCoversAt reports whether x's spare would cover n at t, with no
@@ -98,15 +98,15 @@ func (x *Class) spareCoversAt(n, t int64) bool {
 	if len(x.kids) == 0 {
 		return l.Tokens >= n
 	}
-	var buf [8]level
+	var buf [8]exact.Level
 	kl := buf[:0]
 	for _, k := range x.kids {
 		c := k.gl
 		k.g.Advance(&c, t)
 		kl = append(kl, c)
 	}
-	s := x.spareUnits(&l, func(i int) *level { return &kl[i] })
-	return !s.less(units(&level{Tokens: n}, x.g.Den))
+	s := x.spareUnits(&l, func(i int) *exact.Level { return &kl[i] })
+	return !s.less(units(&exact.Level{Tokens: n}, x.g.Den))
 }
 
 // spareReady returns the first instant at or after lo at which x's spare

@@ -1,18 +1,20 @@
-package throttle
+package htb
 
 import (
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle"
 )
 
 // BenchmarkClassAcquireFree is Class.Acquire when the tokens are there, at
 // depth 2: it must not allocate.
 func BenchmarkClassAcquireFree(b *testing.B) {
-	root, _ := NewQuota(1<<62, Per(1_000_000_000, time.Second))
-	team, _ := root.NewClass(ClassConfig{Rate: Per(500_000_000, time.Second)})
-	c, _ := team.NewClass(ClassConfig{Rate: Per(250_000_000, time.Second)})
+	root, _ := NewQuota(1<<62, throttle.Per(1_000_000_000, time.Second))
+	team, _ := root.NewClass(Config{Rate: throttle.Per(500_000_000, time.Second)})
+	c, _ := team.NewClass(Config{Rate: throttle.Per(250_000_000, time.Second)})
 	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -26,9 +28,9 @@ func TestClassFastPathsDoNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	root, _ := NewQuota(1<<62, Per(1_000_000_000, time.Second))
-	team, _ := root.NewClass(ClassConfig{Rate: Per(500_000_000, time.Second)})
-	c, _ := team.NewClass(ClassConfig{Rate: Per(250_000_000, time.Second)})
+	root, _ := NewQuota(1<<62, throttle.Per(1_000_000_000, time.Second))
+	team, _ := root.NewClass(Config{Rate: throttle.Per(500_000_000, time.Second)})
+	c, _ := team.NewClass(Config{Rate: throttle.Per(250_000_000, time.Second)})
 	ctx := t.Context()
 	if n := testing.AllocsPerRun(100, func() { c.TryAcquire(1) }); n != 0 {
 		t.Errorf("TryAcquire: %v allocs", n)
@@ -44,11 +46,11 @@ func TestClassFastPathsDoNotAllocate(t *testing.T) {
 // sleeps and is woken by a grant. ns/op is a grant's cost once the
 // machinery, not the rate, is what limits.
 func BenchmarkClassAcquireQueued(b *testing.B) {
-	root, _ := NewQuota(2, Per(1_000_000, time.Second))
+	root, _ := NewQuota(2, throttle.Per(1_000_000, time.Second))
 	kids := make([]*Class, 2)
 	for i := range kids {
 		var err error
-		if kids[i], err = root.NewClass(ClassConfig{Rate: Per(400_000, time.Second), Burst: 1}); err != nil {
+		if kids[i], err = root.NewClass(Config{Rate: throttle.Per(400_000, time.Second), Burst: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}

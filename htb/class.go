@@ -1,4 +1,4 @@
-package throttle
+package htb
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/exact"
 	"github.com/throttlekit/throttle/internal/queue"
 )
@@ -33,7 +34,7 @@ import (
 // whole subtree, as in Linux). Because a borrower takes only spare, a
 // class within its guarantee always finds its tokens in the guarantee
 // buckets of its ancestors; only a ceiling set tight on an ancestor, or
-// an overrun charged by ClassPermit.Settle (quota used beyond what was
+// an overrun charged by Permit.Settle (quota used beyond what was
 // granted, which the root has to repay like anyone), can hold it back.
 //
 // Borrowing order: borrowers that wait (Acquire) for the spare of the
@@ -61,7 +62,7 @@ import (
 // nothing, a deadline too near fails at once (the wait is projected from
 // the waiters queued now; a waiter that borrows can be served later than
 // projected when guaranteed traffic of other classes comes meanwhile, and
-// its context then ends it), and a ClassPermit settles after the response.
+// its context then ends it), and a Permit settles after the response.
 //
 // A Class is safe for concurrent use. All the classes of a hierarchy share
 // one lock.
@@ -72,24 +73,24 @@ type Class struct {
 	tree   *tree
 	path   []*Class // the class, its parent, ..., the root
 	kids   []*Class
-	rate   Rate // guaranteed, as given
+	rate   throttle.Rate // guaranteed, as given
 	gnum   uint64
 	gden   uint64 // the guarantee, reduced, before scaling to the tree's denominator
-	ceil   Rate
+	ceil   throttle.Rate
 	self   [1]*Class
 
 	// Guarded by the domain's mutex.
-	g       shape // guarantee bucket, over the tree's common denominator
-	gl      level
-	c       shape // ceiling bucket; unused at the root
-	cl      level
+	g       exact.Shape // guarantee bucket, over the tree's common denominator
+	gl      exact.Level
+	c       exact.Shape // ceiling bucket; unused at the root
+	cl      exact.Level
 	tag     vtag // as a borrower from the parent
 	vt      vtag // as a lender: the start tag of the latest borrow granted
 	removed bool
 	snap    classSnap // saved state, while a wait is projected
 
 	// The class's waiters: head, last.
-	fifo[centry, *centry]
+	queue.Fifo[centry, *centry]
 }
 
 // tree is what the guarantee buckets of one hierarchy share: a common
@@ -104,13 +105,13 @@ type tree struct {
 // need more is refused.
 const maxTreeDen = 1 << 62
 
-// ClassConfig configures a class made by NewClass.
-type ClassConfig struct {
+// Config configures a class made by NewClass.
+type Config struct {
 	// Name names the class in errors.
 	Name string
 	// Rate is the guaranteed rate; it must be positive. The guarantees of a
 	// parent's children add up to at most the parent's.
-	Rate Rate
+	Rate throttle.Rate
 	// Burst is the capacity of the guarantee bucket. Zero gives the class
 	// its share of the parent's: parent burst x Rate / parent rate, at
 	// least 1. The bursts of a parent's children add up to at most the
@@ -119,7 +120,7 @@ type ClassConfig struct {
 	// Ceil is the most the class takes, borrowing included: at least Rate
 	// and at most the parent's ceiling. The zero Rate means the parent's
 	// ceiling.
-	Ceil Rate
+	Ceil throttle.Rate
 	// CeilBurst is the capacity of the ceiling bucket: at least Burst and at
 	// most the parent's ceiling burst. Zero means the parent's ceiling
 	// burst.
@@ -132,14 +133,14 @@ type ClassConfig struct {
 // leave and are recycled as a group's do (wake, pool); only the order in
 // which they are served is its own (schedule).
 type domain struct {
-	timeline
+	queue.Timeline
 	classes []*Class
 	queued  int            // waiters in the queues
 	seen    int64          // latest instant served; projections start there
 	armed   *classWaiter   // the waiter whose timer is set
 	removed []*classWaiter // granted in a projection, to put back
 	gen     uint64
-	idle    pool[classWaiter]
+	idle    queue.Pool[classWaiter]
 	// onGrant, when set (tests), is told of every grant, under the lock.
 	onGrant func(cs []*Class, costs []int64, at int64)
 }
@@ -152,33 +153,30 @@ type domain struct {
 // NewClass fails). WithName names it, WithClock sets its clock; classes
 // report no events, so WithObserver, like WithMaxKeys, fails with
 // ErrInvalidOption.
-func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
-	if rate.tokens <= 0 || rate.inf {
-		return nil, fmt.Errorf("throttle: NewQuota: rate must be positive and finite, got %v", rate)
+func NewQuota(capacity int64, rate throttle.Rate, opts ...throttle.Option) (*Class, error) {
+	if rate.Tokens() <= 0 || rate == throttle.Inf {
+		return nil, fmt.Errorf("htb: NewQuota: rate must be positive and finite, got %v", rate)
 	}
 	if capacity < 0 {
-		return nil, fmt.Errorf("throttle: NewQuota: capacity must not be negative, got %d", capacity)
+		return nil, fmt.Errorf("htb: NewQuota: capacity must not be negative, got %d", capacity)
 	}
-	s, err := rate.shape(capacity)
+	s, err := shapeOf(rate, capacity)
 	if err != nil {
 		return nil, err
 	}
-	o, err := applyOptions("NewQuota", optClock|optName, map[optionSet]string{
-		optObserver: ": classes report no events; observe the buckets of a Limiter instead",
-		optMaxKeys:  ": it caps a Keyed's keys",
-	}, opts)
+	clock, name, err := parts.ClockAndName("htb.NewQuota", ": classes report no events; observe the buckets of a Limiter instead", opts)
 	if err != nil {
 		return nil, err
 	}
 	d := &domain{}
-	d.Start(o.clock)
-	r := &Class{name: o.name, rate: rate, ceil: rate, gnum: s.Num, gden: s.Den, g: s}
+	d.Start(clock)
+	r := &Class{name: name, rate: rate, ceil: rate, gnum: s.Num, gden: s.Den, g: s}
 	r.tree = &tree{den: s.Den, classes: []*Class{r}}
 	r.self[0] = r
 	r.path = []*Class{r}
 	now := d.Now()
-	r.gl = level{Tokens: capacity, Last: now}
-	r.c, r.cl = s, level{Tokens: capacity, Last: now}
+	r.gl = exact.Level{Tokens: capacity, Last: now}
+	r.c, r.cl = s, exact.Level{Tokens: capacity, Last: now}
 	d.seen = now
 	d.classes = []*Class{r}
 	r.d.Store(d)
@@ -188,20 +186,20 @@ func NewQuota(capacity int64, rate Rate, opts ...Option) (*Class, error) {
 // NewClass adds a class under c. The class's guarantee bucket starts with
 // as much of its burst as c's spare covers now, so that the classes
 // already there keep theirs; its ceiling starts full.
-func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
+func (c *Class) NewClass(cfg Config) (*Class, error) {
 	d := c.lock()
 	defer d.Mu.Unlock()
 	if c.removed {
-		return nil, fmt.Errorf("throttle: NewClass: %s: %w", className(c), ErrClassRemoved)
+		return nil, fmt.Errorf("htb: NewClass: %s: %w", className(c), ErrClassRemoved)
 	}
 	if root := c.path[len(c.path)-1]; root.g.Cap == 0 {
-		return nil, fmt.Errorf("throttle: NewClass %q: %s: %w", cfg.Name, className(root), ErrClosed)
+		return nil, fmt.Errorf("htb: NewClass %q: %s: %w", cfg.Name, className(root), throttle.ErrClosed)
 	}
-	if cfg.Rate.tokens <= 0 {
-		return nil, fmt.Errorf("throttle: NewClass %q: guaranteed rate must be positive, got %v", cfg.Name, cfg.Rate)
+	if cfg.Rate.Tokens() <= 0 {
+		return nil, fmt.Errorf("htb: NewClass %q: guaranteed rate must be positive, got %v", cfg.Name, cfg.Rate)
 	}
-	if cfg.Rate.period <= 0 {
-		return nil, fmt.Errorf("throttle: NewClass %q: rate period must be positive, got %v", cfg.Name, cfg.Rate.period)
+	if cfg.Rate.Period() <= 0 {
+		return nil, fmt.Errorf("htb: NewClass %q: rate period must be positive, got %v", cfg.Name, cfg.Rate.Period())
 	}
 	sumBurst := int64(0)
 	for _, k := range c.kids {
@@ -212,20 +210,20 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 		burst = shareOf(c.g.Cap, cfg.Rate, c.rate)
 	}
 	if burst <= 0 {
-		return nil, fmt.Errorf("throttle: NewClass %q: burst must be positive, got %d", cfg.Name, burst)
+		return nil, fmt.Errorf("htb: NewClass %q: burst must be positive, got %d", cfg.Name, burst)
 	}
 	if sumBurst+burst > c.g.Cap {
-		return nil, fmt.Errorf("throttle: NewClass %q: bursts of the children of %q would add up to %d, above its %d", cfg.Name, c.name, sumBurst+burst, c.g.Cap)
+		return nil, fmt.Errorf("htb: NewClass %q: bursts of the children of %q would add up to %d, above its %d", cfg.Name, c.name, sumBurst+burst, c.g.Cap)
 	}
 	// The guarantees may not exceed the parent's: compare sums over the
 	// tree's denominator after admitting the new one.
-	gs, err := cfg.Rate.shape(burst)
+	gs, err := shapeOf(cfg.Rate, burst)
 	if err != nil {
-		return nil, fmt.Errorf("throttle: NewClass %q: %w", cfg.Name, err)
+		return nil, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
 	}
 	dhi, den := bits.Mul64(c.tree.den/exact.GCD(c.tree.den, gs.Den), gs.Den)
 	if dhi != 0 || den > maxTreeDen {
-		return nil, fmt.Errorf("throttle: NewClass %q: the periods of the hierarchy have no common denominator below 2^62 ns", cfg.Name)
+		return nil, fmt.Errorf("htb: NewClass %q: the periods of the hierarchy have no common denominator below 2^62 ns", cfg.Name)
 	}
 	scaled := func(num, dn uint64) (uint64, bool) {
 		hi, lo := bits.Mul64(num, den/dn)
@@ -235,42 +233,42 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	for _, k := range c.kids {
 		n, ok := scaled(k.gnum, k.gden)
 		if !ok {
-			return nil, fmt.Errorf("throttle: NewClass %q: rates too large for a common denominator", cfg.Name)
+			return nil, fmt.Errorf("htb: NewClass %q: rates too large for a common denominator", cfg.Name)
 		}
 		sum += n
 	}
 	nn, ok1 := scaled(gs.Num, gs.Den)
 	pn, ok2 := scaled(c.gnum, c.gden)
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("throttle: NewClass %q: rates too large for a common denominator", cfg.Name)
+		return nil, fmt.Errorf("htb: NewClass %q: rates too large for a common denominator", cfg.Name)
 	}
 	if sum+nn > pn {
-		return nil, fmt.Errorf("throttle: NewClass %q: guarantees of the children of %q would add up to more than its %v", cfg.Name, c.name, c.rate)
+		return nil, fmt.Errorf("htb: NewClass %q: guarantees of the children of %q would add up to more than its %v", cfg.Name, c.name, c.rate)
 	}
 	// The ceiling.
 	ceil, ceilBurst := cfg.Ceil, cfg.CeilBurst
-	if ceil == (Rate{}) {
+	if ceil == (throttle.Rate{}) {
 		ceil = c.ceil
 	}
-	if ceil.inf {
-		return nil, fmt.Errorf("throttle: NewClass %q: ceiling must be finite", cfg.Name)
+	if ceil == throttle.Inf {
+		return nil, fmt.Errorf("htb: NewClass %q: ceiling must be finite", cfg.Name)
 	}
 	if ceilBurst == 0 {
 		ceilBurst = c.c.Cap
 	}
 	if rateLess(ceil, cfg.Rate) || rateLess(c.ceil, ceil) {
-		return nil, fmt.Errorf("throttle: NewClass %q: ceiling %v must be at least the rate %v and at most the parent's ceiling %v", cfg.Name, ceil, cfg.Rate, c.ceil)
+		return nil, fmt.Errorf("htb: NewClass %q: ceiling %v must be at least the rate %v and at most the parent's ceiling %v", cfg.Name, ceil, cfg.Rate, c.ceil)
 	}
 	if ceilBurst < burst || ceilBurst > c.c.Cap {
-		return nil, fmt.Errorf("throttle: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.Cap)
+		return nil, fmt.Errorf("htb: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.Cap)
 	}
-	cs, err := ceil.shape(ceilBurst)
+	cs, err := shapeOf(ceil, ceilBurst)
 	if err != nil {
-		return nil, fmt.Errorf("throttle: NewClass %q: %w", cfg.Name, err)
+		return nil, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
 	}
 	for _, k := range c.tree.classes {
 		if _, ok := scaled(k.gnum, k.gden); !ok {
-			return nil, fmt.Errorf("throttle: NewClass %q: rates too large for a common denominator", cfg.Name)
+			return nil, fmt.Errorf("htb: NewClass %q: rates too large for a common denominator", cfg.Name)
 		}
 	}
 
@@ -281,7 +279,7 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	}
 	k := &Class{name: cfg.Name, parent: c, tree: c.tree, rate: cfg.Rate, gnum: gs.Num, gden: gs.Den, ceil: ceil}
 	k.self[0] = k
-	k.g = shape{Cap: burst, Num: nn, Den: den, PerDen: c.g.PerDen}
+	k.g = exact.Shape{Cap: burst, Num: nn, Den: den, PerDen: c.g.PerDen}
 	k.c = cs
 	k.path = append([]*Class{k}, c.path...)
 	// Start with what c can spare, whole tokens, so that every ancestor
@@ -290,8 +288,8 @@ func (c *Class) NewClass(cfg ClassConfig) (*Class, error) {
 	if spare := c.spareTokens(now); spare > 0 {
 		start = min(spare, burst)
 	}
-	k.gl = level{Tokens: start, Last: now}
-	k.cl = level{Tokens: ceilBurst, Last: now}
+	k.gl = exact.Level{Tokens: start, Last: now}
+	k.cl = exact.Level{Tokens: ceilBurst, Last: now}
 	k.tag = c.vt
 	c.kids = append(c.kids, k)
 	c.tree.classes = append(c.tree.classes, k)
@@ -310,13 +308,13 @@ func (c *Class) Remove() error {
 	defer d.Mu.Unlock()
 	switch {
 	case c.parent == nil:
-		return errors.New("throttle: Remove: the root of a hierarchy cannot be removed")
+		return errors.New("htb: Remove: the root of a hierarchy cannot be removed")
 	case c.removed:
-		return fmt.Errorf("throttle: Remove: %s: %w", className(c), ErrClassRemoved)
+		return fmt.Errorf("htb: Remove: %s: %w", className(c), ErrClassRemoved)
 	case len(c.kids) > 0:
-		return fmt.Errorf("throttle: Remove: class %q has classes of its own", c.name)
+		return fmt.Errorf("htb: Remove: class %q has classes of its own", c.name)
 	case c.Head != nil:
-		return fmt.Errorf("throttle: Remove: class %q has waiters", c.name)
+		return fmt.Errorf("htb: Remove: class %q has waiters", c.name)
 	}
 	c.removeLocked(d, max(d.Now(), d.seen))
 	return nil
@@ -355,12 +353,11 @@ func (t *tree) rescale(den uint64) {
 	t.den = den
 }
 
-// rateLess reports a < b as rates.
 // shareOf returns capacity x r/parent, rounded down, at least 1.
-func shareOf(capacity int64, r, parent Rate) int64 {
-	n := new(big.Int).Mul(big.NewInt(capacity), big.NewInt(r.tokens))
-	n.Mul(n, big.NewInt(int64(parent.period)))
-	m := new(big.Int).Mul(big.NewInt(int64(r.period)), big.NewInt(parent.tokens))
+func shareOf(capacity int64, r, parent throttle.Rate) int64 {
+	n := new(big.Int).Mul(big.NewInt(capacity), big.NewInt(r.Tokens()))
+	n.Mul(n, big.NewInt(int64(parent.Period())))
+	m := new(big.Int).Mul(big.NewInt(int64(r.Period())), big.NewInt(parent.Tokens()))
 	n.Quo(n, m)
 	if !n.IsInt64() || n.Int64() > capacity {
 		return capacity
@@ -368,10 +365,9 @@ func shareOf(capacity int64, r, parent Rate) int64 {
 	return max(n.Int64(), 1)
 }
 
-func rateLess(a, b Rate) bool {
-	h1, l1 := bits.Mul64(uint64(a.tokens), uint64(b.period))
-	h2, l2 := bits.Mul64(uint64(b.tokens), uint64(a.period))
-	return h1 < h2 || h1 == h2 && l1 < l2
+// rateLess reports a < b as rates, exactly.
+func rateLess(a, b throttle.Rate) bool {
+	return exact.RateLess(a.Tokens(), a.Period(), b.Tokens(), b.Period())
 }
 
 // Name returns the class's name.
@@ -381,10 +377,10 @@ func (c *Class) Name() string { return c.name }
 func (c *Class) Parent() *Class { return c.parent }
 
 // Rate returns the guaranteed rate (the quota's rate for the root).
-func (c *Class) Rate() Rate { return c.rate }
+func (c *Class) Rate() throttle.Rate { return c.rate }
 
 // Ceil returns the ceiling rate.
-func (c *Class) Ceil() Rate { return c.ceil }
+func (c *Class) Ceil() throttle.Rate { return c.ceil }
 
 // Capacity returns the capacity of the class's guarantee bucket (the
 // quota's capacity for the root).
@@ -410,7 +406,7 @@ func (c *Class) Tokens() float64 {
 }
 
 // lock locks the class's domain and returns it; classes move between
-// domains when joined by NewClassLimiter.
+// domains when joined by NewLimiter.
 func (c *Class) lock() *domain { return queue.Lock(&c.d) }
 
 // domain returns the class's domain, which can change unless it is locked.

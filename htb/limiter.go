@@ -1,4 +1,4 @@
-package throttle
+package htb
 
 import (
 	"context"
@@ -9,25 +9,28 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/exact"
 	"github.com/throttlekit/throttle/internal/queue"
 )
 
-// ClassPermit is the record of costs granted to classes by AcquirePermit
-// or ClassLimiter.Acquire, to settle once the real use is known, as
+// Permit is the record of costs granted to classes by AcquirePermit
+// or Limiter.Acquire, to settle once the real use is known, as
 // Permit does for buckets. Settle or Cancel it once.
-type ClassPermit struct {
+type Permit struct {
 	cs      []*Class
 	costs   []int64
 	plan    []int
 	settled atomic.Bool
 }
 
-// AcquirePermit is Acquire returning a ClassPermit to settle later.
-func (c *Class) AcquirePermit(ctx context.Context, cost int64) (Permit, error) {
+// AcquirePermit is Acquire returning a Permit to settle later.
+func (c *Class) AcquirePermit(ctx context.Context, cost int64) (throttle.Permit, error) {
 	if cost <= 0 {
-		return nil, ErrInvalidCost
+		return nil, throttle.ErrInvalidCost
 	}
-	p := &ClassPermit{cs: c.self[:], costs: []int64{cost}, plan: []int{0}}
+	p := &Permit{cs: c.self[:], costs: []int64{cost}, plan: []int{0}}
 	if err := acquireClasses(ctx, p.cs, p.costs, p.plan); err != nil {
 		return nil, err
 	}
@@ -35,7 +38,7 @@ func (c *Class) AcquirePermit(ctx context.Context, cost int64) (Permit, error) {
 }
 
 // Costs returns the costs the permit took, one per class.
-func (p *ClassPermit) Costs() []int64 { return slices.Clone(p.costs) }
+func (p *Permit) Costs() []int64 { return slices.Clone(p.costs) }
 
 // Settle corrects the costs to the actual use, one value per class. A
 // refund goes back to the buckets the grant came from (never above
@@ -44,8 +47,8 @@ func (p *ClassPermit) Costs() []int64 { return slices.Clone(p.costs) }
 // from its own refill before it is granted anything from its guarantee,
 // and its borrowing stays bounded by its ceiling. Queued waiters are
 // re-timed. Settling twice, or after Cancel, fails with ErrSettled.
-func (p *ClassPermit) Settle(actual ...int64) error {
-	if err := settling(&p.settled, actual, len(p.cs), classCostCount); err != nil {
+func (p *Permit) Settle(actual ...int64) error {
+	if err := parts.Settling(&p.settled, actual, len(p.cs), classCount); err != nil {
 		return err
 	}
 	d := p.cs[0].lock()
@@ -63,35 +66,46 @@ func (p *ClassPermit) Settle(actual ...int64) error {
 
 // Cancel returns every cost: the call was never made. It fails with
 // ErrSettled if the permit was already settled or cancelled.
-func (p *ClassPermit) Cancel() error {
+func (p *Permit) Cancel() error {
 	return p.Settle(make([]int64, len(p.cs))...)
 }
 
-// ClassLimiter spends on classes of several hierarchies at once, all or
+// Limiter spends on classes of several hierarchies at once, all or
 // nothing: a team's class in the organisation's requests-per-minute
 // hierarchy and its class in the tokens-per-minute one, say. Each class
 // draws on its own hierarchy as Class describes.
-type ClassLimiter struct {
+type Limiter struct {
 	cs []*Class
 }
 
-// timeline returns the clock the classes' hierarchies sleep on, for the
-// Transport (gateClock).
-func (l *ClassLimiter) timeline() clockwork.Clock {
-	if len(l.cs) == 0 {
-		return clockwork.NewRealClock()
-	}
-	return l.cs[0].d.Load().Timers
+func init() {
+	corelink.Register(corelink.Clocker(func(g any) clockwork.Clock {
+		if l, ok := g.(*Limiter); ok && len(l.cs) > 0 {
+			return l.cs[0].d.Load().Timers
+		}
+		return nil
+	}))
 }
 
-// NewClassLimiter returns a ClassLimiter over classes, whose costs are
+// parts is what the core lends this package: its options and errors.
+var parts = corelink.Load[*corelink.Parts[throttle.Option]]()
+
+// classCount is the error for got costs given for want classes.
+func classCount(got, want int) error { return parts.CostCount(got, want, "class") }
+
+// shapeOf is r for a bucket of capacity, reduced (see exact.NewShape).
+func shapeOf(r throttle.Rate, capacity int64) (exact.Shape, error) {
+	return exact.NewShape(capacity, r.Tokens(), r.Period(), r == throttle.Inf)
+}
+
+// NewLimiter returns a Limiter over classes, whose costs are
 // given in this order; each must belong to a different hierarchy, and all
 // must use the same clock. It joins their hierarchies' locks and time
 // lines into one, which it can do only while nobody waits in them.
-func NewClassLimiter(classes ...*Class) (*ClassLimiter, error) {
-	err := checkJoin("NewClassLimiter", "class", classes, func(_ int, o, c *Class) error {
+func NewLimiter(classes ...*Class) (*Limiter, error) {
+	err := queue.CheckJoin("NewLimiter", "class", classes, func(_ int, o, c *Class) error {
 		if o.tree == c.tree {
-			return fmt.Errorf("throttle: NewClassLimiter: %s and %s are in the same hierarchy", className(o), className(c))
+			return fmt.Errorf("htb: NewLimiter: %s and %s are in the same hierarchy", className(o), className(c))
 		}
 		return nil
 	})
@@ -101,18 +115,18 @@ func NewClassLimiter(classes ...*Class) (*ClassLimiter, error) {
 	if err := joinDomains(classes); err != nil {
 		return nil, err
 	}
-	return &ClassLimiter{cs: slices.Clone(classes)}, nil
+	return &Limiter{cs: slices.Clone(classes)}, nil
 }
 
 // Classes returns the limiter's classes in cost order.
-func (l *ClassLimiter) Classes() []*Class { return slices.Clone(l.cs) }
+func (l *Limiter) Classes() []*Class { return slices.Clone(l.cs) }
 
 // TryAcquire takes costs[i] for class i if every class can be granted
 // its cost now; otherwise it takes nothing. It never blocks. A zero cost
 // leaves that class out; at least one cost must be positive.
-func (l *ClassLimiter) TryAcquire(costs ...int64) (bool, error) {
+func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	if len(l.cs) == 0 {
-		return false, errNoLimits(len(costs), "ClassLimiter", "NewClassLimiter")
+		return false, parts.NoLimits(len(costs), "htb.Limiter", "htb.NewLimiter")
 	}
 	var small [4]int
 	plan := small[:0]
@@ -126,23 +140,23 @@ func (l *ClassLimiter) TryAcquire(costs ...int64) (bool, error) {
 
 // TryAcquirePermit is TryAcquire returning the Permit for the costs taken;
 // p is nil when ok is false.
-func (l *ClassLimiter) TryAcquirePermit(costs ...int64) (p Permit, ok bool, err error) {
+func (l *Limiter) TryAcquirePermit(costs ...int64) (p throttle.Permit, ok bool, err error) {
 	if len(l.cs) == 0 {
-		return nil, false, errNoLimits(len(costs), "ClassLimiter", "NewClassLimiter")
+		return nil, false, parts.NoLimits(len(costs), "htb.Limiter", "htb.NewLimiter")
 	}
 	plan := make([]int, len(costs))
 	if ok, err = l.tryAcquire(costs, plan); !ok || err != nil {
 		return nil, ok, err
 	}
-	return &ClassPermit{cs: l.cs, costs: slices.Clone(costs), plan: plan}, true, nil
+	return &Permit{cs: l.cs, costs: slices.Clone(costs), plan: plan}, true, nil
 }
 
 // Limits describes the limiter's classes in cost order: name, capacity
 // and guaranteed rate.
-func (l *ClassLimiter) Limits() []Limit {
-	ls := make([]Limit, len(l.cs))
+func (l *Limiter) Limits() []throttle.Limit {
+	ls := make([]throttle.Limit, len(l.cs))
 	for i, c := range l.cs {
-		ls[i] = Limit{Name: c.Name(), Capacity: c.Capacity(), Rate: c.Rate()}
+		ls[i] = throttle.Limit{Name: c.Name(), Capacity: c.Capacity(), Rate: c.Rate()}
 	}
 	return ls
 }
@@ -150,24 +164,24 @@ func (l *ClassLimiter) Limits() []Limit {
 // Status appends the state of every class, in cost order, to dst: its
 // name, its guarantee's burst and rate, the whole tokens it could be
 // granted now and the time until its guarantee is full.
-func (l *ClassLimiter) Status(dst []LimitStatus) []LimitStatus {
+func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 	for _, c := range l.cs {
 		capacity := c.Capacity()
 		reset, err := c.WaitTime(capacity)
 		if err != nil {
 			reset = -1
 		}
-		dst = append(dst, LimitStatus{Name: c.Name(), Capacity: capacity, Rate: c.Rate(), Remaining: max(int64(c.Tokens()), 0), Reset: reset})
+		dst = append(dst, throttle.LimitStatus{Name: c.Name(), Capacity: capacity, Rate: c.Rate(), Remaining: max(int64(c.Tokens()), 0), Reset: reset})
 	}
 	return dst
 }
 
 // tryAcquire is TryAcquire recording in plan, one per class, where each
 // grant came from, for a Permit to give it back there.
-func (l *ClassLimiter) tryAcquire(costs []int64, plan []int) (bool, error) {
+func (l *Limiter) tryAcquire(costs []int64, plan []int) (bool, error) {
 	d := l.cs[0].lock()
 	defer d.Mu.Unlock()
-	if err := checkClasses(l.cs, costs); errors.Is(err, ErrClosed) {
+	if err := checkClasses(l.cs, costs); errors.Is(err, throttle.ErrClosed) {
 		return false, nil // a closed quota refuses, as a closed bucket does
 	} else if err != nil {
 		return false, err
@@ -185,15 +199,15 @@ func (l *ClassLimiter) tryAcquire(costs []int64, plan []int) (bool, error) {
 }
 
 // Acquire waits until every class can be granted its cost at the same
-// instant, then takes them all and returns a ClassPermit; it has the
+// instant, then takes them all and returns a Permit; it has the
 // guarantees of Class.Acquire.
-func (l *ClassLimiter) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
+func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (throttle.Permit, error) {
 	if len(l.cs) == 0 {
-		return nil, errNoLimits(len(costs), "ClassLimiter", "NewClassLimiter")
+		return nil, parts.NoLimits(len(costs), "htb.Limiter", "htb.NewLimiter")
 	}
-	p := &ClassPermit{cs: l.cs, costs: slices.Clone(costs), plan: make([]int, len(l.cs))}
+	p := &Permit{cs: l.cs, costs: slices.Clone(costs), plan: make([]int, len(l.cs))}
 	if len(p.costs) != len(l.cs) {
-		return nil, costCount(len(p.costs), len(l.cs))
+		return nil, parts.CostCount(len(p.costs), len(l.cs), "bucket")
 	}
 	if err := acquireClasses(ctx, p.cs, p.costs, p.plan); err != nil {
 		return nil, err
@@ -203,20 +217,20 @@ func (l *ClassLimiter) Acquire(ctx context.Context, costs ...int64) (Permit, err
 
 // WaitTime reports how long until TryAcquire(costs...) would succeed,
 // given the waiters queued now and no other change.
-func (l *ClassLimiter) WaitTime(costs ...int64) (time.Duration, error) {
+func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 	if len(l.cs) == 0 {
-		return 0, errNoLimits(len(costs), "ClassLimiter", "NewClassLimiter")
+		return 0, parts.NoLimits(len(costs), "htb.Limiter", "htb.NewLimiter")
 	}
 	return waitClasses(l.cs, costs)
 }
 
 // joinDomains puts the classes' hierarchies in one domain.
 func joinDomains(classes []*Class) error {
-	return queue.Join(classes, (*Class).domain, errors.New("throttle: NewClassLimiter: classes use different clocks"),
+	return queue.Join(classes, (*Class).domain, errors.New("htb: NewLimiter: classes use different clocks"),
 		func(ds []*domain) error {
 			for _, o := range ds {
 				if o.queued > 0 {
-					return errors.New("throttle: NewClassLimiter: a hierarchy has waiters; join hierarchies before use")
+					return errors.New("htb: NewLimiter: a hierarchy has waiters; join hierarchies before use")
 				}
 			}
 			for _, o := range ds[1:] {

@@ -1,4 +1,4 @@
-package throttle
+package htb
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // TestClassReadMovesNothing is issue 29's scenario: a read of the root's
@@ -19,12 +22,12 @@ import (
 func TestClassReadMovesNothing(t *testing.T) {
 	for _, read := range []bool{false, true} {
 		clk := newClock()
-		root, err := NewQuota(20, Per(10, time.Second), WithClock(clk))
+		root, err := NewQuota(20, throttle.Per(10, time.Second), throttle.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := mustClass(t, root, ClassConfig{Name: "a", Rate: Per(5, time.Second), Burst: 5})
-		b := mustClass(t, root, ClassConfig{Name: "b", Rate: Per(5, time.Second), Burst: 5})
+		a := mustClass(t, root, Config{Name: "a", Rate: throttle.Per(5, time.Second), Burst: 5})
+		b := mustClass(t, root, Config{Name: "b", Rate: throttle.Per(5, time.Second), Burst: 5})
 		mustTry(t, a, 5, true)
 		mustTry(t, a, 10, true)
 		if w, err := a.WaitTime(8); err != nil || w != 1300*time.Millisecond {
@@ -75,12 +78,12 @@ func holdsChildren(root *Class) (err error) {
 		if len(c.kids) > 0 {
 			l := c.gl
 			c.g.Advance(&l, now)
-			kl := make([]level, len(c.kids))
+			kl := make([]exact.Level, len(c.kids))
 			for i, k := range c.kids {
 				kl[i] = k.gl
 				k.g.Advance(&kl[i], now)
 			}
-			if s := c.spareUnits(&l, func(i int) *level { return &kl[i] }); s.hi < 0 {
+			if s := c.spareUnits(&l, func(i int) *exact.Level { return &kl[i] }); s.hi < 0 {
 				err = fmt.Errorf("%s holds less than its children: %+v, children %+v", className(c), l, kl)
 			}
 		}
@@ -102,9 +105,9 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 	rrng := rand.New(rand.NewPCG(seed, 30))
 	clk := newClock()
 	// Rates whose token takes a fractional number of nanoseconds too.
-	rates := []Rate{Per(7, time.Second), Per(10, time.Second), Per(3, 700*time.Millisecond), Per(100, time.Second)}
-	rootRate := Per(rng.Int64N(40)+20, time.Second)
-	root, err := NewQuota(rng.Int64N(30)+20, rootRate, WithClock(clk), WithName("root"))
+	rates := []throttle.Rate{throttle.Per(7, time.Second), throttle.Per(10, time.Second), throttle.Per(3, 700*time.Millisecond), throttle.Per(100, time.Second)}
+	rootRate := throttle.Per(rng.Int64N(40)+20, time.Second)
+	root, err := NewQuota(rng.Int64N(30)+20, rootRate, throttle.WithClock(clk), throttle.WithName("root"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +131,7 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 	for i := range 2 + rng.IntN(4) {
 		p := all[rng.IntN(len(all))]
 		r := rates[rng.IntN(len(rates))]
-		k, err := p.NewClass(ClassConfig{Name: fmt.Sprintf("c%d", i), Rate: r, Burst: rng.Int64N(8) + 1})
+		k, err := p.NewClass(Config{Name: fmt.Sprintf("c%d", i), Rate: r, Burst: rng.Int64N(8) + 1})
 		if err == nil {
 			all = append(all, k)
 		}
@@ -137,7 +140,7 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 	done := 0
 	type opPermit struct {
 		op int
-		p  Permit
+		p  throttle.Permit
 	}
 	var permits []opPermit // in the order of the calls, whatever order they return in
 	permitc := make(chan opPermit, ops)
@@ -246,7 +249,7 @@ func htbRun(t *testing.T, seed uint64, ops int, reads bool) []string {
 			settle()
 			if len(permits) > 0 {
 				i := rng.IntN(len(permits))
-				p := permits[i].p.(*ClassPermit)
+				p := permits[i].p.(*Permit)
 				permits = slices.Delete(permits, i, i+1)
 				actual := rng.Int64N(p.costs[0] + 1) // a refund, so a guarantee stays owed
 				err := p.Settle(actual)

@@ -1,0 +1,5 @@
+//go:build race
+
+package htb
+
+const raceEnabled = true

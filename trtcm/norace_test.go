@@ -1,0 +1,5 @@
+//go:build !race
+
+package trtcm
+
+const raceEnabled = false
