@@ -120,6 +120,9 @@ func (t *Transport) fitsLater(ctx context.Context, l *throttle.Limiter, costs []
 		if costs[i] == 0 {
 			continue
 		}
+		// The raise to come is read before the bucket: a raise that is no
+		// longer due has put its tokens in already (windowResets.at).
+		n, at, due := t.resets.due(b)
 		w, err := b.WaitTime(costs[i])
 		if err != nil {
 			return false
@@ -129,7 +132,7 @@ func (t *Transport) fitsLater(ctx context.Context, l *throttle.Limiter, costs []
 		}
 		back := t.inFlight.giveBack(b)
 		var from time.Duration
-		if n, at, ok := t.resets.due(b); ok && at.Before(dl) {
+		if due && at.Before(dl) {
 			back = satAdd(back, n)
 			from = at.Sub(now)
 		}
@@ -198,10 +201,15 @@ func (w *windowResets) at(b *throttle.Bucket, n int64, d time.Duration, clock cl
 	}
 	w.pending[b] = windowReset{n: n, at: clock.Now().Add(d)}
 	clock.AfterFunc(d, func() {
+		// The tokens go in before the raise stops being pending, both under
+		// the lock: a deadline decision (fitsLater, which reads due before
+		// the bucket) sees the raise to come or its tokens, never neither.
+		// Deleted first, a retry due at the same instant could find the
+		// raise gone and the bucket still empty, and give up.
 		w.mu.Lock()
-		delete(w.pending, b)
-		w.mu.Unlock()
+		defer w.mu.Unlock()
 		b.Refund(n)
+		delete(w.pending, b)
 	})
 }
 
