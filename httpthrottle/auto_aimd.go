@@ -51,12 +51,6 @@ const (
 // higher: the second refusal corrects it.
 var autoStartCut = overshootCut(math.Ln2 / autoStartDouble.Seconds() * autoStartBurst)
 
-// autoProbeK is how many successes double a lone client's rate while it
-// probes after its first cut, on top of the probe's growth in time: a
-// client that is refused less often per success (a lone client, at the
-// whole quota) climbs back faster than each of N sharing the quota.
-const autoProbeK = 80
-
 // autoStartBurst is the server's burst, in seconds of its quota, that
 // autoStartCut is sized for: one second, and half a second more because
 // the rate grows in steps at the end of each epoch, not smoothly, and
@@ -122,9 +116,6 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 	}
 	ln.epochOK += max(cost, 1)
 	ln.okSince += max(cost, 1)
-	if !ln.pooled && (ln.slow || (ln.refusals == 1 && now >= ln.resumeAt)) {
-		ln.recordOK(now, max(cost, 1))
-	}
 	el := now - ln.epochAt
 	if el < ln.epoch() {
 		return
@@ -149,14 +140,7 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 			// autoProbeRamp doubling times since the cut.
 			since := float64(now-ln.cutAt) / float64(time.Second)
 			ramp := autoProbeRamp * autoDouble.Seconds()
-			gs := g * min(1, since/ramp)
-			if ln.known {
-				gs *= autoKnownProbe
-			}
-			if !ln.pooled && !ln.known {
-				gs = min(gs+math.Ln2*got/autoProbeK, math.Ln2/ln.startDouble().Seconds())
-			}
-			ln.rate *= math.Exp(gs * secs)
+			ln.rate *= math.Exp(g * min(1, since/ramp) * secs)
 		}
 		ln.rate = ln.bound(a, ln.rate)
 	}
@@ -194,15 +178,7 @@ func (ln *lane) refused429(a *AutoLimiter, now int64) {
 		// refused once it was spent.
 		delivered := float64(ln.okSince) / (float64(now-ln.cutAt) / float64(time.Second))
 		next = min(max(delivered, ln.rate*autoSlowCut), ln.rate*autoCut)
-		if r, ok := ln.identify(now); ok && ln.refusals == 1 {
-			next = r * (1 - autoIdentMargin)
-			ln.known = true
-		}
 	}
-	if ln.slow && !ln.pooled {
-		ln.first, ln.firstAt = ln.okTimes, now
-	}
-	ln.okTimes = nil
 	// The rate to climb back to is the cut rate itself: after slow start
 	// because the server's burst hid the overload until the refusal, later
 	// because it is what the server let through.
@@ -222,67 +198,4 @@ func (ln *lane) refused429(a *AutoLimiter, now int64) {
 	ln.quietUntil = ln.resumeAt + ln.epoch()
 	ln.refusals++
 	ln.epochAt, ln.epochOK, ln.okSince = now, 0, 0
-}
-
-const (
-	autoKnownProbe  = 0.25 // the probe's growth once identify found the quota
-	autoIdentMargin = 0.05 // under the identified rate
-)
-
-// autoMaxOKTimes bounds the successes a lane records for identify.
-const autoMaxOKTimes = 1024
-
-// recordOK records n successes at now for identify.
-func (ln *lane) recordOK(now int64, n int64) {
-	for range min(n, autoMaxOKTimes) {
-		if len(ln.okTimes) >= autoMaxOKTimes {
-			// The oldest matter least: the bucket was full then.
-			ln.okTimes = append(ln.okTimes[:0], ln.okTimes[autoMaxOKTimes/2:]...)
-		}
-		ln.okTimes = append(ln.okTimes, now)
-	}
-}
-
-// drained is the most that successes at the instants ts took from a
-// server's bucket of rate r beyond its refill by end: a bucket that was
-// full before them and is empty at end held that much (plus less than
-// one), whatever its size.
-func drained(ts []int64, end int64, r float64) float64 {
-	d := 0.0
-	for i, t := range ts {
-		d = max(d, float64(len(ts)-i)-r*float64(end-t)/float64(time.Second))
-	}
-	return d
-}
-
-// identify solves for the server's rate from two refusals of a lone
-// client: the first ended slow start, which began with the server's
-// bucket full (B = drained(first, r) + 1); the second ends the phase since
-// the pause, which began with the bucket refilled by the pause, to
-// min(B, r*pause). The rate r at which both hold is the server's, if the
-// client was alone on it.
-func (ln *lane) identify(now int64) (float64, bool) {
-	if len(ln.first) < 4 || len(ln.okTimes) < 4 {
-		return 0, false
-	}
-	// The bucket refilled from the first refusal to the first call after
-	// it (the pause, at least).
-	pause := float64(ln.okTimes[0]-ln.firstAt) / float64(time.Second)
-	g := func(r float64) float64 {
-		b := drained(ln.first, ln.firstAt, r) + 1
-		return drained(ln.okTimes, now, r) + 1 - min(b, r*pause)
-	}
-	lo, hi := ln.rate*0.3, ln.rate
-	if !(g(lo) > 0 && g(hi) < 0) {
-		return 0, false
-	}
-	for range 40 {
-		m := (lo + hi) / 2
-		if g(m) > 0 {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return (lo + hi) / 2, true
 }

@@ -83,14 +83,6 @@ type lane struct {
 	resumeAt   int64 // the end of the pause after the last cut
 	quietUntil int64 // a refusal before this is the same congestion
 	refusals   int64
-	// Identification of a lone client's quota from two refusals (see
-	// identify): the instants of the successes since the bucket was last
-	// known full (the start, then the end of the first pause), and those
-	// of the first phase, which ended in the refusal at firstAt.
-	okTimes []int64
-	first   []int64
-	firstAt int64
-	known   bool // the quota was identified: probe slowly
 }
 
 // response learns from one response to a request sent under l with costs.
