@@ -502,7 +502,7 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 			if ln.tokens {
 				first = autoShareTokens
 			}
-			ln.rate = max(ln.ceil*first*max(fl, autoShareLeast), min(ln.rate, ln.ceil*autoShareMax)*fl)
+			ln.rate = max(ln.ceil*first*max(fl, autoShareLeast), min(ln.rate, ln.ceil*autoShareMax)*f)
 		}
 		// What the server says is left above the reserve, the client's
 		// share of it may spend at once: ten calls made together with 590
