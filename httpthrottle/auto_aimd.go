@@ -21,7 +21,7 @@ const (
 	// from the initial 2/s to a quota of 50/s or more within a couple of
 	// seconds, or the climb costs more than a 429 would. The overshoot
 	// this makes is undone by the first cut, autoStartCut, sized for it.
-	autoStartDouble = 250 * time.Millisecond
+	autoStartDouble = 500 * time.Millisecond
 	// autoProbeRamp is how many doubling times (autoDouble) the probe's
 	// growth takes to rise from nothing to its fastest, a doubling every
 	// autoDouble.
