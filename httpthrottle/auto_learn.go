@@ -527,7 +527,7 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 			next = own*target/used + autoFair*ln.ceil*secs
 		}
 		next = min(max(next, ln.rate/2), ln.rate*2)
-		if next < ln.rate && ln.nCounts > 2 {
+		if next < ln.rate {
 			next = (ln.rate + next) / 2
 		}
 		ln.rate = next
