@@ -101,7 +101,16 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // fraction of the burst that remains: calls queued on the congestion-
 // controlled bucket must not all fail their deadlines at once. With
 // AutoFleet it takes instead the rate over the fleet's members, times the
-// fraction of the burst, if that is more than the 5% share. It may spend at once its share, R/rate, of what
+// fraction of the burst, if that is more than the 5% share. Without it,
+// a first count of an IETF or GitHub limit (whose limit is its burst as
+// far as the server says) that shows a fraction p of the limit spent
+// spaces the next call by up to half a second more, R = 1/(1/R + 0.5p):
+// fifty clients that start together see every count from the limit down
+// to none, and would otherwise send their second calls together; a
+// server whose burst is short shows the same count to a client alone.
+// The next count tells them apart as far as one can: if it is again the
+// most seen (the server's bucket refilled to it, no one else spent it),
+// R is at least the share before the spacing. It may spend at once its share, R/rate, of what
 // remains above the reserve: ten calls made together with 590 of 600 left
 // go together. On every response its level is lowered to its share of the
 // remaining count, and its capacity is a quarter second of R or, if more,

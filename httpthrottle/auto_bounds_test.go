@@ -3,6 +3,7 @@ package httpthrottle
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -308,6 +309,63 @@ func TestAutoLearnsBurst(t *testing.T) {
 	if refused > 2 {
 		t.Errorf("%d refusals; want at most 2", refused)
 	}
+}
+
+// TestAutoSpacesFirstCount: a first IETF count that shows most of the
+// limit spent (9 of 50: client #41 of fifty that start together, or a
+// client alone on a server whose burst is 10) spaces the next call by
+// autoSpace times the fraction spent; the next count tells them apart: the
+// same count again (the server's bucket refilled to it) keeps at least the
+// share before the spacing, a count that fell does not. A first count
+// with the limit left, or of a per-minute vendor, is not spaced.
+func TestAutoSpacesFirstCount(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		second   int64
+		restored bool
+	}{{"alone", 9, true}, {"crowded", 2, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, clk := newAutoFake(t)
+			req := get(t, "https://api.example.com/")
+			l := tell(t, a, clk, req, 200, ietf(50, 1, 9))
+			ln := autoOf(l).lanes[0]
+			unspaced := ln.spaced
+			if unspaced <= 0 || ln.rate >= unspaced {
+				t.Fatalf("first count of 9 of 50: rate %v/s, share before the spacing %v; want it spaced", ln.rate, unspaced)
+			}
+			d, err := l.WaitTime(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := d.Seconds(), 1/unspaced+autoSpace*41.0/50; math.Abs(got-want) > 0.01 {
+				t.Errorf("next call in %v; want %.3fs", d, want)
+			}
+			clk.Advance(d)
+			if ok, _ := l.TryAcquire(1); !ok {
+				t.Fatal("next call not granted when due")
+			}
+			tell(t, a, clk, req, 200, ietf(50, 1, tc.second))
+			if got := ln.rate >= unspaced; got != tc.restored {
+				t.Errorf("rate %v/s after a second count of %d; the share before the spacing was %v/s, want restored %v", ln.rate, tc.second, unspaced, tc.restored)
+			}
+			if ln.spaced != 0 {
+				t.Errorf("spacing kept after the second count: %v", ln.spaced)
+			}
+		})
+	}
+	for _, h := range []http.Header{ietf(50, 1, 50), openAI(3000, 9)} {
+		a, clk := newAutoFake(t)
+		l := tell(t, a, clk, get(t, "https://api.example.com/"), 200, h)
+		if ln := autoOf(l).lanes[0]; ln.spaced != 0 {
+			t.Errorf("first count %v spaced the next call", h)
+		}
+	}
+}
+
+func openAI(limit, remaining int64) http.Header {
+	h := http.Header{}
+	headers.SetOpenAI(h, "requests", limit, remaining, time.Second)
+	return h
 }
 
 // TestAutoFanOut: ten calls made at once, with the server saying 590 of

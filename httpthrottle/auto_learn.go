@@ -33,6 +33,10 @@ const (
 	autoBurstTops = 3
 	// autoShareTokens is the first share of a token limit.
 	autoShareTokens = 0.5
+	// autoSpace is the most time, in seconds, by which a first count of an
+	// IETF or GitHub limit delays the next call, in proportion to the part
+	// of the limit it shows spent (see lane.heard).
+	autoSpace = 0.5
 )
 
 // lane is one learned bucket of a quota and the state that tunes it.
@@ -70,6 +74,9 @@ type lane struct {
 	lastR    int64
 	lastAt   int64
 	own      int64
+	// The first share before the first count spaced the next call; 0 once
+	// the next count is heard, or if it did not.
+	spaced float64
 
 	// Congestion control.
 	slow       bool    // in slow start: no refusal yet
@@ -453,7 +460,8 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 	ln.seen = max(ln.seen, rem+cost)
 	ln.counts, ln.rem = true, rem
 	ln.nCounts++
-	if rem > 0 && rem+cost >= ln.seen {
+	top := rem > 0 && rem+cost >= ln.seen
+	if top {
 		ln.tops++
 		if ln.exact && ln.tops == autoBurstTops && ln.nCounts < autoBurstSample && ln.seen < ln.limit {
 			// The server's bucket is full at less than its limit: the
@@ -466,6 +474,11 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 	}
 	burst := ln.burst()
 	reserve := min(burst/2, ln.ceil)
+	// The first share of a spaced first count, if this is the count after.
+	var spaced float64
+	if ln.measured {
+		spaced, ln.spaced = ln.spaced, 0
+	}
 	if !ln.measured {
 		ln.measured = true
 		// The fraction left of the burst as seen so far, and of the
@@ -503,6 +516,18 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 				first = autoShareTokens
 			}
 			ln.rate = max(ln.ceil*first*max(fl, autoShareLeast), min(ln.rate, ln.ceil*autoShareMax)*f)
+			if c := 1 - fl; ln.exact && !ln.tokens && c > 0 {
+				// A first count that shows the limit part spent may come
+				// from a quota others are spending at once (fifty clients
+				// that start together see every count from the limit
+				// down to none), or from a server whose burst is short.
+				// One count cannot tell: the next call waits the more,
+				// up to autoSpace, the more is spent, so that the second
+				// calls of clients that started together are spread, not
+				// sent together. The next count tells (below).
+				ln.spaced = ln.rate
+				ln.rate = 1 / (1/ln.rate + autoSpace*c)
+			}
 		}
 		// What the server says is left above the reserve, the client's
 		// share of it may spend at once: ten calls made together with 590
@@ -532,6 +557,14 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 		}
 		ln.rate = next
 		ln.lastR, ln.lastAt, ln.own = rem, now, 0
+	}
+	if spaced > 0 && top {
+		// The count after a spaced first one is again the most seen: the
+		// server's bucket refilled to it, and, as far as one count can
+		// tell, no one else spent it. The client keeps at least the share
+		// it had before the spacing, and no more: in a crowd, the clients
+		// whose first counts were near none see such a count too.
+		ln.rate = max(ln.rate, spaced)
 	}
 	ln.rate = a.clamp(ln.rate, !ln.tokens)
 	share := min(1, ln.rate/ln.ceil)

@@ -108,8 +108,9 @@ func TestAutoLearnsIETFPolicy(t *testing.T) {
 	if l.Name != "requests" || !l.Learned || l.Quota != 50 || l.Window != time.Second {
 		t.Fatalf("learned %+v", l)
 	}
-	// First share: 5% of the rate times the fraction of the burst left.
-	if got, want := perSec(l.Rate), 50*autoShare0*40.0/50; !near(got, want) {
+	// First share: 5% of the rate times the fraction of the burst left,
+	// the next call spaced by autoSpace times the fraction spent.
+	if got, want := perSec(l.Rate), 1/(1/(50*autoShare0*40.0/50)+autoSpace*10.0/50); !near(got, want) {
 		t.Errorf("first rate %v/s; want %v/s", got, want)
 	}
 }
