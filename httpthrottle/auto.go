@@ -92,7 +92,8 @@ func Auto(opts ...AutoOption) LimiterFunc {
 // rate). When the remaining count is the burst (r1 plus the response's
 // cost), the server's refill was thrown away and C cannot be told: C is
 // the client's own spending. Bounded to [R/2, 2R], that is the new R; a
-// decrease is averaged with the old R. Clients that do this converge together on a total of the
+// decrease is averaged with the old R (not on the count after a spaced
+// first one, below, that others have spent). Clients that do this converge together on a total of the
 // server's rate while the remaining count hovers at the reserve, whatever
 // their number; the small equal increase evens their shares out. Before it
 // has measured, a client takes 5% of the rate (50% for a token limit)

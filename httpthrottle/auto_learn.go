@@ -552,7 +552,10 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 			next = own*target/used + autoFair*ln.ceil*secs
 		}
 		next = min(max(next, ln.rate/2), ln.rate*2)
-		if next < ln.rate {
+		// A decrease is averaged with the rate before, except on the
+		// count after a spaced first one that others have spent: the first
+		// measurement of a crowd, which the first share overestimated.
+		if next < ln.rate && !(spaced > 0 && !top) {
 			next = (ln.rate + next) / 2
 		}
 		ln.rate = next
