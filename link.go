@@ -6,6 +6,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // Link is the table corelink lends package httpthrottle: its fields are
@@ -60,7 +61,7 @@ func clockOf(g any) clockwork.Clock {
 }
 
 // parts is what the core lends htb and trtcm (see corelink.Parts).
-var parts = corelink.Parts[Option]{
+var parts = corelink.Parts[Option, Rate]{
 	ClockAndName: func(ctor, noObserver string, opts []Option) (clockwork.Clock, string, error) {
 		o, err := applyOptions(ctor, optClock|optName, map[optionSet]string{
 			optObserver: noObserver,
@@ -71,6 +72,10 @@ var parts = corelink.Parts[Option]{
 	CostCount: countErr,
 	NoLimits:  errNoLimits,
 	Settling:  settling,
+	Shape:     Rate.shape,
+	RateLess: func(a, b Rate) bool {
+		return exact.RateLess(a.tokens, a.period, b.tokens, b.period)
+	},
 }
 
 // observeBucket reports e to b's observer, if it has one.

@@ -160,7 +160,7 @@ func NewQuota(capacity int64, rate throttle.Rate, opts ...throttle.Option) (*Cla
 	if capacity < 0 {
 		return nil, fmt.Errorf("htb: NewQuota: capacity must not be negative, got %d", capacity)
 	}
-	s, err := shapeOf(rate, capacity)
+	s, err := parts.Shape(rate, capacity)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (c *Class) NewClass(cfg Config) (*Class, error) {
 	}
 	// The guarantees may not exceed the parent's: compare sums over the
 	// tree's denominator after admitting the new one.
-	gs, err := shapeOf(cfg.Rate, burst)
+	gs, err := parts.Shape(cfg.Rate, burst)
 	if err != nil {
 		return nil, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
 	}
@@ -256,13 +256,13 @@ func (c *Class) NewClass(cfg Config) (*Class, error) {
 	if ceilBurst == 0 {
 		ceilBurst = c.c.Cap
 	}
-	if rateLess(ceil, cfg.Rate) || rateLess(c.ceil, ceil) {
+	if parts.RateLess(ceil, cfg.Rate) || parts.RateLess(c.ceil, ceil) {
 		return nil, fmt.Errorf("htb: NewClass %q: ceiling %v must be at least the rate %v and at most the parent's ceiling %v", cfg.Name, ceil, cfg.Rate, c.ceil)
 	}
 	if ceilBurst < burst || ceilBurst > c.c.Cap {
 		return nil, fmt.Errorf("htb: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.Cap)
 	}
-	cs, err := shapeOf(ceil, ceilBurst)
+	cs, err := parts.Shape(ceil, ceilBurst)
 	if err != nil {
 		return nil, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
 	}
@@ -363,11 +363,6 @@ func shareOf(capacity int64, r, parent throttle.Rate) int64 {
 		return capacity
 	}
 	return max(n.Int64(), 1)
-}
-
-// rateLess reports a < b as rates, exactly.
-func rateLess(a, b throttle.Rate) bool {
-	return exact.RateLess(a.Tokens(), a.Period(), b.Tokens(), b.Period())
 }
 
 // Name returns the class's name.

@@ -11,7 +11,6 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/corelink"
-	"github.com/throttlekit/throttle/internal/exact"
 	"github.com/throttlekit/throttle/internal/queue"
 )
 
@@ -88,15 +87,10 @@ func init() {
 }
 
 // parts is what the core lends this package: its options and errors.
-var parts = corelink.Load[*corelink.Parts[throttle.Option]]()
+var parts = corelink.Load[*corelink.Parts[throttle.Option, throttle.Rate]]()
 
 // classCount is the error for got costs given for want classes.
 func classCount(got, want int) error { return parts.CostCount(got, want, "class") }
-
-// shapeOf is r for a bucket of capacity, reduced (see exact.NewShape).
-func shapeOf(r throttle.Rate, capacity int64) (exact.Shape, error) {
-	return exact.NewShape(capacity, r.Tokens(), r.Period(), r == throttle.Inf)
-}
 
 // NewLimiter returns a Limiter over classes, whose costs are
 // given in this order; each must belong to a different hierarchy, and all

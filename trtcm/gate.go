@@ -97,9 +97,13 @@ func (m *Marker) grant(cost int64, allowYellow bool) (*markPermit, Color) {
 	return &markPermit{m: m, cost: cost, green: color == Green}, color
 }
 
+// bucketCount is the error for got costs given for a Marker's one limit
+// (want is 1), worded as a Bucket's.
+func bucketCount(got, want int) error { return parts.CostCount(got, want, "bucket") }
+
 func markCost(costs []int64) (int64, error) {
 	if len(costs) != 1 {
-		return 0, parts.CostCount(len(costs), 1, "bucket")
+		return 0, bucketCount(len(costs), 1)
 	}
 	if costs[0] <= 0 {
 		return 0, throttle.ErrInvalidCost
@@ -119,14 +123,8 @@ type markPermit struct {
 func (p *markPermit) Costs() []int64 { return []int64{p.cost} }
 
 func (p *markPermit) Settle(actual ...int64) error {
-	if len(actual) != 1 {
-		return parts.CostCount(len(actual), 1, "bucket")
-	}
-	if actual[0] < 0 {
-		return throttle.ErrInvalidCost
-	}
-	if !p.settled.CompareAndSwap(false, true) {
-		return throttle.ErrSettled
+	if err := parts.Settling(&p.settled, actual, 1, bucketCount); err != nil {
+		return err
 	}
 	m := p.m
 	m.Mu.Lock()

@@ -72,15 +72,15 @@ func New(cir throttle.Rate, cbs int64, pir throttle.Rate, pbs int64, opts ...thr
 	if cir == throttle.Inf || pir == throttle.Inf {
 		return nil, fmt.Errorf("trtcm: New: rates must be finite, got CIR %v and PIR %v", cir, pir)
 	}
-	cs, err := shapeOf(cir, cbs)
+	cs, err := parts.Shape(cir, cbs)
 	if err != nil {
 		return nil, fmt.Errorf("trtcm: New: committed: %w", err)
 	}
-	ps, err := shapeOf(pir, pbs)
+	ps, err := parts.Shape(pir, pbs)
 	if err != nil {
 		return nil, fmt.Errorf("trtcm: New: peak: %w", err)
 	}
-	if rateLess(pir, cir) {
+	if parts.RateLess(pir, cir) {
 		return nil, fmt.Errorf("trtcm: New: peak rate %v is below the committed rate %v", pir, cir)
 	}
 	clock, name, err := parts.ClockAndName("trtcm.New", ": a Marker reports no events", opts)
@@ -96,7 +96,7 @@ func New(cir throttle.Rate, cbs int64, pir throttle.Rate, pbs int64, opts ...thr
 }
 
 // parts is what the core lends this package: its options and errors.
-var parts = corelink.Load[*corelink.Parts[throttle.Option]]()
+var parts = corelink.Load[*corelink.Parts[throttle.Option, throttle.Rate]]()
 
 func init() {
 	corelink.Register(corelink.Clocker(func(g any) clockwork.Clock {
@@ -105,16 +105,6 @@ func init() {
 		}
 		return nil
 	}))
-}
-
-// shapeOf is r for a bucket of capacity, reduced (see exact.NewShape).
-func shapeOf(r throttle.Rate, capacity int64) (exact.Shape, error) {
-	return exact.NewShape(capacity, r.Tokens(), r.Period(), r == throttle.Inf)
-}
-
-// rateLess reports a < b as rates, exactly.
-func rateLess(a, b throttle.Rate) bool {
-	return exact.RateLess(a.Tokens(), a.Period(), b.Tokens(), b.Period())
 }
 
 // Mark marks a request of cost tokens in color-blind mode and updates the

@@ -3,7 +3,8 @@
 // layer (httpthrottle) the buckets of a Limiter without a copy, its wait
 // without a Permit's allocation, a Permit booked in flight, a Keyed key
 // decided under one lock; to the classes (htb) and the marker (trtcm) the
-// core's options and errors; to all, the clock each Gate sleeps on.
+// core's options, errors and rate arithmetic; to all, the clock each Gate
+// sleeps on.
 // Exporting them from the core would put them in front of every user of a
 // Bucket; internal tables keep them between the packages of this module.
 //
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // Core is the table the core registers. L is *throttle.Limiter, B
@@ -120,9 +122,9 @@ func Clock(g any) clockwork.Clock {
 }
 
 // Parts is the table the core lends the packages of its other limiters,
-// htb and trtcm, so that their options and errors are the core's. O is
-// throttle.Option.
-type Parts[O any] struct {
+// htb and trtcm, so that their options, errors and rate arithmetic are
+// the core's. O is throttle.Option, R throttle.Rate.
+type Parts[O, R any] struct {
 	// ClockAndName applies opts for the constructor ctor, which takes
 	// WithClock and WithName only; WithObserver fails saying noObserver
 	// (why it does not apply), any other Option as the core's
@@ -137,4 +139,9 @@ type Parts[O any] struct {
 	// Settling checks the values given to a permit's Settle over n
 	// limits and marks it settled, as the core's permits do.
 	Settling func(settled *atomic.Bool, actual []int64, n int, count func(got, want int) error) error
+	// Shape validates r for a bucket of capacity and reduces it, as the
+	// core's Bucket does (exact.NewShape).
+	Shape func(r R, capacity int64) (exact.Shape, error)
+	// RateLess reports a < b as rates, exactly.
+	RateLess func(a, b R) bool
 }
