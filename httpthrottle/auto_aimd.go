@@ -183,13 +183,6 @@ func (ln *lane) refused429(a *AutoLimiter, now int64) {
 	// because the server's burst hid the overload until the refusal, later
 	// because it is what the server let through.
 	ln.wmax = next
-	if ln.slow && !ln.pooled {
-		// The cut is sized for the longest burst slow start may have spent
-		// (autoStartBurst); a burst of nothing would put the quota at the
-		// rate refused. Climb back quickly to their geometric mean, then
-		// probe.
-		ln.wmax = math.Sqrt(next * ln.rate)
-	}
 	ln.rate = ln.bound(a, next*a.jitter(1-autoCutJitter, 1))
 	ln.slow = false
 	ln.cutEver, ln.cutAt = true, now
