@@ -479,6 +479,9 @@ func binding(w *waiter) string {
 // it cannot change.
 func (w *waiter) group() *group { return w.bs[0].g.Load() }
 
+// A waiter is the queue.WaitQueue of its group, for Wake.Sleep and
+// Wake.Cancel.
+
 func (w *waiter) LockNow() int64 { return w.bs[0].lock().Now() }
 
 func (w *waiter) Unlock() { w.group().Mu.Unlock() }

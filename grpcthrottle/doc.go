@@ -6,7 +6,7 @@
 // call as httpthrottle.LimitHandler does for HTTP, with an exact RetryInfo.
 //
 // Both take any throttle.Gate (a Limiter, a Keyed's Limiter, a
-// htb.Limiter, a Marker) and use its capabilities when it has them:
+// htb.Limiter, a trtcm.Marker) and use its capabilities when it has them:
 // throttle.Pauser for a server's delay, throttle.Leveler for a quota the
 // server says is spent, throttle.Meter for the status a server reports.
 //

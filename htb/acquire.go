@@ -717,7 +717,8 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 
 func (w *classWaiter) d() *domain { return w.cs[0].d.Load() }
 
-// A classWaiter is the waitQueue of its domain for wake.sleep; see waiter's.
+// A classWaiter is the queue.WaitQueue of its domain, for Wake.Sleep and
+// Wake.Cancel.
 
 func (w *classWaiter) LockNow() int64 {
 	d := w.cs[0].lock()

@@ -1,6 +1,6 @@
 // Package httpthrottle puts HTTP clients and servers under the limits of
 // package throttle: any [throttle.Gate] (a Limiter, a key's Limiter of a
-// Keyed, an htb.Limiter, a Marker, redisbucket's Limiter shared by a
+// Keyed, an htb.Limiter, a trtcm.Marker, redisbucket's Limiter shared by a
 // fleet) through one [Transport] and one [LimitHandler].
 //
 // # HTTP clients: Transport
@@ -8,7 +8,7 @@
 // [NewTransport] wraps an http.RoundTripper so that every request of a
 // client takes a permit first, from the [throttle.Gate] that a [LimiterFunc]
 // chooses: [Shared] for one limiter (any Gate: a Limiter, an htb.Limiter,
-// a Marker, redisbucket's Limiter for a fleet), [PerKey] with [HostKey],
+// a trtcm.Marker, redisbucket's Limiter for a fleet), [PerKey] with [HostKey],
 // [HeaderKey] or [ModelKey] for one per key. The [Transport] reads every
 // response's rate-limit headers (Retry-After, the IETF RateLimit fields,
 // X-RateLimit-*, OpenAI's and Anthropic's), lowers the Gate's limits to

@@ -12,7 +12,7 @@ import (
 // LimiterFunc chooses the Gate that governs an HTTP request, for a
 // Transport (client side) or for LimitHandler (server side): one shared by
 // every request, or one per host, API key or model. Any Gate will do: a
-// Limiter, a key's Limiter of a Keyed (PerKey), an htb.Limiter, a Marker,
+// Limiter, a key's Limiter of a Keyed (PerKey), an htb.Limiter, a trtcm.Marker,
 // or redisbucket's Limiter, whose quota many processes share. A nil Gate
 // (or a nil *Limiter) with a nil error lets the request through unlimited;
 // an error fails it.
@@ -51,7 +51,7 @@ func limitCount(g throttle.Gate, l *throttle.Limiter) int {
 }
 
 // gateClock returns the clock the Transport reads pauses and deadlines on
-// for g: a Limiter's own, a Marker's or an htb.Limiter's, else that of a
+// for g: a Limiter's own, a trtcm.Marker's or an htb.Limiter's, else that of a
 // Gate with a Clock method, else the real clock.
 func gateClock(g throttle.Gate, l *throttle.Limiter) clockwork.Clock {
 	if l != nil {

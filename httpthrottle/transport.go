@@ -126,7 +126,7 @@ const DefaultRetries = 3
 // Pauser's level comes back at its rate after the pause).
 //
 // Time (pauses, back-off, deadlines) is read on the clock of the request's
-// Gate: a Limiter's, a Marker's or an htb.Limiter's own (WithClock), or
+// Gate: a Limiter's, a trtcm.Marker's or an htb.Limiter's own (WithClock), or
 // the Clock method's of a Gate that has one (redisbucket's Limiter), else
 // the real clock; so a Gate built on a clockwork.FakeClock drives the
 // Transport in tests.

@@ -35,7 +35,7 @@ type Shape struct {
 }
 
 // Advance moves l forward to now. Time that runs backwards adds nothing and
-// never moves l.last back, so a clock that jumps cannot mint tokens.
+// never moves l.Last back, so a clock that jumps cannot mint tokens.
 func (s *Shape) Advance(l *Level, now int64) {
 	if s.Inf {
 		l.Tokens, l.Frac, l.Last = s.Cap, 0, max(l.Last, now)
@@ -91,9 +91,9 @@ func (s *Shape) Advance(l *Level, now int64) {
 	l.Frac = r
 }
 
-// ReadyAt reports the first instant at or after l.last at which l holds cost
+// ReadyAt reports the first instant at or after l.Last at which l holds cost
 // tokens, rounded up to the nanosecond so that the level at that instant is
-// enough and one nanosecond earlier is not. It returns never when the level
+// enough and one nanosecond earlier is not. It returns Never when the level
 // will not get there (no refill, or cost above capacity).
 func (s *Shape) ReadyAt(l *Level, cost int64) int64 {
 	if l.Tokens >= cost || s.Inf {
@@ -145,7 +145,7 @@ func Rescale(frac, oldDen, newDen uint64) uint64 {
 	return q
 }
 
-// AddSat returns t+d, saturating at never.
+// AddSat returns t+d, saturating at Never.
 func AddSat(t int64, d uint64) int64 {
 	if d >= uint64(Never) || t > Never-int64(d) {
 		return Never
@@ -153,7 +153,7 @@ func AddSat(t int64, d uint64) int64 {
 	return t + int64(d)
 }
 
-// SubSat returns a-b for b >= 0, saturating at minTokens.
+// SubSat returns a-b for b >= 0, saturating at MinTokens.
 func SubSat(a, b int64) int64 {
 	if a < MinTokens+b {
 		return MinTokens

@@ -3,7 +3,7 @@ package exact
 import "math/bits"
 
 // RefillTime is how long s takes to refill from empty, rounded up and
-// saturated at never; 0 if it never refills, since no use of such a limit
+// saturated at Never; 0 if it never refills, since no use of such a limit
 // is made cheaper by keeping it.
 func (s *Shape) RefillTime() int64 {
 	if s.Num == 0 {
@@ -23,14 +23,16 @@ type Packed struct {
 	last int64
 }
 
+// Pack returns l packed, for a level Packs says fits.
 func (s *Shape) Pack(l Level) Packed { return Packed{v: uint64(l.Tokens)*s.Den + l.Frac, last: l.Last} }
 
+// Unpack returns the level pk holds.
 func (s *Shape) Unpack(pk Packed) Level {
 	t := s.PerDen.Div(pk.v)
 	return Level{Tokens: int64(t), Frac: pk.v - t*s.Den, Last: pk.last}
 }
 
-// Packs reports whether a level of s from 0 to capacity fits in packed.
+// Packs reports whether a level of s from 0 to capacity fits in a Packed.
 func (s *Shape) Packs() bool {
 	if s.Cap < 0 {
 		return false

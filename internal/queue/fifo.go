@@ -15,7 +15,7 @@ func (p *Pool[W]) Get() *W {
 	return new(W)
 }
 
-// Put keeps w, emptied by recycle, for get.
+// Put keeps w, emptied for its next use (Wake.Reuse), for Get.
 func (p *Pool[W]) Put(w *W) { p.p.Put(w) }
 
 // Links are a queued node's neighbours in its fifo.

@@ -29,7 +29,7 @@ func CheckJoin[T any](fn, what string, items []*T, clash func(i int, earlier, it
 }
 
 // Queue is a queue of either kind, a group of buckets or a domain of
-// classes, as joinQueues and lockQueue see it.
+// classes, as Join and Lock see it.
 type Queue interface {
 	comparable
 	Line() *Timeline

@@ -37,7 +37,7 @@ func (tl *Timeline) Start(c clockwork.Clock) {
 	}
 }
 
-// Line returns tl: what joinQueues locks and orders the queues by.
+// Line returns tl: what Join locks and orders the queues by.
 func (tl *Timeline) Line() *Timeline { return tl }
 
 // Now returns the current instant: nanoseconds since the epoch. With no

@@ -9,9 +9,9 @@ import (
 )
 
 // Wake is what one queued call sleeps on and is woken by, in a Bucket's
-// queue (waiter) and in a class's (classWaiter) alike: its channel, its
-// timer, and how its wait ended. The queue's own side of sleeping, serving
-// and leaving is a waitQueue.
+// queue (the core's waiter) and in a class's (htb's classWaiter) alike: its
+// channel, its timer, and how its wait ended. The queue's own side of
+// sleeping, serving and leaving is a WaitQueue.
 type Wake struct {
 	Since   int64         // instant the waiter queued; it is never served earlier
 	Done    chan struct{} // one value once granted or failed; kept for reuse
@@ -21,10 +21,10 @@ type Wake struct {
 	Err     error
 }
 
-// WaitQueue is what wake.sleep needs of the queue a waiter is in: a
+// WaitQueue is what Sleep and Cancel need of the queue a waiter is in: a
 // Bucket's group for a waiter, a domain of classes for a classWaiter. The
-// waiter implements it, as it knows its queue; every method but lockNow
-// and cancelled is called with the queue locked.
+// waiter implements it, as it knows its queue; every method but LockNow
+// and Cancelled is called with the queue locked.
 type WaitQueue interface {
 	LockNow() int64      // locks the waiter's queue and returns the present instant
 	Unlock()             // unlocks it
@@ -60,9 +60,9 @@ func (w *Wake) SetTimer(t, now int64) {
 
 // Finish ends w's wait, granted or failed. The caller holds the lock and
 // has taken w out of the queue, and must not touch w afterwards: w's
-// Acquire call can return as soon as done has its value, without the lock,
-// and w be reused. done has room for that one value: a waiter is finished
-// at most once per use, and recycle empties it between uses.
+// Acquire call can return as soon as Done has its value, without the lock,
+// and w be reused. Done has room for that one value: a waiter is finished
+// at most once per use, and Reuse empties it between uses.
 func (w *Wake) Finish(err error) {
 	w.Granted = err == nil
 	w.Err = err
@@ -73,12 +73,12 @@ func (w *Wake) Finish(err error) {
 
 // Reuse returns the wake of a waiter to recycle, once its call has
 // returned: by then it is out of the queue and its timer is stopped. A
-// value left in done (granted, then cancelled) or in the timer's channel
+// value left in Done (granted, then cancelled) or in the timer's channel
 // (a tick that came as it was stopped) is dropped, so that the next use
 // starts empty. The channel and the timer are kept; the timer was made on
 // the clock of the queue, which every queue the waiter can be in shares,
 // since buckets or classes joined into one share a clock. A waiter never
-// queued (done nil) has neither.
+// queued (Done nil) has neither.
 func (w *Wake) Reuse() Wake {
 	if w.Done != nil {
 		select {
