@@ -306,25 +306,16 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 	return err
 }
 
-// tryNow settles an acquisition that needs no waiting: it takes the costs
-// if nobody is queued and the levels allow, or fails. It reports done=false
-// when the caller must queue. It keeps no reference to bs or costs, so the
-// callers' slices can live on the stack: a grant at once allocates nothing.
-// obs says whether any of bs has an observer: without one a grant reports
-// nothing, and makes no call to do so.
-func tryNow(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (done bool, err error) {
-	g, _, done, err := tryOrLock(ctx, bs, costs, obs)
-	if !done {
-		g.Mu.Unlock()
-	}
-	return done, err
-}
-
-// tryOrLock is tryNow for a caller that queues next: when it reports
-// done=false it returns with g, the buckets' group, still locked, and now
-// read under the lock, for enqueue. One lock per queued call instead of
-// two: with a thousand goroutines arriving at once on a slow limiter, the
-// second pass through a contended lock was a third of their CPU.
+// tryOrLock settles an acquisition that needs no waiting: it takes the
+// costs if nobody is queued and the levels allow, or fails. When the
+// caller must queue it reports done=false and returns with g, the
+// buckets' group, still locked, and now read under the lock, for enqueue.
+// It keeps no reference to bs or costs, so the callers' slices can live on
+// the stack: a grant at once allocates nothing. obs says whether any of bs
+// has an observer: without one a grant reports nothing, and makes no call
+// to do so. One lock per queued call instead of two: with a thousand
+// goroutines arriving at once on a slow limiter, the second pass through a
+// contended lock was a third of their CPU.
 func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *group, now int64, done bool, err error) {
 	g = bs[0].lock()
 	if err := check(bs, costs); err != nil {

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/throttlekit/throttle"
 )
@@ -272,13 +270,6 @@ func divUp(a, b int64) int64 {
 		return 0
 	}
 	return (a-1)/b + 1
-}
-
-// isJSON reports whether a Content-Type is JSON: application/json or a
-// +json type.
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // ModelKey returns the "model" of a JSON request body, to key limiters by
