@@ -215,7 +215,7 @@ func check(bs []*Bucket, costs []int64) error {
 		any = any || c > 0
 	}
 	if !any {
-		return ErrInvalidCost
+		return errNoPositiveCost
 	}
 	return nil
 }
@@ -226,7 +226,7 @@ func check(bs []*Bucket, costs []int64) error {
 func noRefill(bs []*Bucket, costs []int64) error {
 	for i, b := range bs {
 		if costs[i] > 0 && b.Num == 0 {
-			return limitErr(b, ErrNoRefill, costs[i])
+			return limitErr(b, errNoRefill, costs[i])
 		}
 	}
 	return nil
@@ -235,7 +235,7 @@ func noRefill(bs []*Bucket, costs []int64) error {
 // waitTime implements WaitTime for a set of buckets sharing one group.
 func waitTime(bs []*Bucket, costs []int64) (time.Duration, error) {
 	if len(bs) == 1 && len(costs) == 1 && costs[0] <= 0 {
-		return 0, ErrInvalidCost
+		return 0, errNotPositive
 	}
 	g := bs[0].lock()
 	defer g.Mu.Unlock()
@@ -284,12 +284,12 @@ func (g *group) rejectedWait(bs []*Bucket, costs []int64, now int64) time.Durati
 // bucket's clock, comes before the instant the tokens could be granted. A
 // waiter whose ctx is done leaves the queue, spends nothing and returns
 // ctx.Err(). It fails with ErrInvalidCost, ErrCostExceedsCapacity,
-// ErrClosed on a closed bucket, or, when the rate is zero and the level
-// cannot cover cost, ErrNoRefill. A ctx made by WithPriority queues ahead
-// of waiters of lower priority, within the bound MaxOvertake states.
+// errClosed on a closed bucket, or, when the rate is zero and the level
+// cannot cover cost, errNoRefill. A ctx made by WithPriority queues ahead
+// of waiters of lower priority, within the bound maxOvertake states.
 func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 	if cost <= 0 {
-		return ErrInvalidCost
+		return errNotPositive
 	}
 	bs, costs := [1]*Bucket{b}, [1]int64{cost}
 	g, w, now, done, err := tryOrWaiter(ctx, bs[:], costs[:], b.obs != nil)

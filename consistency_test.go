@@ -29,14 +29,14 @@ func TestClosedQuotaAsClosedBucket(t *testing.T) {
 	if ok, err := q.TryAcquire(1); ok || err != nil {
 		t.Fatalf("closed quota TryAcquire = %v, %v; want false, nil as a closed bucket", ok, err)
 	}
-	if err := q.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrClosed) {
-		t.Fatalf("closed quota Acquire: %v, want ErrClosed", err)
+	if err := q.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
+		t.Fatalf("closed quota Acquire: %v, want ErrCostExceedsCapacity", err)
 	}
-	if _, err := q.WaitTime(1); !errors.Is(err, throttle.ErrClosed) {
-		t.Fatalf("closed quota WaitTime: %v, want ErrClosed", err)
+	if _, err := q.WaitTime(1); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
+		t.Fatalf("closed quota WaitTime: %v, want ErrCostExceedsCapacity", err)
 	}
-	if _, err := q.NewClass(htb.Config{Name: "a", Rate: throttle.Per(1, time.Second)}); !errors.Is(err, throttle.ErrClosed) {
-		t.Fatalf("NewClass on a closed quota: %v, want ErrClosed", err)
+	if _, err := q.NewClass(htb.Config{Name: "a", Rate: throttle.Per(1, time.Second)}); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
+		t.Fatalf("NewClass on a closed quota: %v, want ErrCostExceedsCapacity", err)
 	}
 	if _, err := htb.NewQuota(-1, throttle.Per(1, time.Second)); err == nil {
 		t.Fatal("NewQuota(-1) accepted")

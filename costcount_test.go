@@ -12,11 +12,11 @@ import (
 )
 
 // wantCostCount fails t unless err is the wrong-arity error with exactly
-// the message msg, distinct from ErrInvalidCost.
+// the message msg.
 func wantCostCount(t *testing.T, what string, err error, msg string) {
 	t.Helper()
-	if !errors.Is(err, throttle.ErrCostCount) || errors.Is(err, throttle.ErrInvalidCost) {
-		t.Errorf("%s: err = %v, want ErrCostCount only", what, err)
+	if !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("%s: err = %v, want ErrInvalidCost only", what, err)
 		return
 	}
 	if err.Error() != msg {
@@ -43,21 +43,21 @@ func costCountLimiter(t *testing.T, clk clockwork.Clock) (*throttle.Limiter, *th
 
 func TestCostCountLimiter(t *testing.T) {
 	l, req, tok := costCountLimiter(t, clockwork.NewFakeClock())
-	const one = "throttle: wrong number of costs: got 1 cost for 2 buckets"
+	const one = "throttle: invalid cost: got 1 cost for 2 buckets"
 	_, err := l.TryAcquire(1)
 	wantCostCount(t, "TryAcquire(1)", err, one)
 	_, err = l.TryAcquire()
-	wantCostCount(t, "TryAcquire()", err, "throttle: wrong number of costs: got 0 costs for 2 buckets")
+	wantCostCount(t, "TryAcquire()", err, "throttle: invalid cost: got 0 costs for 2 buckets")
 	_, err = l.WaitTime(1)
 	wantCostCount(t, "WaitTime(1)", err, one)
 	// A single cost that is not positive is still the wrong number of costs
 	// for two buckets.
 	_, err = l.WaitTime(0)
-	wantCostCount(t, "WaitTime(0)", err, "throttle: wrong number of costs: got 1 cost for 2 buckets")
+	wantCostCount(t, "WaitTime(0)", err, "throttle: invalid cost: got 1 cost for 2 buckets")
 	_, err = l.Acquire(t.Context(), 1)
 	wantCostCount(t, "Acquire(1)", err, one)
 	_, err = l.Acquire(t.Context(), 1, 1, 1)
-	wantCostCount(t, "Acquire(1, 1, 1)", err, "throttle: wrong number of costs: got 3 costs for 2 buckets")
+	wantCostCount(t, "Acquire(1, 1, 1)", err, "throttle: invalid cost: got 3 costs for 2 buckets")
 	if req.Tokens() != 3 || tok.Tokens() != 100 {
 		t.Fatalf("failed calls spent: levels %v, %v", req.Tokens(), tok.Tokens())
 	}
@@ -79,7 +79,7 @@ func TestCostCountLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCostCount(t, "Bucket permit Settle(1, 1)", bp.Settle(1, 1), "throttle: wrong number of costs: got 2 costs for 1 bucket")
+	wantCostCount(t, "Bucket permit Settle(1, 1)", bp.Settle(1, 1), "throttle: invalid cost: got 2 costs for 1 bucket")
 	if err := bp.Cancel(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestCostCountKeyed(t *testing.T) {
 			{Name: "tokens", Capacity: 100, Rate: throttle.Per(100, time.Second)},
 		}
 	}, throttle.WithClock(clockwork.NewFakeClock()))
-	const one = "throttle: wrong number of costs: got 1 cost for 2 buckets"
+	const one = "throttle: invalid cost: got 1 cost for 2 buckets"
 	check := func(state string) {
 		t.Helper()
 		_, err := k.TryAcquire("a", 1)
@@ -132,7 +132,7 @@ func TestCostCountClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCostCount(t, "htb.Permit.Settle(1, 2)", p.Settle(1, 2), "throttle: wrong number of costs: got 2 costs for 1 class")
+	wantCostCount(t, "htb.Permit.Settle(1, 2)", p.Settle(1, 2), "throttle: invalid cost: got 2 costs for 1 class")
 	if err := p.Settle(1); err != nil {
 		t.Fatalf("Settle(1) after a wrong count: %v", err)
 	}
@@ -145,7 +145,7 @@ func TestCostCountClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = l.TryAcquire(1)
-	wantCostCount(t, "htb.Limiter.TryAcquire(1)", err, "throttle: wrong number of costs: got 1 cost for 2 classes")
+	wantCostCount(t, "htb.Limiter.TryAcquire(1)", err, "throttle: invalid cost: got 1 cost for 2 classes")
 	_, err = l.WaitTime(1, 1, 1)
-	wantCostCount(t, "htb.Limiter.WaitTime(1, 1, 1)", err, "throttle: wrong number of costs: got 3 costs for 2 classes")
+	wantCostCount(t, "htb.Limiter.WaitTime(1, 1, 1)", err, "throttle: invalid cost: got 3 costs for 2 classes")
 }

@@ -83,7 +83,7 @@
 // than [MaxOvertake] times), and [PriorityOf] reads it back. [Pace] is a
 // bucket of capacity 1, which spaces calls evenly instead of letting a
 // burst through. A [Rate] of [Inf] never limits; a capacity of 0 admits
-// nothing ([ErrClosed]).
+// nothing ([errClosed]).
 //
 // # Sharing a quota between teams, and marking: htb and trtcm
 //

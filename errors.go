@@ -9,28 +9,26 @@ import (
 )
 
 var (
-	// ErrInvalidCost is returned for a cost that is zero or negative.
-	ErrInvalidCost = errors.New("throttle: cost must be positive")
-	// ErrCostCount is matched (errors.Is) by the error of a call given a
-	// number of costs other than one per bucket of its Limiter, or per limit
-	// of a key, or per class of an htb.Limiter or htb.Permit: a Limiter's
-	// TryAcquire, WaitTime and Acquire, Permit.Settle, the same methods of
-	// Keyed and of htb.Limiter, htb.Permit.Settle, and a Transport or
-	// LimitHandler whose CostFunc returns the wrong number. The message
-	// says how many were given for how many buckets or classes.
-	ErrCostCount = errors.New("throttle: wrong number of costs")
-	// ErrCostExceedsCapacity is returned for a cost that no bucket level can
-	// ever cover: waiting for it would never end.
+	// ErrInvalidCost is matched (errors.Is) by the error of a call given a
+	// cost that is negative, no positive cost at all, or a number of costs
+	// other than one per limit: per bucket of a Limiter, per limit of a
+	// key, per class of an htb.Limiter, and a Transport or LimitHandler
+	// whose CostFunc returns the wrong number. The message says which.
+	ErrInvalidCost = errors.New("throttle: invalid cost")
+	// ErrCostExceedsCapacity is matched by the error for a cost that no
+	// wait can ever cover: above a limit's capacity, on a closed limit
+	// (capacity 0, which admits nothing), or on a limit that never refills
+	// (Per(0, d)) and holds less than the cost. Waiting would never end, so
+	// Acquire, WaitTime and Reserve fail at once. It also marks a Permit
+	// settled far beyond a capacity: see Permit.Settle.
 	ErrCostExceedsCapacity = errors.New("throttle: cost exceeds capacity")
-	// ErrNoRefill is returned by Acquire and WaitTime when a bucket whose rate
-	// is zero cannot cover the cost now, so it never will.
-	ErrNoRefill = errors.New("throttle: bucket never refills and cannot cover the cost")
 	// ErrSettled is returned when a Permit is settled or cancelled twice.
 	ErrSettled = errors.New("throttle: permit already settled")
 	// ErrInvalidOption is matched by the error of a constructor given an
-	// Option it does not take (WithMaxKeys to New, say): an option is
-	// never silently ignored. NewKeyed, which returns no error, panics
-	// with it.
+	// Option it does not take (WithMaxKeys to New, say) or an invalid one
+	// (WithClock(nil)), and by the error of a Keyed whose config returns an
+	// invalid Limit for a key: an option is never silently ignored. NewKeyed,
+	// which returns no error, panics for an invalid Option.
 	ErrInvalidOption = errors.New("throttle: invalid option")
 )
 
@@ -54,19 +52,33 @@ func (e *WaitError) Error() string {
 // Unwrap returns context.DeadlineExceeded.
 func (e *WaitError) Unwrap() error { return context.DeadlineExceeded }
 
+// errClosed and errNoRefill are the errors of a cost that a closed limit,
+// or one that never refills, can never cover.
+var (
+	errClosed   = fmt.Errorf("%w: the limit is closed (capacity 0) and admits nothing", ErrCostExceedsCapacity)
+	errNoRefill = fmt.Errorf("%w: the limit never refills and holds less than the cost", ErrCostExceedsCapacity)
+)
+
+// The errors of costs that are not valid, for the message to say why.
+var (
+	errNotPositive    = fmt.Errorf("%w: the cost must be positive", ErrInvalidCost)
+	errNegativeCost   = fmt.Errorf("%w: a cost is negative", ErrInvalidCost)
+	errNoPositiveCost = fmt.Errorf("%w: no cost is positive", ErrInvalidCost)
+)
+
 // costCount is the error for got costs given for want buckets.
 func costCount(got, want int) error { return countErr(got, want, "bucket") }
 
 // countErr is the error for got costs given for want items of kind.
 func countErr(got, want int, kind string) error {
-	return fmt.Errorf("%w: got %d %s for %d %s", ErrCostCount, got, plural(got, "cost"), want, plural(want, kind))
+	return fmt.Errorf("%w: got %d %s for %d %s", ErrInvalidCost, got, plural(got, "cost"), want, plural(want, kind))
 }
 
 // errNoLimits is the error of a call on a zero Limiter or htb.Limiter,
 // which has no limits: made as a zero value rather than by its
 // constructor, it refuses every call rather than dereference nothing.
 func errNoLimits(got int, kind, constructor string) error {
-	return fmt.Errorf("%w: got %d %s for the 0 limits of a zero %s (make one with %s)", ErrCostCount, got, plural(got, "cost"), kind, constructor)
+	return fmt.Errorf("%w: got %d %s for the 0 limits of a zero %s (make one with %s)", ErrInvalidCost, got, plural(got, "cost"), kind, constructor)
 }
 
 func plural(n int, noun string) string {

@@ -57,5 +57,5 @@ func ExampleInf() {
 	_, werr := closed.WaitTime(1)
 	fmt.Println(ok1, ok2, err, werr)
 	// Output:
-	// true false <nil> throttle: limit is closed (capacity 0): it admits nothing
+	// true false <nil> throttle: cost exceeds capacity: the limit is closed (capacity 0) and admits nothing
 }

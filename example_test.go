@@ -58,7 +58,7 @@ func ExampleBucket_WaitTime() {
 
 func ExampleBucket_Acquire_deadline() {
 	clk := clockwork.NewFakeClock()
-	b, _ := throttle.New(1, throttle.Every(time.Minute), throttle.WithClock(clk))
+	b, _ := throttle.New(1, throttle.Per(1, time.Minute), throttle.WithClock(clk))
 	b.TryAcquire(1)
 	// The token comes in a minute; the deadline is in a second: Acquire
 	// fails at once, spending nothing, and says how long it would wait.

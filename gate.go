@@ -43,8 +43,11 @@ type Permit interface {
 	// Costs returns the costs taken, one per limit.
 	Costs() []int64
 	// Settle corrects the costs to the actual use, one value per limit:
-	// what was over-reserved goes back, an overrun is charged. A second
-	// Settle or Cancel fails with ErrSettled.
+	// what was over-reserved goes back, an overrun is charged. An overrun
+	// that would leave a limit more than its capacity in debt is cut there
+	// and reported with an error matching ErrCostExceedsCapacity; the
+	// Permit is settled all the same. A second Settle or Cancel fails with
+	// ErrSettled.
 	Settle(actual ...int64) error
 	// Cancel gives every cost back: the call was never made.
 	Cancel() error
@@ -88,7 +91,8 @@ type Meter interface {
 
 // Taker is a Gate that can take costs without recording a Permit, for
 // calls that are never settled: a caller that keeps no Permit allocates
-// nothing when the costs are there at once. The gRPC interceptors use it
+// nothing when the costs are there at once. That allocation is the one
+// reason Wait and TryAcquire exist beside Acquire and TryAcquirePermit. The gRPC interceptors use it
 // when no settlement is asked for.
 type Taker interface {
 	// Wait is Acquire without the Permit: it waits its turn, under the

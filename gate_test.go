@@ -204,6 +204,12 @@ func gateStatus(t *testing.T, clk *clockwork.FakeClock, g throttle.Gate) {
 	clk.Advance(100 * time.Millisecond)
 	prefix := []throttle.LimitStatus{{Name: "kept"}}
 	got := m.Status(prefix)
+	for i := range got {
+		if l := got[i].Level; l != 0 && (l < float64(got[i].Remaining) || l >= float64(got[i].Remaining)+1) {
+			t.Errorf("Status()[%d]: Level %v, Remaining %d", i, l, got[i].Remaining)
+		}
+		got[i].Level = 0 // a Gate may leave it 0
+	}
 	want := []throttle.LimitStatus{
 		{Name: "kept"},
 		{Name: "requests", Capacity: 5, Rate: throttle.Per(5, time.Second), Remaining: 0, Reset: 900 * time.Millisecond},
@@ -215,14 +221,14 @@ func gateStatus(t *testing.T, clk *clockwork.FakeClock, g throttle.Gate) {
 }
 
 func gateCostCount(t *testing.T, g throttle.Gate) {
-	if _, _, err := g.TryAcquirePermit(1); !errors.Is(err, throttle.ErrCostCount) {
-		t.Errorf("TryAcquirePermit(1): %v, want ErrCostCount", err)
+	if _, _, err := g.TryAcquirePermit(1); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("TryAcquirePermit(1): %v, want ErrInvalidCost", err)
 	}
-	if _, err := g.Acquire(t.Context(), 1, 1, 1); !errors.Is(err, throttle.ErrCostCount) {
-		t.Errorf("Acquire(1, 1, 1): %v, want ErrCostCount", err)
+	if _, err := g.Acquire(t.Context(), 1, 1, 1); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("Acquire(1, 1, 1): %v, want ErrInvalidCost", err)
 	}
-	if _, err := g.WaitTime(1); !errors.Is(err, throttle.ErrCostCount) {
-		t.Errorf("WaitTime(1): %v, want ErrCostCount", err)
+	if _, err := g.WaitTime(1); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("WaitTime(1): %v, want ErrInvalidCost", err)
 	}
 }
 
@@ -276,8 +282,8 @@ func TestMarkerGate(t *testing.T) {
 	if err := green.Cancel(); !errors.Is(err, throttle.ErrSettled) {
 		t.Errorf("Cancel after Settle: %v, want ErrSettled", err)
 	}
-	if _, _, err := m.TryAcquirePermit(1, 1); !errors.Is(err, throttle.ErrCostCount) {
-		t.Errorf("two costs for one limit: %v, want ErrCostCount", err)
+	if _, _, err := m.TryAcquirePermit(1, 1); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("two costs for one limit: %v, want ErrInvalidCost", err)
 	}
 }
 
@@ -341,8 +347,8 @@ func TestLimiterTaker(t *testing.T) {
 	if err := l.Refund(10, 100); err != nil || req.Tokens() != 5 || tok.Tokens() != 100 {
 		t.Errorf("Refund(10, 100): %v, levels %v and %v, want 5 and 100 (the capacities)", err, req.Tokens(), tok.Tokens())
 	}
-	if err := l.Refund(1); !errors.Is(err, throttle.ErrCostCount) {
-		t.Errorf("Refund(1) on two buckets: %v, want ErrCostCount", err)
+	if err := l.Refund(1); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("Refund(1) on two buckets: %v, want ErrInvalidCost", err)
 	}
 	if err := l.Refund(1, -1); !errors.Is(err, throttle.ErrInvalidCost) {
 		t.Errorf("Refund(1, -1): %v, want ErrInvalidCost", err)
@@ -350,8 +356,8 @@ func TestLimiterTaker(t *testing.T) {
 	if ok, err := l.TryAcquire(5, 1); !ok || err != nil {
 		t.Errorf("TryAcquire(5, 1) on a full limiter: %v, %v", ok, err)
 	}
-	if err := new(throttle.Limiter).Wait(ctx, 1); !errors.Is(err, throttle.ErrCostCount) {
-		t.Errorf("Wait on a zero Limiter: %v, want ErrCostCount", err)
+	if err := new(throttle.Limiter).Wait(ctx, 1); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("Wait on a zero Limiter: %v, want ErrInvalidCost", err)
 	}
 
 	big := must(throttle.New(1<<60, throttle.Per(1<<40, time.Second), throttle.WithClock(clk)))

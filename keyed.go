@@ -12,10 +12,6 @@ import (
 	"github.com/throttlekit/throttle/internal/exact"
 )
 
-// ErrInvalidLimit is returned, joined with the error New gives for it, by
-// every call on a key whose config returns no limits or an invalid one.
-var ErrInvalidLimit = errors.New("throttle: invalid limit in keyed config")
-
 // Limit configures one limit of a keyed limiter: a bucket named Name that
 // holds at most Capacity tokens and refills at Rate, as New would make it.
 type Limit struct {
@@ -42,8 +38,7 @@ const numShards = 64
 // sweep that calls on the Keyed drive. The sweep drops a key that is in
 // that state and has gone unused for as long as its limits take to refill
 // from empty (the longest Capacity/Rate), so that a key in steady use is not
-// made again between uses; Sweep drops every such key at once, used lately
-// or not. Each shard knows the earliest instant at which any of its keys may
+// made again between uses. Each shard knows the earliest instant at which any of its keys may
 // become droppable, and for each run of 32 keys the same, so a call costs
 // the sweep one comparison until then, and afterwards moves it on by up to
 // four steps, a step being one key looked at or a run of 32 passed over.
@@ -53,7 +48,7 @@ const numShards = 64
 // since they were last used (measured, all shards together: 2,000 idle keys
 // among 10,000 in steady use went in 0.70-1.12 calls each over 40 runs,
 // median 0.80; a million idle keys alone in 0.26), so memory comes back in
-// time proportional to what was added. The keys held are capped, at DefaultMaxKeys unless WithMaxKeys
+// time proportional to what was added. The keys held are capped, at 524,288 unless WithMaxKeys
 // says otherwise, so that keys made up by clients cannot take memory
 // without bound. This is why
 // config must return the same limits for a key every time it is called: a
@@ -102,12 +97,12 @@ type Keyed[K comparable] struct {
 // whenever the key is made afresh after being dropped, so it must be
 // deterministic and should be cheap. When it returns no limits or an invalid
 // one, every call on that key fails with an error that matches
-// ErrInvalidLimit and wraps the error New returns for that limit, and the
+// ErrInvalidOption and wraps the error New returns for that limit, and the
 // key takes no memory; a nil config is one that returns no limits.
 func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 	if config == nil {
 		// No config is a config of no limits: every call fails with
-		// ErrInvalidLimit, never with a nil call.
+		// ErrInvalidOption, never with a nil call.
 		config = func(K) []Limit { return nil }
 	}
 	o, err := applyOptions("NewKeyed", optClock|optObserver|optMaxKeys, map[optionSet]string{
@@ -116,7 +111,7 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 	if err != nil {
 		panic(err)
 	}
-	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed(), max: DefaultMaxKeys}
+	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed(), max: defaultMaxKeys}
 	if o.maxKeys != 0 {
 		k.max = max(int64(o.maxKeys), 0)
 	}
@@ -185,7 +180,7 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 	} else {
 		if err := p.check(costs); err != nil {
 			s.mu.Unlock()
-			if errors.Is(err, ErrClosed) { // refused, not a mistake
+			if errors.Is(err, errClosed) { // refused, not a mistake
 				if k.obs != nil {
 					p.observeWait(k.obs, costs, EventRejected, 0)
 				}
@@ -326,7 +321,7 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (Permit, 
 // Refund, Charge or Tokens. Its TryAcquire, WaitTime and Acquire are those
 // of the Keyed for this key. Limiter returns nil, and makes no key, when
 // config returns no limits or an invalid one for key: the other methods
-// then fail with an error matching ErrInvalidLimit. For a key that
+// then fail with an error matching ErrInvalidOption. For a key that
 // overflows the WithMaxKeys cap it returns the shared overflow Limiter.
 //
 // The key is held, with every change made through the Limiter, at least as
@@ -367,12 +362,11 @@ func (k *Keyed[K]) Len() int {
 	return n
 }
 
-// Sweep drops at once every key that could be dropped now, whatever was
+// sweepAll drops at once every key that could be dropped now, whatever was
 // used recently, and shrinks the shards' storage to fit; it returns the
-// number of keys dropped. Calls drop keys lazily in any case; Sweep is for a
-// program that wants its memory back during a quiet spell, say from a
-// ticker of its own. It takes time in proportion to the keys held.
-func (k *Keyed[K]) Sweep() int {
+// number of keys dropped. Calls drop keys lazily in any case, so this is
+// for tests that count what the lazy sweep leaves.
+func (k *Keyed[K]) sweepAll() int {
 	n := 0
 	for i := range k.shards {
 		s := &k.shards[i]
@@ -413,13 +407,13 @@ type profile struct {
 
 func newProfile(limits []Limit, sig string) (*profile, error) {
 	if len(limits) == 0 {
-		return nil, fmt.Errorf("%w: config returned no limits", ErrInvalidLimit)
+		return nil, fmt.Errorf("%w: config returned no limits", ErrInvalidOption)
 	}
 	p := &profile{limits: append([]Limit(nil), limits...), shapes: make([]shape, len(limits)), sig: sig}
 	for i, l := range limits {
 		s, err := l.Rate.shape(l.Capacity)
 		if err != nil {
-			return nil, fmt.Errorf("%w: limit %q: %w", ErrInvalidLimit, l.Name, err)
+			return nil, fmt.Errorf("%w: limit %q: %w", ErrInvalidOption, l.Name, err)
 		}
 		p.shapes[i] = s
 		p.horizon = max(p.horizon, s.RefillTime())
@@ -449,7 +443,7 @@ func (p *profile) check(costs []int64) error {
 		any = any || c > 0
 	}
 	if !any {
-		return ErrInvalidCost
+		return errNoPositiveCost
 	}
 	return nil
 }
@@ -458,7 +452,7 @@ func (p *profile) check(costs []int64) error {
 // cost that is not positive before naming any limit.
 func (p *profile) checkWait(costs []int64) error {
 	if len(p.shapes) == 1 && len(costs) == 1 && costs[0] <= 0 {
-		return ErrInvalidCost
+		return errNotPositive
 	}
 	return p.check(costs)
 }
@@ -467,7 +461,7 @@ func (p *profile) checkWait(costs []int64) error {
 func (p *profile) noRefill(costs []int64) error {
 	for i, s := range p.shapes {
 		if costs[i] > 0 && s.Num == 0 {
-			return limitErr(p.bucket(i), ErrNoRefill, costs[i])
+			return limitErr(p.bucket(i), errNoRefill, costs[i])
 		}
 	}
 	return nil

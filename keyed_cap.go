@@ -21,17 +21,15 @@ var ErrTooManyKeys = errors.New("throttle: keyed limiter full")
 // config that makes limits up per key.
 const maxOverflowSets = 64
 
-// DefaultMaxKeys is the key cap of a Keyed made without WithMaxKeys, so
-// that its memory is bounded whatever keys its callers send: under 64 MB
-// for keys of one limit (measured at the cap after 10,000,000 made-up keys
-// through LimitHandler: 37 MB with keys of 13 bytes, 24 MB with
-// HashedHeaderKey, the overflow buckets included).
-const DefaultMaxKeys = 1 << 19
+// defaultMaxKeys is the key cap of a Keyed made without WithMaxKeys (see
+// there; benchmarks/README.md has the memory it bounds).
+const defaultMaxKeys = 1 << 19
 
 // WithMaxKeys caps a Keyed at n keys held at once, so that its memory is
 // bounded whatever keys its callers send: keys made up by clients, say,
-// through PerKey. Without it a Keyed is capped at DefaultMaxKeys; n <= 0
-// lifts the cap, for keys that never come from outside.
+// through PerKey. Without it a Keyed is capped at 524,288 keys (2^19),
+// under 64 MB for keys of one limit; n <= 0 lifts the cap, for keys that
+// never come from outside.
 //
 // A key is held from its first use until the lazy sweep drops it, once it
 // has been full and unused for its refill time, exactly as without a cap:
@@ -59,9 +57,7 @@ const DefaultMaxKeys = 1 << 19
 // bucket's Limiter, which it shares with the keys of that bucket: a pause
 // or SetRate on it applies to all of them.
 //
-// Sweep, which drops every key that is full whatever its last use, makes
-// room early, at the cost of that guarantee for the keys it drops: one
-// that comes back while the Keyed is full overflows. Len never exceeds n.
+// Len never exceeds n.
 // The overflow tables, one per distinct set of limits that config returns
 // for overflowing keys (at most 64), are kept for the life of the Keyed:
 // for one limit, 2 MB for the first set with uint64 keys (2.6 MB with
@@ -288,11 +284,11 @@ func (k *Keyed[K]) view(p *profile) (*Limiter, error) {
 func newKeyLimiter(limits []Limit, clock clockwork.Clock, obs Observer) *Limiter {
 	bs := make([]*Bucket, len(limits))
 	for i, l := range limits {
-		b, err := New(l.Capacity, l.Rate, WithName(l.Name), WithClock(clock), WithObserver(obs))
+		s, err := l.Rate.shape(l.Capacity)
 		if err != nil {
 			panic("throttle: a validated limit failed: " + err.Error())
 		}
-		bs[i] = b
+		bs[i] = bucketOf(l.Capacity, l.Rate, s, options{clock: clock, name: l.Name, obs: obs})
 	}
 	lim, err := NewLimiter(bs...)
 	if err != nil {

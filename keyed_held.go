@@ -18,10 +18,7 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 	p := e.prof()
 	bs := make([]*Bucket, len(p.limits))
 	for i, l := range p.limits {
-		b, err := New(l.Capacity, l.Rate, WithClock(k.clock), WithName(l.Name), WithObserver(k.obs))
-		if err != nil {
-			panic("throttle: a validated limit failed: " + err.Error())
-		}
+		b := bucketOf(l.Capacity, l.Rate, p.shapes[i], options{clock: k.clock, name: l.Name, obs: k.obs})
 		b.g.Load().Epoch = k.epoch // nobody else has seen the bucket yet
 		b.lvl = e.get(i)
 		bs[i] = b

@@ -229,7 +229,7 @@ func (s *shard[K]) find(k *Keyed[K], key K, tag uint32, costs []int64, mode int)
 	switch mode {
 	case findMake:
 		// A closed limit is no mistake: the key is made, and refuses.
-		if err := p.check(costs); err != nil && !errors.Is(err, ErrClosed) {
+		if err := p.check(costs); err != nil && !errors.Is(err, errClosed) {
 			s.forget(p)
 			return nil, now, 0, err
 		}

@@ -102,13 +102,13 @@ func TestKeyedErrors(t *testing.T) {
 	})
 	_, err := k.TryAcquire(1, 1, 1)
 	_, newErr := New(-1, Per(1, time.Second))
-	if !errors.Is(err, ErrInvalidLimit) || !contains(err.Error(), `"tok"`) || !contains(err.Error(), newErr.Error()) {
+	if !errors.Is(err, ErrInvalidOption) || !contains(err.Error(), `"tok"`) || !contains(err.Error(), newErr.Error()) {
 		t.Fatalf("invalid config: %v", err)
 	}
-	if _, err := k.WaitTime(0, 1); !errors.Is(err, ErrInvalidLimit) {
+	if _, err := k.WaitTime(0, 1); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("empty config: %v", err)
 	}
-	if _, err := k.Acquire(t.Context(), 0, 1); !errors.Is(err, ErrInvalidLimit) {
+	if _, err := k.Acquire(t.Context(), 0, 1); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("empty config: %v", err)
 	}
 	if l := k.Limiter(1); l != nil {
@@ -117,7 +117,7 @@ func TestKeyedErrors(t *testing.T) {
 	if _, err := k.TryAcquire(2, 1, 101); !errors.Is(err, ErrCostExceedsCapacity) || !contains(err.Error(), `"tok"`) {
 		t.Fatalf("cost above capacity: %v", err)
 	}
-	if _, err := k.TryAcquire(2, 1); !errors.Is(err, ErrCostCount) {
+	if _, err := k.TryAcquire(2, 1); !errors.Is(err, ErrInvalidCost) {
 		t.Fatalf("too few costs: %v", err)
 	}
 	if _, err := k.Acquire(t.Context(), 2, 0, 0); !errors.Is(err, ErrInvalidCost) {
@@ -214,7 +214,7 @@ func propConfig(key int) []Limit {
 	case 2:
 		return []Limit{{Name: "once", Capacity: 7, Rate: Per(0, time.Second)}}
 	case 3:
-		return []Limit{{Name: "tiny", Capacity: 1, Rate: Every(7)}}
+		return []Limit{{Name: "tiny", Capacity: 1, Rate: Per(1, 7)}}
 	case 4:
 		if key%12 == 4 {
 			return []Limit{{Name: "bad", Capacity: -1, Rate: Per(1, time.Second)}}
@@ -298,7 +298,7 @@ func keyedProperty(t *testing.T, seed uint64, ops int) {
 			// Every call on the key must fail, and leave nothing behind.
 			costs := costsFor(key)
 			_, err := k.TryAcquire(key, costs...)
-			if !errors.Is(err, ErrInvalidLimit) || !contains(err.Error(), refErr.Error()) {
+			if !errors.Is(err, ErrInvalidOption) || !contains(err.Error(), refErr.Error()) {
 				t.Fatalf("op %d: key %d: err %v, New said %v", op, key, err, refErr)
 			}
 			continue

@@ -73,9 +73,6 @@ func join(buckets []*Bucket) error {
 		})
 }
 
-// Buckets returns the limiter's buckets in cost order.
-func (l *Limiter) Buckets() []*Bucket { return slices.Clone(l.bs) }
-
 // Bucket returns the bucket with the given name, or nil.
 func (l *Limiter) Bucket(name string) *Bucket {
 	for _, b := range l.bs {
@@ -90,7 +87,7 @@ func (l *Limiter) Bucket(name string) *Bucket {
 // now and nobody is queued; otherwise it takes nothing. It never blocks.
 // A zero cost leaves that bucket out; at least one cost must be positive.
 // Its costs, like those of WaitTime and Acquire, are one per bucket: any
-// other number fails with an error matching ErrCostCount.
+// other number fails with an error matching ErrInvalidCost.
 func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	if len(l.bs) == 0 {
 		return false, errNoLimits(len(costs), "Limiter", "NewLimiter")
@@ -98,7 +95,7 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	g := l.bs[0].lock()
 	if err := check(l.bs, costs); err != nil {
 		g.Mu.Unlock()
-		if errors.Is(err, ErrClosed) {
+		if errors.Is(err, errClosed) {
 			if l.obs {
 				observe(l.bs, costs, EventRejected, 0)
 			}
@@ -190,10 +187,14 @@ func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err er
 	return waited, err
 }
 
-// PauseUntil pauses every bucket of the limiter until t; see
-// Bucket.PauseUntil.
+// PauseUntil grants nothing from the limiter's buckets before t, to
+// Acquire or TryAcquire, as a server's 429 with Retry-After asks. The
+// buckets do not refill while paused, so when the pause ends waiters are
+// released at the configured rates from the levels the buckets had, not in
+// a burst banked during the pause. A later pause extends the current one;
+// an earlier one never shortens it.
 func (l *Limiter) PauseUntil(t time.Time) {
 	for _, b := range l.bs {
-		b.PauseUntil(t)
+		b.pauseUntil(t)
 	}
 }

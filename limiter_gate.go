@@ -20,7 +20,7 @@ func (l *Limiter) TryAcquirePermit(costs ...int64) (p Permit, ok bool, err error
 func (l *Limiter) Limits() []Limit {
 	ls := make([]Limit, len(l.bs))
 	for i, b := range l.bs {
-		ls[i] = Limit{Name: b.name, Capacity: b.Capacity(), Rate: b.Rate()}
+		ls[i] = b.limit()
 	}
 	return ls
 }
@@ -30,7 +30,7 @@ func (l *Limiter) Limits() []Limit {
 // changes nothing.
 func (l *Limiter) Lower(i int, remaining int64) {
 	if i >= 0 && i < len(l.bs) {
-		l.bs[i].Drain(remaining)
+		l.bs[i].lower(remaining)
 	}
 }
 
@@ -64,7 +64,7 @@ func (l *Limiter) Wait(ctx context.Context, costs ...int64) error {
 // Refund gives back costs taken by Wait or TryAcquire for a call that was
 // never made, one per bucket in cost order, as Permit.Cancel does: never
 // above a bucket's capacity, and queued waiters are served. A number of
-// costs other than one per bucket fails with ErrCostCount, a negative one
+// costs other than one per bucket fails with ErrInvalidCost, a negative one
 // with ErrInvalidCost; either changes nothing.
 func (l *Limiter) Refund(costs ...int64) error {
 	if len(costs) != len(l.bs) {
@@ -72,7 +72,7 @@ func (l *Limiter) Refund(costs ...int64) error {
 	}
 	for _, c := range costs {
 		if c < 0 {
-			return ErrInvalidCost
+			return errNegativeCost
 		}
 	}
 	if len(l.bs) == 0 {

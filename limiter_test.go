@@ -66,7 +66,7 @@ func TestLimiterErrorsNameTheLimit(t *testing.T) {
 	if !errors.Is(err, ErrCostExceedsCapacity) || !contains(err.Error(), `"tokens"`) {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := l.TryAcquire(1); !errors.Is(err, ErrCostCount) {
+	if _, err := l.TryAcquire(1); !errors.Is(err, ErrInvalidCost) {
 		t.Fatalf("wrong number of costs: %v", err)
 	}
 	if _, err := l.TryAcquire(0, 0); !errors.Is(err, ErrInvalidCost) {
@@ -356,14 +356,14 @@ func TestSharedLimitNoDeadlock(t *testing.T) {
 }
 
 func TestNewLimiterErrors(t *testing.T) {
-	a, _ := New(1, Every(time.Second))
+	a, _ := New(1, Per(1, time.Second))
 	if _, err := NewLimiter(); err == nil {
 		t.Error("empty limiter accepted")
 	}
 	if _, err := NewLimiter(a, a); err == nil {
 		t.Error("duplicate bucket accepted")
 	}
-	f, _ := New(1, Every(time.Second), WithClock(clockwork.NewFakeClock()))
+	f, _ := New(1, Per(1, time.Second), WithClock(clockwork.NewFakeClock()))
 	if _, err := NewLimiter(a, f); err == nil {
 		t.Error("buckets on different clocks accepted")
 	}
@@ -372,7 +372,7 @@ func TestNewLimiterErrors(t *testing.T) {
 // TestJoinMovesWaiters joins a bucket that has a waiter into a limiter.
 func TestJoinMovesWaiters(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
-	a, _ := New(1, Every(time.Second), WithClock(clk))
+	a, _ := New(1, Per(1, time.Second), WithClock(clk))
 	a.TryAcquire(1)
 	done := make(chan time.Duration, 1)
 	go func() {
@@ -381,7 +381,7 @@ func TestJoinMovesWaiters(t *testing.T) {
 	}()
 	clk.BlockUntilContext(t.Context(), 1)
 	clk.Advance(500 * time.Millisecond)
-	bk, _ := New(1, Every(time.Second), WithClock(clk))
+	bk, _ := New(1, Per(1, time.Second), WithClock(clk))
 	if _, err := NewLimiter(bk, a); err != nil {
 		t.Fatal(err)
 	}

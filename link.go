@@ -31,6 +31,7 @@ func init() {
 		},
 		Settle:       settle,
 		LevelTo:      (*Bucket).levelTo,
+		Give:         (*Bucket).give,
 		Observe:      observeBucket,
 		CostCount:    costCount,
 		DefaultCosts: defaultCosts,

@@ -8,13 +8,6 @@ import (
 	"github.com/throttlekit/throttle/internal/exact"
 )
 
-// Rate returns the bucket's current rate.
-func (b *Bucket) Rate() Rate {
-	g := b.lock()
-	defer g.Mu.Unlock()
-	return b.rate
-}
-
 // SetRate changes the refill rate from now on. Tokens already accrued are
 // kept, the fraction of a token too: exactly when the new rate's token
 // time divides it, otherwise rounded down to the new rate's resolution (a
@@ -39,7 +32,7 @@ func (b *Bucket) SetRate(r Rate) error {
 // SetCapacity changes the capacity from now on. A level above the new
 // capacity is cut down to it; queued waiters are re-timed, and those whose
 // cost the new capacity can never cover fail with ErrCostExceedsCapacity,
-// or with ErrClosed for a capacity of 0, which closes the bucket (see New).
+// or with errClosed for a capacity of 0, which closes the bucket (see New).
 // With the rate Inf the capacity bounds nothing.
 func (b *Bucket) SetCapacity(capacity int64) error {
 	if capacity < 0 {
@@ -83,12 +76,12 @@ func (b *Bucket) SetCapacity(capacity int64) error {
 	return nil
 }
 
-// PauseUntil grants nothing from the bucket before t, to Acquire or
+// pauseUntil grants nothing from the bucket before t, to Acquire or
 // TryAcquire. The bucket does not refill while paused, so when the pause
 // ends waiters are released at the configured rate from the level the
 // bucket had, not in a burst banked during the pause. A later pause
 // extends the current one; an earlier one never shortens it.
-func (b *Bucket) PauseUntil(t time.Time) {
+func (b *Bucket) pauseUntil(t time.Time) {
 	g := b.lock()
 	until := g.Instant(t)
 	if until <= b.paused {
@@ -107,21 +100,10 @@ func (b *Bucket) PauseUntil(t time.Time) {
 	}
 }
 
-// PausedUntil returns the end of the current pause, and false if the bucket
-// is not paused now.
-func (b *Bucket) PausedUntil() (time.Time, bool) {
-	g := b.lock()
-	defer g.Mu.Unlock()
-	if b.paused <= g.Now() {
-		return time.Time{}, false
-	}
-	return g.Epoch.Add(time.Duration(b.paused)), true
-}
-
-// Drain lowers the level to remaining if it is above: what a server
+// lower lowers the level to remaining if it is above: what a server
 // reports as remaining is a hint that can only lower the level, never
 // raise it. A negative remaining counts as zero.
-func (b *Bucket) Drain(remaining int64) {
+func (b *Bucket) lower(remaining int64) {
 	remaining = max(remaining, 0)
 	g := b.lock()
 	defer g.Mu.Unlock()
@@ -132,34 +114,4 @@ func (b *Bucket) Drain(remaining int64) {
 		b.lvl.Tokens, b.lvl.Frac = remaining, 0
 		g.changed(now)
 	}
-}
-
-// Refund returns n tokens to the bucket, never above capacity, for callers
-// who track cost themselves. Queued waiters are re-timed.
-func (b *Bucket) Refund(n int64) error {
-	return b.adjust(n, true)
-}
-
-// Charge takes n more tokens from the bucket now, even if that leaves it in
-// debt; the debt is repaid from refill before anything else is granted.
-func (b *Bucket) Charge(n int64) error {
-	return b.adjust(n, false)
-}
-
-func (b *Bucket) adjust(n int64, refund bool) error {
-	if n < 0 {
-		return ErrInvalidCost
-	}
-	g := b.lock()
-	defer g.Mu.Unlock()
-	now := g.Now()
-	g.serve(now)
-	b.Advance(&b.lvl, now)
-	if refund {
-		b.Give(&b.lvl, n)
-	} else {
-		b.lvl.Take(n)
-	}
-	g.changed(now)
-	return nil
 }

@@ -7,17 +7,18 @@ type EventKind uint8
 
 // The kinds of Event.
 const (
-	EventGranted   EventKind = iota + 1 // tokens were taken
-	EventRejected                       // TryAcquire refused, or Acquire failed fast on its deadline
-	EventCancelled                      // a waiter's context ended before its grant
-	EventPaused                         // PauseUntil stopped grants
-	EventSettled                        // a Permit was settled or cancelled
-	EventTuned                          // Auto changed a limit's rate or capacity
-	// EventRefused: a server refused the account itself (a spent credit, a
-	// spend cap; see Transport), which no wait cures: the request came back
-	// after one attempt and nothing was paused. Reason holds the vendor's
-	// code.
-	EventRefused
+	EventGranted EventKind = iota + 1 // tokens were taken
+	// EventRejected: the call was turned away without waiting. With no
+	// Reason, the limit did it: TryAcquire refused, or Acquire failed fast
+	// on its deadline. With a Reason, a server refused the account itself
+	// (a spent credit, a spend cap; see httpthrottle's Transport), which no
+	// wait cures: the request came back after one attempt and nothing was
+	// paused.
+	EventRejected
+	EventCancelled // a waiter's context ended before its grant
+	EventPaused    // PauseUntil stopped grants
+	EventSettled   // a Permit was settled or cancelled
+	EventTuned     // Auto changed a limit's rate or capacity
 )
 
 // Event describes one decision of a bucket.
@@ -38,7 +39,7 @@ type Event struct {
 	// Rate is, for EventTuned, the limit's new rate; Cost is then its new
 	// capacity.
 	Rate Rate
-	// Reason is, for EventRefused, the server's code for the refusal, such
+	// Reason is, for EventRejected by a server, its code for the refusal, such
 	// as "insufficient_quota" or "enforced_spend_limit_reached".
 	Reason string
 }
@@ -49,10 +50,27 @@ type Observer interface {
 	Observe(Event)
 }
 
-// WithObserver reports the bucket's decisions to o. With no observer the
-// bucket does no extra work.
-func WithObserver(o Observer) Option {
-	return func(opts *options) { opts.obs, opts.set = o, opts.set|optObserver }
+// WithObserver reports the bucket's decisions to each of obs in turn, for
+// a bucket that reports to a log and to metrics at once; given again, it
+// adds to the observers already given. Nil observers are left out. With no
+// observer the bucket does no extra work.
+func WithObserver(obs ...Observer) Option {
+	return func(opts *options) {
+		opts.set |= optObserver
+		for _, o := range obs {
+			switch {
+			case o == nil:
+			case opts.obs == nil:
+				opts.obs = o
+			default:
+				t, _ := opts.obs.(tee)
+				if t == nil {
+					t = tee{opts.obs}
+				}
+				opts.obs = append(t[:len(t):len(t)], o)
+			}
+		}
+	}
 }
 
 func observe(bs []*Bucket, costs []int64, k EventKind, wait time.Duration) {
@@ -84,26 +102,7 @@ func observeSettled(bs []*Bucket, estimate, actual []int64) {
 	}
 }
 
-// Observers returns an Observer that passes every event to each of obs in
-// turn, for a bucket that reports to a log and to metrics at once. Nil
-// observers are left out; with none left it returns nil, so that a bucket
-// given it does no work for events.
-func Observers(obs ...Observer) Observer {
-	var t tee
-	for _, o := range obs {
-		if o != nil {
-			t = append(t, o)
-		}
-	}
-	switch len(t) {
-	case 0:
-		return nil
-	case 1:
-		return t[0]
-	}
-	return t
-}
-
+// tee passes every event to each of its observers in turn.
 type tee []Observer
 
 func (t tee) Observe(e Event) {

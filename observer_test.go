@@ -78,19 +78,19 @@ func TestObserverEvents(t *testing.T) {
 
 func TestObserverBadCostsOnDoneContext(t *testing.T) {
 	rec := &recorder{}
-	a, _ := New(1, Every(time.Second), WithObserver(rec))
-	b, _ := New(1, Every(time.Second), WithObserver(rec))
+	a, _ := New(1, Per(1, time.Second), WithObserver(rec))
+	b, _ := New(1, Per(1, time.Second), WithObserver(rec))
 	l, _ := NewLimiter(a, b)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ErrCostCount) {
-		t.Fatalf("Acquire = %v, want ErrCostCount", err)
+	if _, err := l.Acquire(ctx, 1); !errors.Is(err, ErrInvalidCost) {
+		t.Fatalf("Acquire = %v, want ErrInvalidCost", err)
 	}
 }
 
 func TestObservers(t *testing.T) {
 	r1, r2 := &recorder{}, &recorder{}
-	b, _ := New(1, Every(time.Second), WithObserver(Observers(r1, r2)))
+	b, _ := New(1, Per(1, time.Second), WithObserver(r1, r2))
 	b.TryAcquire(1)
 	if len(r1.take()) != 1 || len(r2.take()) != 1 {
 		t.Fatal("an event did not reach every observer")
@@ -103,7 +103,7 @@ func TestObservers(t *testing.T) {
 func TestKeyedLimiterObserved(t *testing.T) {
 	rec := &recorder{}
 	k := NewKeyed(func(string) []Limit {
-		return []Limit{{Name: "req", Capacity: 2, Rate: Every(time.Second)}}
+		return []Limit{{Name: "req", Capacity: 2, Rate: Per(1, time.Second)}}
 	}, WithObserver(rec))
 	l := k.Limiter("a")
 	if ok, err := l.TryAcquire(1); !ok || err != nil {

@@ -20,7 +20,7 @@ func TestOptionsNeverIgnored(t *testing.T) {
 	opts := map[string]throttle.Option{
 		"WithClock":    throttle.WithClock(clockwork.NewFakeClock()),
 		"WithName":     throttle.WithName("n"),
-		"WithObserver": throttle.WithObserver(throttle.Observers()),
+		"WithObserver": throttle.WithObserver(),
 		"WithMaxKeys":  throttle.WithMaxKeys(10),
 	}
 	rate := throttle.Per(10, time.Second)
@@ -29,8 +29,6 @@ func TestOptionsNeverIgnored(t *testing.T) {
 		takes []string
 	}{
 		"New": {func(o throttle.Option) error { _, err := throttle.New(10, rate, o); return err },
-			[]string{"WithClock", "WithName", "WithObserver"}},
-		"Pace": {func(o throttle.Option) error { _, err := throttle.Pace(rate, o); return err },
 			[]string{"WithClock", "WithName", "WithObserver"}},
 		"htb.NewQuota": {func(o throttle.Option) error { _, err := htb.NewQuota(10, rate, o); return err },
 			[]string{"WithClock", "WithName"}},

@@ -17,7 +17,7 @@ import (
 func TestPaceSpacing(t *testing.T) {
 	const n = 1000
 	clk := clockwork.NewFakeClock()
-	b, err := throttle.Pace(throttle.Per(100, time.Second), throttle.WithClock(clk))
+	b, err := throttle.New(1, throttle.Per(100, time.Second), throttle.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestPaceSpacing(t *testing.T) {
 // a nanosecond earlier.
 func TestPaceUnevenInterval(t *testing.T) {
 	clk := clockwork.NewFakeClock()
-	b, err := throttle.Pace(throttle.Per(3, time.Second), throttle.WithClock(clk))
+	b, err := throttle.New(1, throttle.Per(3, time.Second), throttle.WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +127,10 @@ func TestPaceUnevenInterval(t *testing.T) {
 	}
 }
 
-func ExamplePace() {
+func ExampleNew_pace() {
 	clk := clockwork.NewFakeClock()
 	// At most 100 calls a second, never two closer than 10 ms.
-	pace, err := throttle.Pace(throttle.Per(100, time.Second), throttle.WithClock(clk))
+	pace, err := throttle.New(1, throttle.Per(100, time.Second), throttle.WithClock(clk))
 	if err != nil {
 		panic(err)
 	}

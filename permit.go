@@ -1,15 +1,16 @@
 package throttle
 
 import (
-	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 
 	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/exact"
 )
 
-// permit is the Permit of buckets: Limiter.Acquire's, Bucket.AcquirePermit's
-// and LimitHandler's.
+// permit is the Permit of buckets: Limiter.Acquire's and
+// LimitHandler's.
 type permit struct {
 	bs      []*Bucket
 	costs   []int64
@@ -33,14 +34,6 @@ func newPermit(bs []*Bucket, costs []int64) *permit {
 	return p
 }
 
-// AcquirePermit is Acquire returning a Permit to settle later.
-func (b *Bucket) AcquirePermit(ctx context.Context, cost int64) (Permit, error) {
-	if err := b.Acquire(ctx, cost); err != nil {
-		return nil, err
-	}
-	return newPermit(b.self[:], []int64{cost}), nil
-}
-
 // Costs returns the costs the permit took, one per bucket.
 func (p *permit) Costs() []int64 { return slices.Clone(p.costs) }
 
@@ -50,17 +43,17 @@ func (p *permit) Costs() []int64 { return slices.Clone(p.costs) }
 // negative: that debt is repaid from refill before anyone else is served,
 // and queued waiters are re-timed. Settling a permit twice, or after
 // Cancel, fails with ErrSettled and changes nothing, as do a number of
-// values other than one per bucket (ErrCostCount) and a negative value
+// values other than one per bucket (ErrInvalidCost) and a negative value
 // (ErrInvalidCost).
 func (p *permit) Settle(actual ...int64) error {
 	if err := settling(&p.settled, actual, len(p.bs), costCount); err != nil {
 		return err
 	}
-	settle(p.bs, p.costs, actual)
+	err := settle(p.bs, p.costs, actual)
 	if p.booked != nil {
 		p.booked.Settled(p.bs, p.costs, actual)
 	}
-	return nil
+	return err
 }
 
 // TakenCosts, LimitName and Keep are for the Transport, which settles a
@@ -81,22 +74,37 @@ func (p *permit) Keep() {
 	}
 }
 
-// settle corrects costs taken from bs to actual.
-func settle(bs []*Bucket, costs, actual []int64) {
+// settle corrects costs taken from bs to actual. A charge that would leave
+// a bucket more than one capacity in debt is cut there (as redisbucket's
+// is): a usage figure that is garbage (a server's, say) must not lock the
+// bucket for years. The error says so for the first bucket cut.
+func settle(bs []*Bucket, costs, actual []int64) error {
+	var capped error
 	g := bs[0].lock()
 	now := g.Now()
 	g.serve(now)
 	for i, b := range bs {
 		b.Advance(&b.lvl, now)
-		if d := actual[i] - costs[i]; d < 0 {
+		d := actual[i] - costs[i]
+		switch {
+		case d < 0:
 			b.Give(&b.lvl, -d)
-		} else {
+		case b.Inf || exact.SubSat(b.lvl.Tokens, d) >= -b.Cap:
 			b.lvl.Take(d)
+		default: // to -Cap exactly, or left where it is if already below
+			if b.lvl.Tokens > -b.Cap || (b.lvl.Tokens == -b.Cap && b.lvl.Frac > 0) {
+				b.lvl.Tokens, b.lvl.Frac = -b.Cap, 0
+			}
+			if capped == nil {
+				capped = fmt.Errorf("%w: limit %q settled at %d for an estimate of %d, more than its capacity %d in debt; the debt is capped at %d",
+					ErrCostExceedsCapacity, b.name, actual[i], costs[i], b.Cap, b.Cap)
+			}
 		}
 	}
 	g.changed(now)
 	g.Mu.Unlock()
 	observeSettled(bs, costs, actual)
+	return capped
 }
 
 // Cancel returns every cost: the call the permit was for was never made.
@@ -116,7 +124,7 @@ func settling(settled *atomic.Bool, actual []int64, n int, count func(got, want 
 	}
 	for _, a := range actual {
 		if a < 0 {
-			return ErrInvalidCost
+			return errNegativeCost
 		}
 	}
 	if !settled.CompareAndSwap(false, true) {

@@ -2,12 +2,8 @@ package throttle
 
 import "context"
 
-// MaxOvertake bounds how far priorities reorder a queue: a waiter is
-// served after at most MaxOvertake waiters that queued after it, whatever
-// their priority. So a waiter of low priority is never starved: it waits
-// at most for those queued ahead of it when it came, plus MaxOvertake
-// more grants.
-const MaxOvertake = 16
+// maxOvertake bounds how far priorities reorder a queue (see WithPriority).
+const maxOvertake = 16
 
 type priorityKey struct{}
 
@@ -16,8 +12,10 @@ type priorityKey struct{}
 // so that interactive calls and batch jobs can share one quota without
 // batch delaying interactive. The default priority is 0; a higher value
 // is served first: a waiter queues ahead of the waiters of lower priority
-// already queued, except that it passes none that has been passed
-// MaxOvertake times already, nor a Reservation (whose Delay was promised).
+// already queued, except that it passes none that has been passed 16
+// times already, nor a Reservation (whose Delay was promised). So a waiter
+// of low priority is never starved: it is served after at most 16 waiters
+// that queued after it, whatever their priority.
 // Within a priority the queue is FIFO. TryAcquire never jumps a queue, and
 // Reserve and WaitTime take the place of priority 0 at the end.
 //
@@ -28,19 +26,17 @@ func WithPriority(ctx context.Context, p int) context.Context {
 	return context.WithValue(ctx, priorityKey{}, p)
 }
 
-// PriorityOf returns the priority WithPriority put in ctx, or 0.
-func PriorityOf(ctx context.Context) int {
+// priorityOf returns the priority WithPriority put in ctx, or 0.
+func priorityOf(ctx context.Context) int {
 	p, _ := ctx.Value(priorityKey{}).(int)
 	return p
 }
-
-func priorityOf(ctx context.Context) int { return PriorityOf(ctx) }
 
 // insertionPoint returns the waiter before which a waiter of priority p
 // goes, or nil for the end of the queue: the common case, one comparison.
 func (g *group) insertionPoint(p int) *waiter {
 	var at *waiter
-	for v := g.Last; v != nil && v.priority < p && v.overtaken < MaxOvertake && v.rsv == nil; v = v.Prev {
+	for v := g.Last; v != nil && v.priority < p && v.overtaken < maxOvertake && v.rsv == nil; v = v.Prev {
 		at = v
 	}
 	return at

@@ -24,7 +24,7 @@ func TestPriorityOrder(t *testing.T) {
 	start(t, b, clk, high, 3, 1, out, &wg)
 	start(t, b, clk, t.Context(), 4, 1, out, &wg)
 	start(t, b, clk, high, 5, 1, out, &wg)
-	if PriorityOf(high) != 5 || PriorityOf(t.Context()) != 0 {
+	if priorityOf(high) != 5 || priorityOf(t.Context()) != 0 {
 		t.Fatal("PriorityOf")
 	}
 	for i, want := range []int{3, 5, 1, 4, 0, 2} {
@@ -39,11 +39,11 @@ func TestPriorityOrder(t *testing.T) {
 }
 
 // TestPriorityNeverStarves holds the stated bound: a waiter is served
-// after at most MaxOvertake waiters that queued after it.
+// after at most maxOvertake waiters that queued after it.
 func TestPriorityNeverStarves(t *testing.T) {
 	b, clk := newFake(t, 1, Per(1, time.Second))
 	b.TryAcquire(1)
-	n := MaxOvertake + 4
+	n := maxOvertake + 4
 	out := make(chan result, n+1)
 	var wg sync.WaitGroup
 	start(t, b, clk, WithPriority(t.Context(), -1), -1, 1, out, &wg)
@@ -60,13 +60,13 @@ func TestPriorityNeverStarves(t *testing.T) {
 	for i, id := range order {
 		want := i
 		switch {
-		case i == MaxOvertake:
+		case i == maxOvertake:
 			want = -1
-		case i > MaxOvertake:
+		case i > maxOvertake:
 			want = i - 1
 		}
 		if id != want {
-			t.Fatalf("order %v: the batch waiter must come after exactly %d others", order, MaxOvertake)
+			t.Fatalf("order %v: the batch waiter must come after exactly %d others", order, maxOvertake)
 		}
 	}
 }

@@ -167,13 +167,13 @@ func (m *qmodel) project(costs []int64, now int64) int64 {
 }
 
 // place is where a waiter of priority p goes in the queue: ahead of those
-// of lower priority, passing none passed MaxOvertake times, nor a
+// of lower priority, passing none passed maxOvertake times, nor a
 // reservation.
 func (m *qmodel) place(p int) int {
 	i := len(m.queue)
 	for i > 0 {
 		q := m.queue[i-1]
-		if q.priority >= p || q.overtaken >= MaxOvertake || q.rsv != nil {
+		if q.priority >= p || q.overtaken >= maxOvertake || q.rsv != nil {
 			break
 		}
 		i--
@@ -555,8 +555,8 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 					}
 					reservations = append(reservations, &mres{r: r, costs: c, at: now})
 				case u == exact.Never && m.noRefill(c):
-					if !errors.Is(err, ErrNoRefill) {
-						return fail("%s, want ErrNoRefill", op)
+					if !errors.Is(err, ErrCostExceedsCapacity) {
+						return fail("%s, want ErrCostExceedsCapacity", op)
 					}
 				default:
 					if err != nil {
@@ -630,8 +630,8 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			d, err := tg.wait(c)
 			op = fmt.Sprintf("WaitTime%v = %v, %v", c, d, err)
 			if u == exact.Never && m.noRefill(c) {
-				if !errors.Is(err, ErrNoRefill) {
-					return fail("%s, want ErrNoRefill", op)
+				if !errors.Is(err, ErrCostExceedsCapacity) {
+					return fail("%s, want ErrCostExceedsCapacity", op)
 				}
 			} else if err != nil || d != time.Duration(u-now) {
 				return fail("%s, want %v", op, time.Duration(u-now))
@@ -715,7 +715,7 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 				}
 				permits = append(permits, r.permit)
 			case "no refill":
-				if !errors.Is(r.err, ErrNoRefill) {
+				if !errors.Is(r.err, ErrCostExceedsCapacity) {
 					return fail("%s: %v", op, r.err)
 				}
 			case "fail fast":
@@ -757,18 +757,28 @@ func runProperty(t *testing.T, name string, mk func(clockwork.Clock, []plimit) p
 			permits = slices.Delete(permits, i, i+1)
 			actual := make([]int64, n)
 			m.serve(now)
+			capped := false // a charge past one capacity of debt is cut there, and reported
 			for j, b := range m.bs {
 				actual[j] = rng.Int64N(ls[j].capacity + 1)
 				b.advance(now)
 				d := new(big.Rat).SetInt64(actual[j] - p.(*permit).costs[j])
+				was := new(big.Rat).Set(b.level)
 				b.level.Sub(b.level, d)
 				if capacity := new(big.Rat).SetInt64(b.capacity); b.level.Cmp(capacity) > 0 {
 					b.level.Set(capacity)
 				}
+				if floor := new(big.Rat).SetInt64(-b.capacity); b.level.Cmp(floor) < 0 {
+					capped = true
+					if was.Cmp(floor) < 0 {
+						b.level.Set(was)
+					} else {
+						b.level.Set(floor)
+					}
+				}
 			}
 			op = fmt.Sprintf("Settle%v of %v", actual, p.(*permit).costs)
-			if err := p.Settle(actual...); err != nil {
-				return fail("%s: %v", op, err)
+			if err := p.Settle(actual...); (err != nil) != capped || (capped && !errors.Is(err, ErrCostExceedsCapacity)) {
+				return fail("%s: %v, capped %v", op, err, capped)
 			}
 		case k < 17: // SetRate
 			i := rng.IntN(n)

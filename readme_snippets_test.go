@@ -174,8 +174,8 @@ func TestMarkdownSnippetsCheckFails(t *testing.T) {
 	_, uses := workspace(t)
 	bad := []snippet{
 		{file: "BAD.md", line: 10, code: "lim, _ := throttle.NewLimiter()\nh := httpthrottle.LimitCost(llm.Cost)\n"},
-		{file: "BAD.md", line: 20, code: "rpm, _ := throttle.New(1, throttle.Every(time.Second))\n\nfunc f() {}\n"},
-		{file: "GOOD.md", line: 30, code: "b, err := throttle.New(1, throttle.Every(time.Second))\nif err != nil {\n\treturn err\n}\n"},
+		{file: "BAD.md", line: 20, code: "rpm, _ := throttle.New(1, throttle.Per(1, time.Second))\n\nfunc f() {}\n"},
+		{file: "GOOD.md", line: 30, code: "b, err := throttle.New(1, throttle.Per(1, time.Second))\nif err != nil {\n\treturn err\n}\n"},
 		{file: "BAD.md", line: 40, code: "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(ctx)\n}\n"},
 		{file: "GOOD.md", line: 50, code: "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"ok\")\n}\n"},
 	}

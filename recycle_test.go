@@ -10,7 +10,7 @@ import (
 // recycled, it keeps its channel and timer, with neither holding anything,
 // and nothing else of its last use.
 func TestRecycleEmptiesWaiter(t *testing.T) {
-	b, clk := newFake(t, 1, Every(time.Second))
+	b, clk := newFake(t, 1, Per(1, time.Second))
 	g := b.g.Load()
 	w := g.waiter()
 	w.one[0], w.oneCost[0] = b, 1

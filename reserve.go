@@ -24,21 +24,12 @@ type Reservation struct {
 	cancelled bool
 }
 
-// Reserve reserves cost tokens: at once if nobody is queued and the level
-// covers cost, otherwise at the end of the queue, to be granted at the
-// instant the tokens exist behind everyone queued before. It never blocks.
-// It fails, reserving nothing, as Acquire does: with ErrInvalidCost,
-// ErrCostExceedsCapacity, ErrClosed, or ErrNoRefill when the rate is zero
-// and the level cannot cover cost.
-func (b *Bucket) Reserve(cost int64) (*Reservation, error) {
-	if cost <= 0 {
-		return nil, ErrInvalidCost
-	}
-	return reserve(b.self[:], []int64{cost})
-}
-
-// Reserve is Bucket.Reserve over the limiter's buckets, all or nothing:
-// the costs are granted from every bucket at one instant.
+// Reserve reserves costs, one per bucket, all or nothing: at once if
+// nobody is queued and every level covers its cost, otherwise at the end
+// of the queue, to be granted at the instant the tokens exist behind
+// everyone queued before, from every bucket at that one instant. It never
+// blocks. It fails, reserving nothing, as Acquire does: with an error
+// matching ErrInvalidCost or ErrCostExceedsCapacity.
 func (l *Limiter) Reserve(costs ...int64) (*Reservation, error) {
 	if len(l.bs) == 0 {
 		return nil, errNoLimits(len(costs), "Limiter", "NewLimiter")
@@ -75,30 +66,14 @@ func reserve(bs []*Bucket, costs []int64) (*Reservation, error) {
 	return r, nil
 }
 
-// OK reports whether the reservation holds: it has not been cancelled, and
-// no change made its cost impossible (SetCapacity below it, or to 0).
-func (r *Reservation) OK() bool {
-	g := r.w.bs[0].lock()
-	defer g.Mu.Unlock()
-	return !r.cancelled && r.w.Err == nil
-}
-
-// Delay is DelayFrom(now), now read on the bucket's clock.
+// Delay returns how long from now (on the buckets' clock) until the
+// reserved tokens are granted, 0 once they are. A reservation still queued
+// is re-timed like a waiter by whatever re-times the queue (SetRate,
+// PauseUntil, Lower, Settle, a cancelled reservation or waiter ahead of
+// it), so ask again after such a change. A reservation that no longer
+// holds (cancelled, or made impossible by SetCapacity below its cost)
+// returns the largest Duration, as x/time/rate's does when not OK.
 func (r *Reservation) Delay() time.Duration {
-	return r.delay(nil)
-}
-
-// DelayFrom returns how long after t the reserved tokens are granted, 0 if
-// by then they are. A reservation still queued is re-timed like a waiter
-// by whatever re-times the queue (SetRate, PauseUntil, Drain, Settle, a
-// cancelled reservation or waiter ahead of it), so ask again after such a
-// change. For a reservation that is not OK it returns the largest
-// Duration, as x/time/rate's does.
-func (r *Reservation) DelayFrom(t time.Time) time.Duration {
-	return r.delay(&t)
-}
-
-func (r *Reservation) delay(from *time.Time) time.Duration {
 	w := r.w
 	g := w.bs[0].lock()
 	defer g.Mu.Unlock()
@@ -113,18 +88,15 @@ func (r *Reservation) delay(from *time.Time) time.Duration {
 	} else if at = g.instantOf(w); at == exact.Never {
 		return math.MaxInt64
 	}
-	base := now
-	if from != nil {
-		base = g.Instant(*from)
-	}
-	return time.Duration(max(at-base, 0))
+	return time.Duration(max(at-now, 0))
 }
 
 // Cancel gives the reservation back, in full: one still queued leaves the
 // queue, and those behind it are re-timed as if it had never been made;
 // one already granted returns its tokens to the levels (never above
 // capacity), as Permit.Cancel does. Call it only for work that will not be
-// done. Cancelling twice, or a reservation that is not OK, does nothing.
+// done. Cancelling twice, or a reservation that no longer holds, does
+// nothing.
 func (r *Reservation) Cancel() {
 	w := r.w
 	g := w.bs[0].lock()

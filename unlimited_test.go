@@ -59,10 +59,10 @@ func TestInfReleasesWaiters(t *testing.T) {
 		}()
 		waitQueued(t, l.bs[0], i+1)
 	}
-	if err := l.SetRate("tokens", Inf); err != nil {
+	if err := l.Bucket("tokens").SetRate(Inf); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.SetRate("requests", Inf); err != nil {
+	if err := l.Bucket("requests").SetRate(Inf); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -75,8 +75,8 @@ func TestInfReleasesWaiters(t *testing.T) {
 		t.Fatal("refused at rate Inf")
 	}
 	// And back: from a full bucket at the finite rate.
-	l.SetRate("tokens", Per(100, time.Second))
-	l.SetRate("requests", Per(3, time.Second))
+	l.Bucket("tokens").SetRate(Per(100, time.Second))
+	l.Bucket("requests").SetRate(Per(3, time.Second))
 	if ok, _ := l.TryAcquire(3, 100); !ok {
 		t.Fatal("not full after Inf")
 	}
@@ -100,11 +100,11 @@ func TestClosedAdmitsNothing(t *testing.T) {
 	if ev := rec.take(); len(ev) != 1 || ev[0].Kind != EventRejected {
 		t.Fatalf("events %+v", ev)
 	}
-	if err := b.Acquire(t.Context(), 1); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Acquire = %v, want ErrClosed", err)
+	if err := b.Acquire(t.Context(), 1); !errors.Is(err, ErrCostExceedsCapacity) {
+		t.Fatalf("Acquire = %v, want ErrCostExceedsCapacity", err)
 	}
-	if _, err := b.WaitTime(1); !errors.Is(err, ErrClosed) {
-		t.Fatalf("WaitTime = %v, want ErrClosed", err)
+	if _, err := b.WaitTime(1); !errors.Is(err, ErrCostExceedsCapacity) {
+		t.Fatalf("WaitTime = %v, want ErrCostExceedsCapacity", err)
 	}
 	// In a Limiter, a zero cost leaves the closed bucket out.
 	open, _ := New(5, Per(5, time.Second), WithClock(clk))
@@ -115,20 +115,20 @@ func TestClosedAdmitsNothing(t *testing.T) {
 	if ok, err := l.TryAcquire(1, 1); ok || err != nil {
 		t.Fatalf("TryAcquire(1, 1) = %v, %v", ok, err)
 	}
-	if _, err := l.Acquire(t.Context(), 1, 1); !errors.Is(err, ErrClosed) {
+	if _, err := l.Acquire(t.Context(), 1, 1); !errors.Is(err, ErrCostExceedsCapacity) {
 		t.Fatalf("Limiter.Acquire = %v", err)
 	}
-	// Closing a bucket live fails its waiters with ErrClosed; opening it
+	// Closing a bucket live fails its waiters with ErrCostExceedsCapacity; opening it
 	// again works from a level of 0.
 	open.TryAcquire(4)
 	errc := make(chan error, 1)
 	go func() { _, err := l.Acquire(t.Context(), 5, 0); errc <- err }()
 	waitQueued(t, open, 1)
-	if err := l.SetCapacity("nope", 0); !errors.Is(err, ErrUnknownLimit) {
-		t.Fatalf("SetCapacity of an unnamed limit by name: %v", err)
+	if l.Bucket("nope") != nil {
+		t.Fatal("Bucket of an unknown name is not nil")
 	}
 	open.SetCapacity(0)
-	if err := <-errc; !errors.Is(err, ErrClosed) {
+	if err := <-errc; !errors.Is(err, ErrCostExceedsCapacity) {
 		t.Fatalf("waiter on a bucket closed live: %v", err)
 	}
 	open.SetCapacity(5)
@@ -143,15 +143,15 @@ func TestClosedAdmitsNothing(t *testing.T) {
 	if ok, err := k.TryAcquire("a", 1); ok || err != nil {
 		t.Fatalf("Keyed.TryAcquire = %v, %v", ok, err)
 	}
-	if _, err := k.Acquire(t.Context(), "a", 1); !errors.Is(err, ErrClosed) {
+	if _, err := k.Acquire(t.Context(), "a", 1); !errors.Is(err, ErrCostExceedsCapacity) {
 		t.Fatalf("Keyed.Acquire = %v", err)
 	}
-	if _, err := k.WaitTime("a", 1); !errors.Is(err, ErrClosed) {
+	if _, err := k.WaitTime("a", 1); !errors.Is(err, ErrCostExceedsCapacity) {
 		t.Fatalf("Keyed.WaitTime = %v", err)
 	}
 	// ...and opened live through the key's Limiter.
 	kl := k.Limiter("a")
-	if err := kl.SetCapacity("off", 2); err != nil {
+	if err := kl.Bucket("off").SetCapacity(2); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Second)
@@ -177,7 +177,7 @@ func TestLimiterSetByName(t *testing.T) {
 	go func() { _, err := k.Acquire(ctx, "acme", 1, 500); done <- err }()
 	waitQueued(t, l.bs[0], 1)
 	// At 1000/s the waiter is due at 500ms; at 2000/s, at 250ms.
-	if err := l.SetRate("tokens", Per(2000, time.Second)); err != nil {
+	if err := l.Bucket("tokens").SetRate(Per(2000, time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	clk.BlockUntilContext(t.Context(), 1)
@@ -185,16 +185,13 @@ func TestLimiterSetByName(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := l.SetRate("nope", Per(1, time.Second)); !errors.Is(err, ErrUnknownLimit) || !contains(err.Error(), `"nope"`) {
-		t.Fatalf("SetRate of an unknown name: %v", err)
-	}
-	if err := l.SetCapacity("requests", 2); err != nil {
+	if err := l.Bucket("requests").SetCapacity(2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.TryAcquire("acme", 3, 0); !errors.Is(err, ErrCostExceedsCapacity) {
 		t.Fatalf("cost above the capacity set live: %v", err)
 	}
-	if err := l.SetRate("tokens", Per(-1, time.Second)); err == nil {
+	if err := l.Bucket("tokens").SetRate(Per(-1, time.Second)); err == nil {
 		t.Fatal("an invalid rate was accepted")
 	}
 }

@@ -24,11 +24,11 @@ func TestZeroValues(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if err := b.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrClosed) {
-			t.Errorf("Acquire: %v, want ErrClosed", err)
+		if err := b.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
+			t.Errorf("Acquire: %v, want ErrCostExceedsCapacity", err)
 		}
-		if _, err := b.WaitTime(1); !errors.Is(err, throttle.ErrClosed) {
-			t.Errorf("WaitTime: %v, want ErrClosed", err)
+		if _, err := b.WaitTime(1); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
+			t.Errorf("WaitTime: %v, want ErrCostExceedsCapacity", err)
 		}
 		if b.Tokens() != 0 || b.Capacity() != 0 {
 			t.Errorf("Tokens %v, Capacity %d; want 0, 0", b.Tokens(), b.Capacity())
@@ -39,14 +39,14 @@ func TestZeroValues(t *testing.T) {
 		g    throttle.Gate
 	}{{"Limiter", &throttle.Limiter{}}, {"htb.Limiter", &htb.Limiter{}}} {
 		t.Run(g.name+" has no limits", func(t *testing.T) {
-			if _, err := g.g.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrCostCount) {
-				t.Errorf("Acquire: %v, want ErrCostCount", err)
+			if _, err := g.g.Acquire(t.Context(), 1); !errors.Is(err, throttle.ErrInvalidCost) {
+				t.Errorf("Acquire: %v, want ErrInvalidCost", err)
 			}
-			if _, ok, err := g.g.TryAcquirePermit(1); ok || !errors.Is(err, throttle.ErrCostCount) {
-				t.Errorf("TryAcquirePermit: %v, %v; want ErrCostCount", ok, err)
+			if _, ok, err := g.g.TryAcquirePermit(1); ok || !errors.Is(err, throttle.ErrInvalidCost) {
+				t.Errorf("TryAcquirePermit: %v, %v; want ErrInvalidCost", ok, err)
 			}
-			if _, err := g.g.WaitTime(1); !errors.Is(err, throttle.ErrCostCount) {
-				t.Errorf("WaitTime: %v, want ErrCostCount", err)
+			if _, err := g.g.WaitTime(1); !errors.Is(err, throttle.ErrInvalidCost) {
+				t.Errorf("WaitTime: %v, want ErrInvalidCost", err)
 			}
 			if len(g.g.Limits()) != 0 {
 				t.Errorf("Limits() = %v", g.g.Limits())
@@ -55,8 +55,8 @@ func TestZeroValues(t *testing.T) {
 	}
 	t.Run("NewKeyed(nil)", func(t *testing.T) {
 		k := throttle.NewKeyed[string](nil)
-		if _, err := k.TryAcquire("a", 1); !errors.Is(err, throttle.ErrInvalidLimit) {
-			t.Errorf("TryAcquire: %v, want ErrInvalidLimit", err)
+		if _, err := k.TryAcquire("a", 1); !errors.Is(err, throttle.ErrInvalidOption) {
+			t.Errorf("TryAcquire: %v, want ErrInvalidOption", err)
 		}
 	})
 }

@@ -78,7 +78,7 @@ func newVendorShape(d dialect, rate, burst int) *vendor {
 func (v *vendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	ok, _ := v.bucket.TryAcquire(1)
-	level := v.bucket.Tokens()
+	level := v.bucket.Status().Level
 	remaining := max(int64(math.Floor(level)), 0)
 	toFull := time.Duration((float64(v.burst) - level) / float64(v.rate) * float64(time.Second))
 	h := w.Header()

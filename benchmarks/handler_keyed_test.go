@@ -255,7 +255,7 @@ func BenchmarkLimitHandlerHashed(b *testing.B) {
 
 // BenchmarkLimitHandlerDefaultBound is the attack of issue 28 on a Keyed
 // made with no options but the fake clock, so with its default key cap
-// (throttle.DefaultMaxKeys): 10,000,000 requests, each with a new made-up
+// (524,288, the default of throttle.WithMaxKeys): 10,000,000 requests, each with a new made-up
 // key (13 characters), at 100,000 a second on the fake clock (100 s), the
 // limit 100 a minute per key (compareLimits; a key is held for a minute
 // after its use, so the attack fills the cap in about 5 s and keeps it

@@ -203,7 +203,7 @@ func BenchmarkKeyedTryAcquireSerial(b *testing.B) {
 // token a microsecond), so the map stays small however long the run.
 // keys-held is the number held at the end.
 func BenchmarkKeyedNewKeys(b *testing.B) {
-	limits := []throttle.Limit{{Name: "req", Capacity: 1, Rate: throttle.Every(time.Microsecond)}}
+	limits := []throttle.Limit{{Name: "req", Capacity: 1, Rate: throttle.Per(1, time.Microsecond)}}
 	k := throttle.NewKeyed(func(uint64) []throttle.Limit { return limits })
 	var key uint64
 	serialLoop(b, func() {

@@ -308,7 +308,7 @@ func BenchmarkWaitersQueueIn(b *testing.B) {
 	}
 	makers := []func() lib{
 		func() lib {
-			bk, err := throttle.New(1, throttle.Every(hour))
+			bk, err := throttle.New(1, throttle.Per(1, hour))
 			if err != nil {
 				b.Fatal(err)
 			}

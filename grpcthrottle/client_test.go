@@ -115,7 +115,7 @@ func TestClientHeedsRetryInfo(t *testing.T) {
 	}()
 	// The refused call is queued behind the pause.
 	waitForWaiters(t, clk, 1)
-	if got := lim.Bucket("requests").Tokens(); got != 10 {
+	if got := lim.Bucket("requests").Status().Level; got != 10 {
 		t.Errorf("level %v after the refusal, want 10: the refused permit given back", got)
 	}
 	mu.Lock()
@@ -199,8 +199,8 @@ func TestClientHeedsQuotaFailure(t *testing.T) {
 	if _, err := call(context.Background(), e); status.Code(err) != codes.ResourceExhausted {
 		t.Fatal(err)
 	}
-	if rpm.Tokens() != 10 || tpm.Tokens() != 0 {
-		t.Errorf("levels requests %v, tokens %v; want 10 (given back) and 0 (the server's word)", rpm.Tokens(), tpm.Tokens())
+	if rpm.Status().Level != 10 || tpm.Status().Level != 0 {
+		t.Errorf("levels requests %v, tokens %v; want 10 (given back) and 0 (the server's word)", rpm.Status().Level, tpm.Status().Level)
 	}
 }
 
@@ -221,7 +221,7 @@ func TestClientSettlesFromReply(t *testing.T) {
 	if _, err := call(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
-	if got := lim.Bucket("requests").Tokens(); got != 98 {
+	if got := lim.Bucket("requests").Status().Level; got != 98 {
 		t.Errorf("level %v, want 98: 50 taken, settled to the reply's 2", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // A zero cost leaves that limit out; a call whose costs are all zero is
 // free and takes no permit. The default is 1 on every limit. A CostFunc
 // must not modify req. A wrong number of costs is a bug: the call fails
-// with an error matching throttle.ErrCostCount (codes.Internal on the
+// with an error matching throttle.ErrInvalidCost (codes.Internal on the
 // server), unsent.
 type CostFunc func(ctx context.Context, method string, req any, g throttle.Gate) ([]int64, error)
 

@@ -13,7 +13,7 @@ import (
 // GateError is the error of a call that a client's Gate failed before it
 // was sent, or of a stream message whose wait failed: it wraps the Gate's
 // error (a *throttle.WaitError for a deadline too near, matching
-// context.DeadlineExceeded; context.Canceled; throttle.ErrCostCount...)
+// context.DeadlineExceeded; context.Canceled; throttle.ErrInvalidCost...)
 // for errors.Is and errors.As, and carries a gRPC status for status.Code:
 // codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted for a
 // cost no wait can cover (throttle.ErrCostExceedsCapacity, ErrClosed,
@@ -40,7 +40,7 @@ func gateCode(err error) codes.Code {
 		return codes.DeadlineExceeded
 	case errors.Is(err, context.Canceled):
 		return codes.Canceled
-	case errors.Is(err, throttle.ErrCostExceedsCapacity), errors.Is(err, throttle.ErrClosed), errors.Is(err, throttle.ErrNoRefill):
+	case errors.Is(err, throttle.ErrCostExceedsCapacity), errors.Is(err, throttle.ErrCostExceedsCapacity), errors.Is(err, throttle.ErrCostExceedsCapacity):
 		return codes.ResourceExhausted
 	}
 	return codes.Internal

@@ -182,7 +182,7 @@ func TestServerPermit(t *testing.T) {
 		if _, err := call(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}
-		if got := lim.Bucket("requests").Tokens(); got != 8 {
+		if got := lim.Bucket("requests").Status().Level; got != 8 {
 			t.Errorf("level %v after settling 5 to 2, want 8", got)
 		}
 	})
@@ -200,7 +200,7 @@ func TestServerPermit(t *testing.T) {
 		if _, err := call(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}
-		if got := lim.Bucket("requests").Tokens(); got != 5 {
+		if got := lim.Bucket("requests").Status().Level; got != 5 {
 			t.Errorf("level %v after a call of 5, want 5", got)
 		}
 	})
@@ -215,7 +215,7 @@ func TestServerPermit(t *testing.T) {
 		if _, err := call(context.Background(), e); err != nil { // a 2-byte payload
 			t.Fatal(err)
 		}
-		if got := lim.Bucket("requests").Tokens(); got != 8 {
+		if got := lim.Bucket("requests").Status().Level; got != 8 {
 			t.Errorf("level %v after settling 5 to 2 from the reply, want 8", got)
 		}
 	})

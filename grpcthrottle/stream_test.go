@@ -66,7 +66,7 @@ func TestServerStreamMeteredPerMessage(t *testing.T) {
 	if _, err := stream.Recv(); err != io.EOF {
 		t.Fatalf("after 5 messages: %v, want EOF", err)
 	}
-	if got := lim.Bucket("requests").Tokens(); got != 0 {
+	if got := lim.Bucket("requests").Status().Level; got != 0 {
 		t.Errorf("level %v after 5 messages over 3 s, want 0", got)
 	}
 }
@@ -146,7 +146,7 @@ func TestBidiCancelledMidwaySpendsNothingUnused(t *testing.T) {
 			t.Fatalf("the cancelled send: %v", err)
 		}
 		clk.Advance(time.Minute)
-		if got := lim.Bucket("requests").Tokens(); got != 1 {
+		if got := lim.Bucket("requests").Status().Level; got != 1 {
 			t.Errorf("level %v a refill after the cancel, want 1: the cancelled send took nothing", got)
 		}
 	})
@@ -181,7 +181,7 @@ func TestBidiCancelledMidwaySpendsNothingUnused(t *testing.T) {
 			t.Fatalf("the handler ended with %v, want Canceled (its wait ended with the stream)", err)
 		}
 		clk.Advance(time.Minute)
-		if got := lim.Bucket("requests").Tokens(); got != 1 {
+		if got := lim.Bucket("requests").Status().Level; got != 1 {
 			t.Errorf("level %v a refill after the cancel, want 1: the waiting receive took nothing", got)
 		}
 	})
@@ -210,7 +210,7 @@ func TestClientStreamRefused(t *testing.T) {
 	if _, err := stream.Recv(); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("%v, want ResourceExhausted", err)
 	}
-	if got := cliLim.Bucket("calls").Tokens(); got != 4 {
+	if got := cliLim.Bucket("calls").Status().Level; got != 4 {
 		t.Errorf("client level %v, want 4: the refused stream's permit given back", got)
 	}
 	if got, _ := cliLim.WaitTime(1); got != 2*time.Second {

@@ -117,6 +117,10 @@ func (w *classWaiter) heads() bool {
 
 // checkClasses validates costs on cs, one per class and at least one
 // positive; a cost must fit the quota and every ceiling on the path.
+// errClosed is the error of a class of a closed quota (capacity 0), which
+// admits nothing: TryAcquire is refused rather than failed.
+var errClosed = fmt.Errorf("%w: the quota is closed (capacity 0) and admits nothing", throttle.ErrCostExceedsCapacity)
+
 func checkClasses(cs []*Class, costs []int64) error {
 	if len(costs) != len(cs) {
 		return classCount(len(costs), len(cs))
@@ -134,7 +138,7 @@ func checkClasses(cs []*Class, costs []int64) error {
 			continue
 		}
 		if root := c.path[len(c.path)-1]; root.g.Cap == 0 {
-			return fmt.Errorf("%s: %w", className(root), throttle.ErrClosed)
+			return fmt.Errorf("%s: %w", className(root), errClosed)
 		}
 		any = true
 		for _, m := range c.path {
@@ -276,7 +280,7 @@ func (c *Class) TryAcquire(cost int64) (bool, error) {
 	if c.removed || cost > c.path[len(c.path)-1].g.Cap || (c.parent != nil && cost > c.c.Cap) {
 		d.Mu.Unlock()
 		cs, costs := [1]*Class{c}, [1]int64{cost}
-		if err := checkClasses(cs[:], costs[:]); !errors.Is(err, throttle.ErrClosed) {
+		if err := checkClasses(cs[:], costs[:]); !errors.Is(err, errClosed) {
 			return false, err
 		}
 		return false, nil // a closed quota refuses, as a closed bucket does

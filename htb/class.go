@@ -193,7 +193,7 @@ func (c *Class) NewClass(cfg Config) (*Class, error) {
 		return nil, fmt.Errorf("htb: NewClass: %s: %w", className(c), ErrClassRemoved)
 	}
 	if root := c.path[len(c.path)-1]; root.g.Cap == 0 {
-		return nil, fmt.Errorf("htb: NewClass %q: %s: %w", cfg.Name, className(root), throttle.ErrClosed)
+		return nil, fmt.Errorf("htb: NewClass %q: %s: %w", cfg.Name, className(root), errClosed)
 	}
 	if cfg.Rate.Tokens() <= 0 {
 		return nil, fmt.Errorf("htb: NewClass %q: guaranteed rate must be positive, got %v", cfg.Name, cfg.Rate)

@@ -165,7 +165,7 @@ func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 		if err != nil {
 			reset = -1
 		}
-		dst = append(dst, throttle.LimitStatus{Name: c.Name(), Capacity: capacity, Rate: c.Rate(), Remaining: max(int64(c.Tokens()), 0), Reset: reset})
+		dst = append(dst, throttle.LimitStatus{Name: c.Name(), Capacity: capacity, Rate: c.Rate(), Remaining: max(int64(c.Tokens()), 0), Reset: reset, Level: c.Tokens()})
 	}
 	return dst
 }
@@ -175,7 +175,7 @@ func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 func (l *Limiter) tryAcquire(costs []int64, plan []int) (bool, error) {
 	d := l.cs[0].lock()
 	defer d.Mu.Unlock()
-	if err := checkClasses(l.cs, costs); errors.Is(err, throttle.ErrClosed) {
+	if err := checkClasses(l.cs, costs); errors.Is(err, errClosed) {
 		return false, nil // a closed quota refuses, as a closed bucket does
 	} else if err != nil {
 		return false, err

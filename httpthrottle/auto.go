@@ -661,7 +661,8 @@ func (q *autoQuota) newLane(name string) *lane {
 	l := q.a.keyed.Limiter(laneKey{quota: q.key, name: name})
 	b := core.Buckets(l)[0]
 	ln := &lane{name: name, lim: l, b: b, slow: true}
-	ln.rate, ln.capacity = perSecond(b.Rate()), b.Capacity()
+	st := b.Status()
+	ln.rate, ln.capacity = perSecond(st.Rate), st.Capacity
 	return ln
 }
 
@@ -708,7 +709,7 @@ func (a *AutoLimiter) Stats() []AutoQuotaStats {
 		for _, ln := range q.lanes {
 			s.Limits = append(s.Limits, AutoLimitStats{
 				Name: ln.name, Policy: ln.policy, Learned: ln.learned, Quota: ln.limit, Window: ln.window,
-				Rate: ln.b.Rate(), Capacity: ln.b.Capacity(),
+				Rate: ln.b.Status().Rate, Capacity: ln.b.Status().Capacity,
 			})
 		}
 		q.mu.Unlock()

@@ -193,8 +193,8 @@ func TestAutoFloorHolds(t *testing.T) {
 			}
 			l, _ := a.limiterOf(req)
 			ln := autoOf(l).lanes[0]
-			if ln.rate < 1 || perSec(ln.b.Rate()) < 0.999 {
-				t.Fatalf("rate %v/s (bucket %v) after 30 refusals; want at least the floor 1/s", ln.rate, ln.b.Rate())
+			if ln.rate < 1 || perSec(ln.b.Status().Rate) < 0.999 {
+				t.Fatalf("rate %v/s (bucket %v) after 30 refusals; want at least the floor 1/s", ln.rate, ln.b.Status().Rate)
 			}
 			if c.name != "policy only" {
 				return
@@ -241,7 +241,7 @@ func TestAutoMaxPauseAbsolute(t *testing.T) {
 			resp.Body.Close()
 			l, _ := a.limiterOf(get(t, "https://api.example.com/"))
 			for _, b := range core.Buckets(l) {
-				if u, ok := b.PausedUntil(); ok && u.Sub(start) > maxPause {
+				if u, ok := pausedUntil(b); ok && u.Sub(start) > maxPause {
 					t.Errorf("Retry-After %s, MaxPause %v: paused for %v", ra, maxPause, u.Sub(start))
 				}
 			}
@@ -269,7 +269,7 @@ func TestAutoLearnsBurst(t *testing.T) {
 			status = http.StatusTooManyRequests
 		}
 		h := http.Header{}
-		WriteIETF(h, []throttle.LimitStatus{{Name: "default", Rate: throttle.Per(600, time.Minute), Remaining: max(int64(srv.Tokens()), 0), Reset: time.Second}})
+		WriteIETF(h, []throttle.LimitStatus{{Name: "default", Rate: throttle.Per(600, time.Minute), Remaining: max(int64(srv.Status().Level), 0), Reset: time.Second}})
 		tell(t, a, clk, req, status, h)
 	}
 	start0 := clk.Now()
@@ -288,7 +288,7 @@ func TestAutoLearnsBurst(t *testing.T) {
 		if ok, _ := l.TryAcquire(1); !ok {
 			continue
 		}
-		before := srv.Tokens()
+		before := srv.Status().Level
 		respond()
 		if before < 1 {
 			refused++
@@ -432,10 +432,10 @@ func TestAutoTokenCapacityNeverShrinks(t *testing.T) {
 		tell(t, a, clk, req, 200, h)
 		l, _ := a.limiterOf(req)
 		b := l.Bucket("tokens")
-		if b.Capacity() < last {
-			t.Fatalf("response %d: token capacity %d < %d before", i, b.Capacity(), last)
+		if b.Status().Capacity < last {
+			t.Fatalf("response %d: token capacity %d < %d before", i, b.Status().Capacity, last)
 		}
-		last = b.Capacity()
+		last = b.Status().Capacity
 	}
 	if last < 60000/4 {
 		t.Errorf("token capacity %d; want a start that lets prompts through", last)

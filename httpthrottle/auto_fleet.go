@@ -226,7 +226,7 @@ func (q *autoQuota) merge(st *fleetState, now int64, joining bool) {
 	}
 	var pause int64
 	for _, ln := range q.lanes {
-		if u, ok := ln.b.PausedUntil(); ok {
+		if u := ln.b.Status().Paused; !u.IsZero() {
 			p := u.UnixNano()
 			if p == q.adoptedUntil {
 				// The fleet's pause with this member's spread (see
@@ -363,7 +363,7 @@ func (q *autoQuota) beforeSend() bool {
 	lim := q.lim
 	q.mu.Unlock()
 	for _, b := range core.Buckets(lim) {
-		if _, ok := b.PausedUntil(); ok {
+		if !b.Status().Paused.IsZero() {
 			return true
 		}
 	}

@@ -41,7 +41,7 @@ func FuzzAutoResponses(f *testing.F) {
 		tell(t, a, clk, req, 200, h)
 		l := tell(t, a, clk, req, status, h)
 		for _, b := range core.Buckets(l) {
-			if u, ok := b.PausedUntil(); ok && u.Sub(clk.Now()) > DefaultMaxPause {
+			if u, ok := pausedUntil(b); ok && u.Sub(clk.Now()) > DefaultMaxPause {
 				t.Fatalf("paused for %v; MaxPause is %v", u.Sub(clk.Now()), DefaultMaxPause)
 			}
 		}

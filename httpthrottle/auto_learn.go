@@ -284,7 +284,7 @@ func (q *autoQuota) limitLane(name string, tokens bool, now int64) (ln *lane, ma
 	// Nothing is granted before the first share is known: a fresh bucket
 	// holds a token, and every client of a shared quota would spend it at
 	// once.
-	ln.b.Drain(0)
+	ln.lim.Lower(0, 0)
 	q.lanes = append(q.lanes, ln)
 	return ln, true
 }
@@ -571,7 +571,7 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 	}
 	ln.rate = a.clamp(ln.rate, !ln.tokens)
 	share := min(1, ln.rate/ln.ceil)
-	ln.b.Drain(int64(float64(rem) * share))
+	ln.lim.Lower(0, int64(float64(rem)*share))
 }
 
 // refused halves the rate of a learned lane, once per interval, never
@@ -632,12 +632,12 @@ func (ln *lane) apply(a *AutoLimiter) {
 	if d := capacity - ln.capacity; d > -ln.capacity/4 && d < max(ln.capacity/4, 1) && ln.grant == 0 {
 		capacity = ln.capacity
 	}
-	cur := perSecond(ln.b.Rate())
+	cur := perSecond(ln.b.Status().Rate)
 	rateChanged := math.Abs(ln.rate-cur) > 0.02*cur
 	if !rateChanged && capacity == ln.capacity && ln.grant == 0 {
 		return
 	}
-	r := ln.b.Rate()
+	r := ln.b.Status().Rate
 	if rateChanged {
 		r = rateOf(ln.rate)
 		ln.b.SetRate(r)
@@ -647,8 +647,8 @@ func (ln *lane) apply(a *AutoLimiter) {
 		ln.capacity = capacity
 	}
 	if ln.grant > 0 {
-		if n := min(ln.grant, capacity) - int64(math.Ceil(ln.b.Tokens())); n > 0 {
-			ln.b.Refund(n)
+		if n := min(ln.grant, capacity) - ln.b.Status().Remaining; n > 0 {
+			ln.lim.Refund(n)
 		}
 		ln.grant = 0
 	}
@@ -665,7 +665,7 @@ func (a *AutoLimiter) stretchPause(l *throttle.Limiter, maxPause time.Duration) 
 	now := a.wall()
 	var until time.Time
 	for _, b := range core.Buckets(l) {
-		if u, ok := b.PausedUntil(); ok && u.After(until) {
+		if u := b.Status().Paused; u.After(until) {
 			until = u
 		}
 	}

@@ -163,7 +163,7 @@ func TestAutoShareTracksRemaining(t *testing.T) {
 		}
 	}
 	// Its level never exceeds its share of what remains.
-	if lvl := ln.b.Tokens(); lvl > float64(rem)*ln.rate/ln.ceil+1 {
+	if lvl := ln.b.Status().Level; lvl > float64(rem)*ln.rate/ln.ceil+1 {
 		t.Errorf("level %v above the share of %d remaining", lvl, rem)
 	}
 }
@@ -226,8 +226,8 @@ func TestAutoCongestionControl(t *testing.T) {
 	req := get(t, "https://api.example.com/")
 	l, _ := a.limiterOf(req)
 	ln := autoOf(l).lanes[0]
-	if ln.learned || perSec(ln.b.Rate()) != 10 {
-		t.Fatalf("start: %+v, rate %v", ln, ln.b.Rate())
+	if ln.learned || perSec(ln.b.Status().Rate) != 10 {
+		t.Fatalf("start: %+v, rate %v", ln, ln.b.Status().Rate)
 	}
 	ok := func(n int, every time.Duration) {
 		for range n {
@@ -344,7 +344,7 @@ func TestAutoCongestionEvents(t *testing.T) {
 	if want := r0 * autoStartCut * 0.999999; !near(r1, want) || ln.refusals != 1 {
 		t.Fatalf("first refusal: %v/s, %d cuts; want %v/s, 1", r1, ln.refusals, want)
 	}
-	if until, ok := core.Buckets(l)[0].PausedUntil(); !ok || until.Sub(clk.Now()) < 1249*time.Millisecond {
+	if until, ok := pausedUntil(core.Buckets(l)[0]); !ok || until.Sub(clk.Now()) < 1249*time.Millisecond {
 		t.Fatalf("paused until %v, %v from now; want 1.25 s", until, until.Sub(clk.Now()))
 	}
 	// Calls sent as the pause ends, refused before the cut shows: the
@@ -408,7 +408,7 @@ func TestAutoFloorAndMax(t *testing.T) {
 		clk.Advance(time.Second)
 		tell(t, a, clk, req, 200, ietf(1000, 1, 1000))
 	}
-	if got := perSec(ln.b.Rate()); got > 20 {
+	if got := perSec(ln.b.Status().Rate); got > 20 {
 		t.Errorf("rate %v/s; want at most the maximum 20/s", got)
 	}
 }
@@ -476,11 +476,11 @@ func TestAutoWithinStaysTheCeiling(t *testing.T) {
 		}
 		n++
 	}
-	learned := core.Buckets(l)[1].Capacity()
+	learned := core.Buckets(l)[1].Status().Capacity
 	if n != int(min(5, learned)) {
 		t.Errorf("%d granted at once; want the least of the configured 5 and the learned %d", n, learned)
 	}
-	if got := mine.Tokens(); got != float64(5-n) {
+	if got := mine.Status().Level; got != float64(5-n) {
 		t.Errorf("configured bucket holds %v; want %d", got, 5-n)
 	}
 }

@@ -30,15 +30,15 @@ func TestCostCountTransport(t *testing.T) {
 		if resp != nil {
 			resp.Body.Close()
 		}
-		if !errors.Is(err, throttle.ErrCostCount) || !strings.Contains(err.Error(), "for 2 buckets") {
+		if !errors.Is(err, throttle.ErrInvalidCost) || !strings.Contains(err.Error(), "for 2 buckets") {
 			t.Errorf("costs %v: RoundTrip err = %v, want ErrCostCount", costs, err)
 		}
 	}
 	if sent != 0 {
 		t.Fatalf("%d requests sent with the wrong number of costs", sent)
 	}
-	if req.Tokens() != 3 || tok.Tokens() != 100 {
-		t.Fatalf("failed requests spent: levels %v, %v", req.Tokens(), tok.Tokens())
+	if req.Status().Level != 3 || tok.Status().Level != 100 {
+		t.Fatalf("failed requests spent: levels %v, %v", req.Status().Level, tok.Status().Level)
 	}
 }
 
@@ -56,7 +56,7 @@ func TestCostCountLimitHandler(t *testing.T) {
 			t.Errorf("costs %v: %d %q, want 500 naming the count", costs, w.Code, w.Body.String())
 		}
 	}
-	if served != 0 || req.Tokens() != 3 {
-		t.Fatalf("wrong-arity requests: %d served, requests level %v", served, req.Tokens())
+	if served != 0 || req.Status().Level != 3 {
+		t.Fatalf("wrong-arity requests: %d served, requests level %v", served, req.Status().Level)
 	}
 }

@@ -83,6 +83,6 @@ func ExampleWithLLM() {
 	reply, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	usage, _ := httpthrottle.ParseUsage(reply)
-	fmt.Printf("used %d+%d tokens; %d of 10000 left\n", usage.Input, usage.Output, int64(tokens.Tokens()))
+	fmt.Printf("used %d+%d tokens; %d of 10000 left\n", usage.Input, usage.Output, int64(tokens.Status().Level))
 	// Output: used 10+12 tokens; 9978 of 10000 left
 }

@@ -61,7 +61,7 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 	}
 	lim, d, err := kp.adm.Admit(key, costs, st.status[:0], h.ietf, held)
 	switch {
-	case err != nil && (errors.Is(err, throttle.ErrInvalidLimit) || errors.Is(err, throttle.ErrTooManyKeys)):
+	case err != nil && (errors.Is(err, throttle.ErrInvalidOption) || errors.Is(err, throttle.ErrTooManyKeys)):
 		h.pickFailed(w, kp.pickErr(key, err))
 		return
 	case err != nil:
@@ -94,8 +94,8 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 
 // pickErr is the error PerKey's LimiterFunc gives for err.
 func (kp *keyedPick[K]) pickErr(key K, err error) error {
-	if errors.Is(err, throttle.ErrInvalidLimit) {
-		return fmt.Errorf("%w: key %v", throttle.ErrInvalidLimit, key)
+	if errors.Is(err, throttle.ErrInvalidOption) {
+		return fmt.Errorf("%w: key %v", throttle.ErrInvalidOption, key)
 	}
 	return err
 }

@@ -71,7 +71,7 @@ func TestTransportSettlesStreams(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Reserved 9+100 while the body is unread.
-			if got := l.Bucket("tokens").Tokens(); got != 891 {
+			if got := l.Bucket("tokens").Status().Level; got != 891 {
 				t.Errorf("tokens before reading: %v, want 891", got)
 			}
 			got, err := io.ReadAll(iotest.OneByteReader(resp.Body))
@@ -82,11 +82,11 @@ func TestTransportSettlesStreams(t *testing.T) {
 				t.Errorf("the caller read\n%q\nthe vendor sent\n%q", got, want)
 			}
 			// Settled at EOF, before Close.
-			if got := l.Bucket("tokens").Tokens(); got != 1000-9-37 {
+			if got := l.Bucket("tokens").Status().Level; got != 1000-9-37 {
 				t.Errorf("tokens after EOF: %v, want %d", got, 1000-9-37)
 			}
 			resp.Body.Close()
-			if got := l.Bucket("tokens").Tokens(); got != 1000-9-37 {
+			if got := l.Bucket("tokens").Status().Level; got != 1000-9-37 {
 				t.Errorf("tokens after Close: %v, want %d", got, 1000-9-37)
 			}
 		})
@@ -132,7 +132,7 @@ func TestTransportSettlesEarlyClose(t *testing.T) {
 			}
 			// What bufio read ahead (16 bytes at most) counts as read.
 			resp.Body.Close()
-			if got := 1000 - l.Bucket("tokens").Tokens(); got < float64(tt.want) || got > float64(tt.want)+5 {
+			if got := 1000 - l.Bucket("tokens").Status().Level; got < float64(tt.want) || got > float64(tt.want)+5 {
 				t.Errorf("settled to %v tokens, want %d (up to 5 more for bufio's read-ahead)", got, tt.want)
 			}
 		})
@@ -209,11 +209,11 @@ func TestTooLargeNotThrottle(t *testing.T) {
 	if resp.StatusCode != 429 || !strings.Contains(string(b), "Request too large") {
 		t.Fatalf("status %d, body %s", resp.StatusCode, b)
 	}
-	if _, paused := l.Bucket("requests").PausedUntil(); paused {
+	if _, paused := pausedUntil(l.Bucket("requests")); paused {
 		t.Error("the limiter was paused")
 	}
 	// The request stays spent; the tokens are given back; nothing drained.
-	if r, tok := l.Bucket("requests").Tokens(), l.Bucket("tokens").Tokens(); r != 9 || tok != 1000 {
+	if r, tok := l.Bucket("requests").Status().Level, l.Bucket("tokens").Status().Level; r != 9 || tok != 1000 {
 		t.Errorf("levels %v requests, %v tokens; want 9 and 1000", r, tok)
 	}
 	if st := tr.Stats(); st.Sent != 1 || st.Retried != 0 || st.Throttled != 0 {
@@ -272,7 +272,7 @@ func TestTooLargeByLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if _, paused := l.Bucket("tokens").PausedUntil(); paused || tr.Stats().Sent != 1 {
+	if _, paused := pausedUntil(l.Bucket("tokens")); paused || tr.Stats().Sent != 1 {
 		t.Errorf("paused %v, %+v: want no pause and one attempt", paused, tr.Stats())
 	}
 	// The same 429 to a request that fits is a throttle.
@@ -281,7 +281,7 @@ func TestTooLargeByLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if _, paused := l.Bucket("tokens").PausedUntil(); !paused {
+	if _, paused := pausedUntil(l.Bucket("tokens")); !paused {
 		t.Error("a 429 to a request that fits did not pause the limiter")
 	}
 }

@@ -185,7 +185,7 @@ func TestTransportSettlesLLM(t *testing.T) {
 	}
 	// Reserved 109, settled to 16: 1000-16 left, unless the vendor's
 	// remaining count (10000 capacity) was lower, which it is not.
-	if lvl := l.Buckets()[1].Tokens(); lvl != 984 {
+	if lvl := bucketsOf(l)[1].Status().Level; lvl != 984 {
 		t.Errorf("tokens level %v, want 984", lvl)
 	}
 	if st := vendor.Stats(); st.Tokens != 16 {
@@ -202,7 +202,7 @@ func TestTransportSettlesLLM(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Fatalf("status %d, want 400", resp.StatusCode)
 	}
-	if r, tok := l.Buckets()[0].Tokens(), l.Buckets()[1].Tokens(); r != 8 || tok != 984 {
+	if r, tok := bucketsOf(l)[0].Status().Level, bucketsOf(l)[1].Status().Level; r != 8 || tok != 984 {
 		t.Errorf("levels %v requests, %v tokens; want 8 and 984", r, tok)
 	}
 }

@@ -291,7 +291,7 @@ func newTooManyReply() tooManyReply {
 // draft-ietf-httpapi-ratelimit-headers-10, one policy per bucket, named
 // after the bucket ("default" for a bucket without a name): q and w are the
 // bucket's rate over a whole number of seconds (Per(500, time.Minute) is
-// q=500;w=60, Every(100*time.Millisecond) is q=10;w=1), qu the status's
+// q=500;w=60, Per(1, 100*time.Millisecond) is q=10;w=1), qu the status's
 // Unit when it has one other than requests, r the whole tokens
 // remaining and t the seconds until the bucket is full again, rounded up. It
 // replaces any such fields already in h.

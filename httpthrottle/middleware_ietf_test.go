@@ -86,7 +86,7 @@ func memoRate(rng *rand.Rand) throttle.Rate {
 	case 1:
 		return throttle.Per(0, time.Second) // never refills: resets and waits of -1
 	case 2:
-		return throttle.Every(time.Duration(1 + rng.Int64N(int64(3*time.Second))))
+		return throttle.Per(1, time.Duration(1+rng.Int64N(int64(3*time.Second))))
 	default:
 		return throttle.Per(1+rng.Int64N(1000), periods[rng.IntN(len(periods))])
 	}
@@ -136,7 +136,7 @@ func TestLimitHandlerIETFMemoExact(t *testing.T) {
 			case 0:
 				i, r := rng.IntN(len(core.Buckets(memo[pickAt]))), memoRate(rng)
 				if rng.IntN(2) == 0 {
-					r = core.Buckets(memo[pickAt])[i].Rate() // back and forth between rates
+					r = core.Buckets(memo[pickAt])[i].Status().Rate // back and forth between rates
 				}
 				e1, e2 := core.Buckets(memo[pickAt])[i].SetRate(r), core.Buckets(format[pickAt])[i].SetRate(r)
 				if (e1 == nil) != (e2 == nil) {
@@ -155,7 +155,7 @@ func TestLimitHandlerIETFMemoExact(t *testing.T) {
 				case 0:
 					costs[i] = 0
 				case 1:
-					costs[i] = 1 + rng.Int64N(max(bk.Capacity(), 1)) // often more than there is
+					costs[i] = 1 + rng.Int64N(max(bk.Status().Capacity, 1)) // often more than there is
 				default:
 					costs[i] = 1
 				}
@@ -219,8 +219,8 @@ func TestLimitHandlerSharedAllocs(t *testing.T) {
 	if got, want := w.h.Get("Ratelimit-Policy"), `"requests";q=4000;w=1`; got != want {
 		t.Errorf("RateLimit-Policy: %q, want %q", got, want)
 	}
-	l.SetRate("requests", throttle.Per(100, time.Minute))
-	l.SetCapacity("requests", 100)
+	l.Bucket("requests").SetRate(throttle.Per(100, time.Minute))
+	l.Bucket("requests").SetCapacity(100)
 	clear(w.h)
 	h.ServeHTTP(w, r)
 	if got, want := w.h.Get("Ratelimit-Policy"), `"requests";q=100;w=60`; got != want {
@@ -281,8 +281,8 @@ func TestLimitHandlerPerKeyHeldAllocs(t *testing.T) {
 		t.Errorf("admitted: %v allocations a request, want 0", n)
 	}
 	l := k.Limiter("a")
-	l.SetRate("requests", throttle.Per(1, time.Hour))
-	l.SetCapacity("requests", 1)
+	l.Bucket("requests").SetRate(throttle.Per(1, time.Hour))
+	l.Bucket("requests").SetCapacity(1)
 	for range 2 {
 		h.ServeHTTP(w, r)
 	}
@@ -317,7 +317,7 @@ func TestLimitHandlerMemoConcurrent(t *testing.T) {
 			if i%2 == 0 {
 				r = throttle.Per(5, time.Minute)
 			}
-			l.SetRate("requests", r)
+			l.Bucket("requests").SetRate(r)
 		}
 	}()
 	errs := make(chan string, 4)

@@ -2,6 +2,7 @@ package httpthrottle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -153,7 +154,9 @@ func TestLimitHandlerCompactMatchesLimiter(t *testing.T) {
 			var settle []int64
 			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if settle != nil {
-					if err := RequestPermit(w).Settle(settle...); err != nil {
+					// A settlement past one capacity of debt is cut there and
+					// reported, on either side alike.
+					if err := RequestPermit(w).Settle(settle...); err != nil && !errors.Is(err, throttle.ErrCostExceedsCapacity) {
 						t.Errorf("Settle: %v", err)
 					}
 				}
@@ -232,7 +235,7 @@ func TestPerKeyWrapped(t *testing.T) {
 	if n := k.Len(); n != 2 {
 		t.Errorf("Len = %d, want 2", n)
 	}
-	if tok := other.Tokens(); tok != 3 {
+	if tok := other.Status().Level; tok != 3 {
 		t.Errorf("the admin limiter has %v tokens, want 3", tok)
 	}
 }
@@ -445,7 +448,7 @@ func TestRequestPermitThroughWrappers(t *testing.T) {
 	if err := kept.Settle(4); err != nil {
 		t.Fatal(err)
 	}
-	if tok := k.Limiter(1).Buckets()[0].Tokens(); tok != 3 {
+	if tok := bucketsOf(k.Limiter(1))[0].Status().Level; tok != 3 {
 		t.Errorf("%v tokens left, want 3: 4 requests and one settled to 4", tok)
 	}
 }

@@ -90,7 +90,7 @@ func TestLimitHandlerErrors(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", tt.path, w.Code, tt.status)
 		}
 	}
-	if lvl := l.Buckets()[0].Tokens(); lvl != 2 {
+	if lvl := bucketsOf(l)[0].Status().Level; lvl != 2 {
 		t.Errorf("level %v, want 2: none of these spent anything", lvl)
 	}
 }
@@ -124,12 +124,12 @@ func TestLimitHandlerPermitAndHooks(t *testing.T) {
 	if w.Code != 200 || w.Header().Get("X-Left") != "yes" || w.Header().Get("Ratelimit") != "" {
 		t.Errorf("status %d, header %v", w.Code, w.Header())
 	}
-	want := throttle.LimitStatus{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Minute), Remaining: 8, Reset: 12 * time.Second}
+	want := throttle.LimitStatus{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Minute), Remaining: 8, Reset: 12 * time.Second, Level: 8}
 	if len(seen) != 1 || seen[0] != want {
 		t.Errorf("status %+v, want %+v", seen, want)
 	}
 	// Settled to 8: 10-8 = 2 left.
-	if lvl := l.Buckets()[0].Tokens(); lvl != 2 {
+	if lvl := bucketsOf(l)[0].Status().Level; lvl != 2 {
 		t.Errorf("level %v, want 2", lvl)
 	}
 	// Takes the last 2, settles to 8: 6 in debt, so the next needs 8
@@ -149,7 +149,7 @@ func TestWriteIETF(t *testing.T) {
 		policy string
 	}{
 		{throttle.Per(500, time.Minute), `"default";q=500;w=60`},
-		{throttle.Every(100 * time.Millisecond), `"default";q=10;w=1`},
+		{throttle.Per(1, 100*time.Millisecond), `"default";q=10;w=1`},
 		{throttle.Per(3, 1500*time.Millisecond), `"default";q=4;w=2`},
 		{throttle.Per(0, time.Hour), `"default";q=0;w=3600`},
 	}

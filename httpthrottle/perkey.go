@@ -33,7 +33,7 @@ func PerKey[K comparable](k *throttle.Keyed[K], key func(*http.Request) K) Limit
 		kk := key(r)
 		l := k.Limiter(kk)
 		if l == nil {
-			return nil, fmt.Errorf("%w: key %v", throttle.ErrInvalidLimit, kk)
+			return nil, fmt.Errorf("%w: key %v", throttle.ErrInvalidOption, kk)
 		}
 		return l, nil
 	}

@@ -48,16 +48,16 @@ func TestPerKey(t *testing.T) {
 		t.Fatalf("key a: status %d, error %v; want 429", code, err)
 	}
 	la, lb := keys.Limiter("a"), keys.Limiter("b")
-	if until, ok := la.Buckets()[0].PausedUntil(); !ok || until.Sub(epoch) != 5*time.Second {
+	if until, ok := pausedUntil(bucketsOf(la)[0]); !ok || until.Sub(epoch) != 5*time.Second {
 		t.Errorf("key a paused until +%v (%v), want +5s", until.Sub(epoch), ok)
 	}
-	if _, ok := lb.Buckets()[0].PausedUntil(); ok {
+	if _, ok := pausedUntil(bucketsOf(lb)[0]); ok {
 		t.Error("key b paused by key a's 429")
 	}
 	if code, err := send("b"); err != nil || code != 200 {
 		t.Errorf("key b: status %d, error %v; want 200 at once", code, err)
 	}
-	if _, err := send(""); !errors.Is(err, throttle.ErrInvalidLimit) {
+	if _, err := send(""); !errors.Is(err, throttle.ErrInvalidOption) {
 		t.Errorf("no key: error %v, want ErrInvalidLimit", err)
 	}
 	if rec.count() != 2 {

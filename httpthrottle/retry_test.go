@@ -424,7 +424,7 @@ func TestRetryOpenAIResetIsToFull(t *testing.T) {
 	}
 	wg.Go(send)
 	blockUntil(t, fc, 1) // the refused call's back-off
-	if until, ok := l.Buckets()[0].PausedUntil(); !ok || !until.Equal(epoch.Add(100*time.Millisecond)) {
+	if until, ok := pausedUntil(bucketsOf(l)[0]); !ok || !until.Equal(epoch.Add(100*time.Millisecond)) {
 		t.Fatalf("paused until +%v (%v), want +100ms: the reset is the time to full, not a wait", until.Sub(epoch), ok)
 	}
 	wg.Go(send)

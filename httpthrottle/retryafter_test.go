@@ -32,7 +32,7 @@ func TestHugeRetryAfterOneRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		until, paused := l.Buckets()[0].PausedUntil()
+		until, paused := pausedUntil(bucketsOf(l)[0])
 		if !paused || !until.Equal(epoch.Add(time.Minute)) || sent != 1 || tr.Stats().Malformed != 0 {
 			t.Errorf("Retry-After %s: paused %v until %v, %d attempts, %d malformed; want a pause of the MaxPause, 1 attempt, 0 malformed",
 				v, paused, until.Sub(epoch), sent, tr.Stats().Malformed)

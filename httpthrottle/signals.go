@@ -43,7 +43,7 @@ func (t *Transport) heed(l *throttle.Limiter, costs []int64, status int, sig *he
 func (t *Transport) heedSignals(l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	t.countMalformed(sig)
 	bs := core.Buckets(l)
-	name := func(i int) string { return bs[i].Name() }
+	name := func(i int) string { return bs[i].Status().Name }
 	lowerToReported(sig, len(bs), name, l.Lower)
 	d, refused := t.refusal(status, sig)
 	if !refused {
@@ -155,7 +155,7 @@ func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
 // (see quotaIndex), or nil when none matches.
 func quotaBucket(l *throttle.Limiter, q *headers.Quota) *throttle.Bucket {
 	bs := core.Buckets(l)
-	if i := quotaIndex(len(bs), func(i int) string { return bs[i].Name() }, q); i >= 0 {
+	if i := quotaIndex(len(bs), func(i int) string { return bs[i].Status().Name }, q); i >= 0 {
 		return bs[i]
 	}
 	return nil

@@ -86,20 +86,20 @@ func TestTransportHeedsSignals(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			bs := l.Buckets()
-			if got := bs[0].Tokens(); got != tt.requests {
+			bs := bucketsOf(l)
+			if got := bs[0].Status().Level; got != tt.requests {
 				t.Errorf("requests level %v, want %v", got, tt.requests)
 			}
-			if got := bs[1].Tokens(); got != tt.tokens {
+			if got := bs[1].Status().Level; got != tt.tokens {
 				t.Errorf("tokens level %v, want %v", got, tt.tokens)
 			}
 			for _, b := range bs {
-				until, ok := b.PausedUntil()
+				until, ok := pausedUntil(b)
 				if tt.pause == 0 && ok {
-					t.Errorf("%s paused until +%v, want no pause", b.Name(), until.Sub(epoch))
+					t.Errorf("%s paused until +%v, want no pause", b.Status().Name, until.Sub(epoch))
 				}
 				if tt.pause != 0 && (!ok || until.Sub(epoch) != tt.pause) {
-					t.Errorf("%s paused until +%v (%v), want +%v", b.Name(), until.Sub(epoch), ok, tt.pause)
+					t.Errorf("%s paused until +%v (%v), want +%v", b.Status().Name, until.Sub(epoch), ok, tt.pause)
 				}
 			}
 			if got := tr.Stats().Malformed; got != tt.malformed {

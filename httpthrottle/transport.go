@@ -63,7 +63,7 @@ const DefaultRetries = 3
 // and spend-limit codes, Anthropic's spend caps) is returned at once after
 // its one attempt, never retried (x-should-retry: false for an SDK that
 // retries itself), pauses and drains nothing, and counts in Stats.Refused
-// and as an EventRefused; a refusal whose body has not come within the time
+// and as an EventRejected; a refusal whose body has not come within the time
 // is returned as it is, not retried. A 429, a 403 reporting a remaining
 // count of 0 (GitHub's primary limit) or carrying Retry-After (GitHub's
 // secondary limit; one that names no wait, its body saying "secondary rate
@@ -581,7 +581,7 @@ func (x *exchange) waitPause() error {
 	for {
 		var until time.Time
 		for _, b := range core.Buckets(x.l) {
-			if u, ok := b.PausedUntil(); ok && u.After(until) {
+			if u := b.Status().Paused; u.After(until) {
 				until = u
 			}
 		}

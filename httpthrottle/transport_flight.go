@@ -136,7 +136,7 @@ func (t *Transport) fitsLater(ctx context.Context, l *throttle.Limiter, costs []
 			back = satAdd(back, n)
 			from = at.Sub(now)
 		}
-		r := b.Rate()
+		r := b.Status().Rate
 		if back == 0 || r.Tokens() <= 0 {
 			return false
 		}
@@ -208,7 +208,7 @@ func (w *windowResets) at(b *throttle.Bucket, n int64, d time.Duration, clock cl
 		// raise gone and the bucket still empty, and give up.
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		b.Refund(n)
+		core.Give(b, n)
 		delete(w.pending, b)
 	})
 }
@@ -255,7 +255,7 @@ func (t *Transport) secondaryWait(sig *headers.Signals) {
 func observeRefused(bs []*throttle.Bucket, costs []int64, code string) {
 	for i, b := range bs {
 		if costs[i] != 0 {
-			core.Observe(b, throttle.Event{Kind: throttle.EventRefused, Limit: b.Name(), Cost: costs[i], Reason: code})
+			core.Observe(b, throttle.Event{Kind: throttle.EventRejected, Limit: b.Status().Name, Cost: costs[i], Reason: code})
 		}
 	}
 }

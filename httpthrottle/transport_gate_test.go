@@ -78,14 +78,14 @@ func TestTransportOverGate(t *testing.T) {
 				done <- err
 			}()
 			blockUntil(t, fc, 1) // the back-off before the retry
-			until, paused := l.Buckets()[0].PausedUntil()
+			until, paused := pausedUntil(bucketsOf(l)[0])
 			if capable && (!paused || !until.Equal(epoch.Add(2*time.Second))) {
 				t.Fatalf("paused until %v (%v), want +2s", until, paused)
 			}
 			if !capable && paused {
 				t.Fatal("a Gate that is no Pauser was paused")
 			}
-			if got, want := l.Buckets()[0].Tokens(), map[bool]float64{true: 1, false: 9}[capable]; got != want {
+			if got, want := bucketsOf(l)[0].Status().Level, map[bool]float64{true: 1, false: 9}[capable]; got != want {
 				t.Errorf("level %v after the 429, want %v", got, want)
 			}
 			fc.Advance(2 * time.Second)
@@ -104,7 +104,7 @@ func TestTransportOverGate(t *testing.T) {
 			if code, err := get(client, rec.srv.URL); err != nil || code != 200 {
 				t.Fatalf("third request: %d, %v", code, err)
 			}
-			if got, want := l.Buckets()[0].Tokens(), map[bool]float64{true: 3, false: 9}[capable]; got != want {
+			if got, want := bucketsOf(l)[0].Status().Level, map[bool]float64{true: 3, false: 9}[capable]; got != want {
 				t.Errorf("level %v after remaining 3, want %v", got, want)
 			}
 			if st := tr.Stats(); st.Throttled != 1 || st.Retried != 1 || st.Sent != 3 || st.Failed != 0 {
@@ -132,19 +132,19 @@ func TestTransportOverGateLLM(t *testing.T) {
 	tok := must(throttle.New(10000, throttle.Per(10000, time.Minute), throttle.WithName("tokens"), throttle.WithClock(fc)))
 	l := must(throttle.NewLimiter(req, tok))
 	for _, g := range []throttle.Gate{capableGate{l, fc}, bareGate{l, fc}} {
-		before := tok.Tokens()
+		before := tok.Status().Level
 		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g), httpthrottle.WithLLM(httpthrottle.LLM{}))
 		r, _ := http.NewRequest(http.MethodPost, rec.srv.URL, strings.NewReader(`{"model":"m","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}`))
 		resp, err := tr.RoundTrip(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mid := tok.Tokens(); mid > before-500 {
+		if mid := tok.Status().Level; mid > before-500 {
 			t.Errorf("%T: tokens %v before the body is read, want the estimate (at least 500) taken from %v", g, mid, before)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if got := tok.Tokens(); got != before-42 {
+		if got := tok.Status().Level; got != before-42 {
 			t.Errorf("%T: tokens %v after settling, want %v (42 used)", g, got, before-42)
 		}
 	}
@@ -196,8 +196,8 @@ func TestLimitHandlerOverGate(t *testing.T) {
 		if len(permits) != 2 || permits[0] == nil || permits[1] == nil {
 			t.Fatalf("meter %v: permits %v, want the two admitted requests'", meter, permits)
 		}
-		if err := permits[0].Cancel(); err != nil || l.Buckets()[0].Tokens() != 1 {
-			t.Errorf("meter %v: Cancel: %v, level %v; want 1 token back", meter, err, l.Buckets()[0].Tokens())
+		if err := permits[0].Cancel(); err != nil || bucketsOf(l)[0].Status().Level != 1 {
+			t.Errorf("meter %v: Cancel: %v, level %v; want 1 token back", meter, err, bucketsOf(l)[0].Status().Level)
 		}
 	}
 }

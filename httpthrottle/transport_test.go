@@ -233,7 +233,7 @@ func TestTransportPauseStopsEveryone(t *testing.T) {
 	wg.Go(send)
 	// The first request got its 429 and sleeps on its back-off timer.
 	blockUntil(t, fc, 1)
-	if until, ok := l.Buckets()[0].PausedUntil(); !ok || !until.Equal(epoch.Add(2*time.Second)) {
+	if until, ok := pausedUntil(bucketsOf(l)[0]); !ok || !until.Equal(epoch.Add(2*time.Second)) {
 		t.Fatalf("paused until %v (%v), want %v", until, ok, epoch.Add(2*time.Second))
 	}
 	for range n {

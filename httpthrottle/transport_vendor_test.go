@@ -61,7 +61,7 @@ func TestTransportGeminiRetryInfo(t *testing.T) {
 		resp.Body.Close()
 	}()
 	blockUntil(t, fc, 1)
-	if until, ok := l.Buckets()[0].PausedUntil(); !ok || !until.Equal(epoch.Add(3*time.Second)) {
+	if until, ok := pausedUntil(bucketsOf(l)[0]); !ok || !until.Equal(epoch.Add(3*time.Second)) {
 		t.Fatalf("paused until +%v (%v), want +3s from the body's retryDelay", until.Sub(epoch), ok)
 	}
 	fc.Advance(3*time.Second - time.Nanosecond)
@@ -144,16 +144,16 @@ func TestTransportBillingRefusal(t *testing.T) {
 					if n := rec.count(); n != 1 {
 						t.Errorf("%d attempts, want 1", n)
 					}
-					if _, paused := b.PausedUntil(); paused {
+					if _, paused := pausedUntil(b); paused {
 						t.Error("the limiter is paused")
 					}
-					if b.Tokens() != 9 {
-						t.Errorf("level %v, want 9: nothing drained", b.Tokens())
+					if b.Status().Level != 9 {
+						t.Errorf("level %v, want 9: nothing drained", b.Status().Level)
 					}
 					if st := tr.Stats(); st.Refused != 1 || st.Throttled != 0 || st.Retried != 0 {
 						t.Errorf("stats %+v, want 1 refused, none throttled or retried", st)
 					}
-					if ev := log.of(throttle.EventRefused); len(ev) != 1 || ev[0].Reason != code || ev[0].Limit != "requests" {
+					if ev := log.of(throttle.EventRejected); len(ev) != 1 || ev[0].Reason != code || ev[0].Limit != "requests" {
 						t.Errorf("refusal events %+v, want one with reason %q", ev, code)
 					}
 				})
@@ -215,7 +215,7 @@ func TestTransportGitHubSecondary(t *testing.T) {
 			if string(got) != githubSecondary {
 				t.Errorf("body %q, want it intact", got)
 			}
-			if until, ok := l.Buckets()[0].PausedUntil(); !ok || until.Sub(fc.Now()) != want {
+			if until, ok := pausedUntil(bucketsOf(l)[0]); !ok || until.Sub(fc.Now()) != want {
 				t.Errorf("call %d: paused for %v (%v), want %v", i, until.Sub(fc.Now()), ok, want)
 			}
 			// Past the pause, and the second the emptied bucket takes to
@@ -239,7 +239,7 @@ func TestTransportGitHubSecondary(t *testing.T) {
 			t.Fatalf("status %v, error %v", resp, err)
 		}
 		resp.Body.Close()
-		if _, ok := l.Buckets()[0].PausedUntil(); ok || rec.count() != 1 {
+		if _, ok := pausedUntil(bucketsOf(l)[0]); ok || rec.count() != 1 {
 			t.Error("a plain 403 paused the limiter or was retried")
 		}
 	})
@@ -444,7 +444,7 @@ func TestTransportWindowResetDeadline(t *testing.T) {
 	}
 	wg.Go(send)
 	waitFor(t, "the first call to reach the server", func() bool { return rec.count() == 1 })
-	l.Buckets()[0].Drain(0) // as the 200s with remaining 0 of the calls before it
+	drain(bucketsOf(l)[0], 0) // as the 200s with remaining 0 of the calls before it
 	for range 20 {
 		wg.Go(send)
 	}

@@ -177,7 +177,8 @@ func (o *Observer) observeLevels(_ context.Context, obs metric.Observer) error {
 	watched := slices.Clone(o.watched)
 	o.mu.Unlock()
 	for _, b := range watched {
-		obs.ObserveFloat64(o.level, b.Tokens(), o.optsFor(b.Name()).observe...)
+		st := b.Status()
+		obs.ObserveFloat64(o.level, st.Level, o.optsFor(st.Name).observe...)
 	}
 	return nil
 }

@@ -135,7 +135,7 @@ func TestObserverMetrics(t *testing.T) {
 	ctx := context.Background()
 	o, r := setup(t)
 	clk := clockwork.NewFakeClockAt(t0)
-	req := newBucket(t, clk, o, "requests", 2, throttle.Every(time.Second))
+	req := newBucket(t, clk, o, "requests", 2, throttle.Per(1, time.Second))
 	tok := newBucket(t, clk, o, "tokens", 100, throttle.Per(10, time.Second))
 	o.Watch(req, tok)
 
@@ -174,11 +174,15 @@ func TestObserverMetrics(t *testing.T) {
 		t.Fatalf("Acquire past the deadline: %v, want a WaitError of 1s", err)
 	}
 	// A pause, and a repeat that does not extend it.
-	req.PauseUntil(clk.Now().Add(5 * time.Second))
-	req.PauseUntil(clk.Now().Add(time.Second))
+	pauseBucket(req, clk.Now().Add(5*time.Second))
+	pauseBucket(req, clk.Now().Add(time.Second))
 
 	// tokens: estimate 40, settle at 25.
-	p, err := tok.AcquirePermit(ctx, 40)
+	tl, err := throttle.NewLimiter(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tl.Acquire(ctx, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,13 +231,13 @@ func TestObserverDebt(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
 	b := newBucket(t, clk, o, "tokens", 10, throttle.Per(4, time.Second))
 	o.Watch(b)
-	if err := b.Charge(25); err != nil {
+	if err := charge(b, 19); err != nil { // 9 in debt, of at most 10
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	metricdatatest.AssertEqual(t, gauge(level("tokens", -11)), collect(t, r)["throttle.level"], opts...)
+	metricdatatest.AssertEqual(t, gauge(level("tokens", -5)), collect(t, r)["throttle.level"], opts...)
 	clk.Advance(time.Second / 8)
-	metricdatatest.AssertEqual(t, gauge(level("tokens", -10.5)), collect(t, r)["throttle.level"], opts...)
+	metricdatatest.AssertEqual(t, gauge(level("tokens", -4.5)), collect(t, r)["throttle.level"], opts...)
 }
 
 // TestObserverLimiter checks that a Limiter's acquisition counts once per
@@ -265,8 +269,8 @@ func TestObserverLimiter(t *testing.T) {
 func TestObserverWatch(t *testing.T) {
 	o, r := setup(t)
 	clk := clockwork.NewFakeClockAt(t0)
-	a := newBucket(t, clk, nil, "a", 3, throttle.Every(time.Second))
-	b := newBucket(t, clk, nil, "b", 7, throttle.Every(time.Second))
+	a := newBucket(t, clk, nil, "a", 3, throttle.Per(1, time.Second))
+	b := newBucket(t, clk, nil, "b", 7, throttle.Per(1, time.Second))
 	if _, ok := collect(t, r)["throttle.level"]; ok {
 		t.Errorf("a gauge with no watched bucket was collected")
 	}

@@ -134,10 +134,10 @@ func TestAcquireNoRefill(t *testing.T) {
 	if err := b.Acquire(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Acquire(ctx, 1); !errors.Is(err, throttle.ErrNoRefill) {
+	if err := b.Acquire(ctx, 1); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := b.WaitTime(1); !errors.Is(err, throttle.ErrNoRefill) {
+	if _, err := b.WaitTime(1); !errors.Is(err, throttle.ErrCostExceedsCapacity) {
 		t.Fatalf("WaitTime err %v", err)
 	}
 }

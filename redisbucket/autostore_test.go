@@ -107,7 +107,7 @@ func TestAutoStoreFleet(t *testing.T) {
 	if _, err := b.Limiter(req); err != nil {
 		t.Fatal(err)
 	}
-	if u, ok := l.(*throttle.Limiter).Bucket("requests").PausedUntil(); !ok || !u.After(fc.Now()) {
+	if u, ok := pausedUntil(l.(*throttle.Limiter).Bucket("requests")); !ok || !u.After(fc.Now()) {
 		t.Errorf("the second process after the first's 429: paused %v until %v (now %v); want paused", ok, u, fc.Now())
 	}
 }

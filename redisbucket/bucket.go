@@ -102,7 +102,7 @@ func (b *Bucket) TryAcquireContext(ctx context.Context, cost int64) (bool, error
 //
 // It returns at once, spending nothing, with a *throttle.WaitError (which
 // matches context.DeadlineExceeded) when ctx's deadline comes before the
-// wait ends; with throttle.ErrNoRefill when the rate is zero and the bucket
+// wait ends; with throttle.ErrCostExceedsCapacity when the rate is zero and the bucket
 // cannot cover cost; with an error wrapping ErrUnavailable under FailClosed
 // while Redis is unavailable; with ctx's error when ctx ends while waiting.
 func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
@@ -129,7 +129,7 @@ func (b *Bucket) AcquirePermit(ctx context.Context, cost int64) (*Permit, error)
 
 // WaitTime reports how long until TryAcquire(cost) would succeed if nothing
 // else changed: 0 if now. It is rounded up to the server's time unit, so
-// that waiting exactly that long succeeds. It fails with throttle.ErrNoRefill
+// that waiting exactly that long succeeds. It fails with throttle.ErrCostExceedsCapacity
 // when the rate is zero and the level will never cover cost.
 func (b *Bucket) WaitTime(cost int64) (time.Duration, error) {
 	return b.WaitTimeContext(context.Background(), cost)
@@ -146,7 +146,7 @@ func (b *Bucket) WaitTimeContext(ctx context.Context, cost int64) (time.Duration
 		return 0, err
 	}
 	if v.never {
-		return 0, throttle.ErrNoRefill
+		return 0, throttle.ErrCostExceedsCapacity
 	}
 	return v.wait, nil
 }

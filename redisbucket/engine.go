@@ -296,8 +296,9 @@ type decision struct {
 	cause   error // in failure mode, the error that opened the breaker
 	amount  int64 // lease size
 	levels  []int64
-	reset   bool  // the script found garbage state and restarted the limits empty
-	at      int64 // the server time of the decision, µs; 0 when the failure policy took it
+	reset   bool            // the script found garbage state and restarted the limits empty
+	at      int64           // the server time of the decision, µs; 0 when the failure policy took it
+	local   throttle.Permit // under FailLocal, what the local buckets granted, to settle there
 }
 
 // decide takes one decision: by the script when the breaker lets it call,
@@ -405,10 +406,10 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 	case ModeFailClosed:
 		d.wait = untilProbe
 	case ModeFailLocal:
-		ok, err := e.local.TryAcquire(costs...)
+		p, ok, err := e.local.TryAcquirePermit(costs...)
 		switch {
 		case ok:
-			d.granted = true
+			d.granted, d.local = true, p
 			e.seen.spent(costs)
 		case err != nil:
 			// Above a local capacity: refused until Redis is back.
@@ -464,7 +465,7 @@ func costCount(got, want int) error {
 	if want == 1 {
 		limits = "limit"
 	}
-	return fmt.Errorf("%w: got %d %s for %d %s", throttle.ErrCostCount, got, costs, want, limits)
+	return fmt.Errorf("%w: got %d %s for %d %s", throttle.ErrInvalidCost, got, costs, want, limits)
 }
 
 // check validates costs like the core does.
@@ -591,7 +592,7 @@ func (e *engine) hopeless(ctx context.Context, d decision, costs []int64) error 
 	var err error
 	switch {
 	case d.never:
-		err = throttle.ErrNoRefill
+		err = throttle.ErrCostExceedsCapacity
 		if n := e.limits[d.limit].name; n != "" {
 			err = fmt.Errorf("limit %q: %w", n, err)
 		}
@@ -651,7 +652,7 @@ func (e *engine) peek(ctx context.Context, costs []int64) (view, error) {
 			v.wait = w
 		}
 		for i, b := range e.localBs {
-			v.tokens[i] = b.Tokens()
+			v.tokens[i] = b.Status().Level
 		}
 	}
 	return v, nil

@@ -56,7 +56,7 @@ func TestLimiterIsAGate(t *testing.T) {
 	if err := p.Cancel(); !errors.Is(err, throttle.ErrSettled) {
 		t.Errorf("Cancel after Settle: %v, want ErrSettled", err)
 	}
-	if _, _, err := g.TryAcquirePermit(1); !errors.Is(err, throttle.ErrCostCount) {
+	if _, _, err := g.TryAcquirePermit(1); !errors.Is(err, throttle.ErrInvalidCost) {
 		t.Errorf("one cost for two limits: %v, want ErrCostCount", err)
 	}
 }

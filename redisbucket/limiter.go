@@ -119,7 +119,7 @@ func (l *Limiter) WaitTimeContext(ctx context.Context, costs ...int64) (time.Dur
 		return 0, err
 	}
 	if v.never {
-		return 0, fmt.Errorf("limit %q: %w", l.e.limits[v.limit].name, throttle.ErrNoRefill)
+		return 0, fmt.Errorf("limit %q: %w", l.e.limits[v.limit].name, throttle.ErrCostExceedsCapacity)
 	}
 	return v.wait, nil
 }

@@ -72,7 +72,7 @@ func TestLimiterAllOrNothing(t *testing.T) {
 	if _, err := l.TryAcquire(0, 0); !errors.Is(err, throttle.ErrInvalidCost) {
 		t.Fatalf("all-zero costs: %v", err)
 	}
-	if _, err := l.TryAcquire(1); !errors.Is(err, throttle.ErrCostCount) || err.Error() != "throttle: wrong number of costs: got 1 cost for 2 limits" {
+	if _, err := l.TryAcquire(1); !errors.Is(err, throttle.ErrInvalidCost) || err.Error() != "throttle: invalid cost: got 1 cost for 2 limits" {
 		t.Fatalf("one cost for two limits: %v", err)
 	}
 	if _, err := l.TryAcquire(1, 101); !errors.Is(err, throttle.ErrCostExceedsCapacity) || !strings.Contains(err.Error(), `"tpm"`) {
@@ -129,7 +129,7 @@ func TestPermitSettle(t *testing.T) {
 		t.Fatalf("permit %v %q", rp.Mode(), rp.ID())
 	}
 	// The wrong number of values changes nothing: the permit stays open.
-	if err := p.Settle(20); !errors.Is(err, throttle.ErrCostCount) || err.Error() != "throttle: wrong number of costs: got 1 cost for 2 limits" {
+	if err := p.Settle(20); !errors.Is(err, throttle.ErrInvalidCost) || err.Error() != "throttle: invalid cost: got 1 cost for 2 limits" {
 		t.Fatalf("Settle(20) on two limits: %v", err)
 	}
 	if err := p.Settle(1, 20); err != nil {

@@ -2,6 +2,7 @@ package redisbucket
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -23,6 +24,7 @@ type Permit struct {
 	id    string
 	costs []int64
 	mode  Mode
+	local throttle.Permit // under FailLocal, the local buckets' permit
 
 	mu   sync.Mutex
 	done bool
@@ -36,7 +38,7 @@ func acquirePermit(ctx context.Context, e *engine, costs []int64) (*Permit, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Permit{e: e, id: id, costs: slices.Clone(costs), mode: d.mode}, nil
+	return &Permit{e: e, id: id, costs: slices.Clone(costs), mode: d.mode, local: d.local}, nil
 }
 
 // ID returns the permit's id, unique to this acquisition.
@@ -60,7 +62,7 @@ func (p *Permit) Settle(actual ...int64) error {
 // negative, down to minus one capacity (a larger debt is forgiven: it keeps
 // the script's integers exact). Settling twice, or after Cancel, fails with
 // throttle.ErrSettled and changes nothing, as do a number of values other
-// than one per limit (throttle.ErrCostCount) and a negative value
+// than one per limit (throttle.ErrInvalidCost) and a negative value
 // (throttle.ErrInvalidCost). When Redis cannot be reached
 // after a retry it fails with an error wrapping ErrUnavailable and the
 // permit stays open, so the caller may try again.
@@ -106,16 +108,9 @@ func (p *Permit) SettleContext(ctx context.Context, actual ...int64) error {
 			d[i] = actual[i] - p.costs[i]
 		}
 		p.e.seen.spent(d)
-		for i, b := range p.e.localBs {
-			var err error
-			if d := actual[i] - p.costs[i]; d < 0 {
-				err = b.Refund(-d)
-			} else if d > 0 {
-				err = b.Charge(d)
-			}
-			if err != nil {
-				return err
-			}
+		// The local debt is capped at one capacity, as Redis's is.
+		if err := p.local.Settle(actual...); err != nil && !errors.Is(err, throttle.ErrCostExceedsCapacity) {
+			return err
 		}
 	}
 	p.done = true

@@ -131,6 +131,6 @@ func (e *engine) opened() {
 			continue
 		}
 		c := e.limits[i].capacity
-		b.Drain(int64(float64(max(tok, 0)) * float64(b.Capacity()) / float64(c)))
+		e.local.Lower(i, int64(float64(max(tok, 0))*float64(b.Status().Capacity)/float64(c)))
 	}
 }

@@ -29,7 +29,7 @@ func TestTraces(t *testing.T) {
 		{"idle gap capped", 2, throttle.Per(10, time.Second), []float64{0, 100, 100, 100}, nil, "TTTF"},
 		{"rate zero", 1, throttle.Per(0, time.Second), []float64{0, 0, 0}, nil, "TFF"},
 		{"rejection moves time", 2, throttle.Per(1, 2*time.Second), []float64{0, 0, 1, 1.5}, nil, "TTFF"},
-		{"slow rate no drift", 1, throttle.Every(10 * time.Second),
+		{"slow rate no drift", 1, throttle.Per(1, 10*time.Second),
 			[]float64{0, 1, 9, 9.999999, 10, 11, 19, 20, 30, 39.999999, 40}, nil, "TFFFTFFTTFT"},
 		{"costs", 5, throttle.Per(1, time.Second), []float64{0, 0, 1, 3, 3}, []int64{3, 3, 1, 3, 1}, "TFTTT"},
 		{"costs2", 5, throttle.Per(1, time.Second), []float64{0, 0, 1, 3, 3}, []int64{3, 3, 1, 3, 2}, "TFTTF"},
@@ -114,7 +114,7 @@ func TestMatchesCore(t *testing.T) {
 			}
 			cw, cerr := core.WaitTime(cost)
 			rw, rerr := b.WaitTime(cost)
-			if !errors.Is(rerr, throttle.ErrNoRefill) && !errors.Is(cerr, throttle.ErrNoRefill) {
+			if !errors.Is(rerr, throttle.ErrCostExceedsCapacity) && !errors.Is(cerr, throttle.ErrCostExceedsCapacity) {
 				if cerr != nil || rerr != nil {
 					t.Fatalf("trace %d step %d: WaitTime errors %v / %v", tr, step, cerr, rerr)
 				}
@@ -122,7 +122,7 @@ func TestMatchesCore(t *testing.T) {
 					t.Fatalf("trace %d step %d (cap %d, rate %v, cost %d): wait %v, core %v (µs-rounded %v)",
 						tr, step, capacity, rate, cost, rw, cw, want)
 				}
-			} else if !errors.Is(rerr, throttle.ErrNoRefill) || !errors.Is(cerr, throttle.ErrNoRefill) {
+			} else if !errors.Is(rerr, throttle.ErrCostExceedsCapacity) || !errors.Is(cerr, throttle.ErrCostExceedsCapacity) {
 				t.Fatalf("trace %d step %d: WaitTime errors %v / %v", tr, step, cerr, rerr)
 			}
 			cok, _ := core.TryAcquire(cost)
@@ -133,7 +133,7 @@ func TestMatchesCore(t *testing.T) {
 			if cok != rok {
 				t.Fatalf("trace %d step %d (cap %d, rate %v, cost %d): redis %v, core %v", tr, step, capacity, rate, cost, rok, cok)
 			}
-			if ct, rt := core.Tokens(), b.Tokens(); ct-rt > 1e-9 || rt-ct > 1e-9 {
+			if ct, rt := core.Status().Level, b.Tokens(); ct-rt > 1e-9 || rt-ct > 1e-9 {
 				t.Fatalf("trace %d step %d: tokens %v, core %v", tr, step, rt, ct)
 			}
 		}

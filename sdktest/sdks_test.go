@@ -48,7 +48,7 @@ func TestAnthropicSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	used := msg.Usage.InputTokens + msg.Usage.OutputTokens
-	if got := 100000 - l.Bucket("tokens").Tokens(); got != float64(used) || msg.Usage.OutputTokens != 21 {
+	if got := 100000 - l.Bucket("tokens").Status().Level; got != float64(used) || msg.Usage.OutputTokens != 21 {
 		t.Errorf("settled %v tokens, the vendor reported %d (%d out)", got, used, msg.Usage.OutputTokens)
 	}
 	s := client.Messages.NewStreaming(ctx, params)
@@ -63,7 +63,7 @@ func TestAnthropicSDK(t *testing.T) {
 	}
 	s.Close()
 	streamed := acc.Usage.InputTokens + acc.Usage.OutputTokens
-	if got := 100000 - l.Bucket("tokens").Tokens(); got != float64(used+streamed) || acc.Usage.OutputTokens != 21 {
+	if got := 100000 - l.Bucket("tokens").Status().Level; got != float64(used+streamed) || acc.Usage.OutputTokens != 21 {
 		t.Errorf("settled %v tokens after the stream, the vendor reported %d then %d", got, used, streamed)
 	}
 }
@@ -89,7 +89,7 @@ func TestGoOpenAI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := 100000 - l.Bucket("tokens").Tokens(); got != float64(resp.Usage.TotalTokens) || resp.Usage.CompletionTokens != 13 {
+	if got := 100000 - l.Bucket("tokens").Status().Level; got != float64(resp.Usage.TotalTokens) || resp.Usage.CompletionTokens != 13 {
 		t.Errorf("settled %v tokens, the vendor reported %+v", got, resp.Usage)
 	}
 	req.Stream, req.StreamOptions = true, &goopenai.StreamOptions{IncludeUsage: true}
@@ -114,7 +114,7 @@ func TestGoOpenAI(t *testing.T) {
 	if usage == nil {
 		t.Fatal("the stream reported no usage")
 	}
-	if got := 100000 - l.Bucket("tokens").Tokens(); got != float64(resp.Usage.TotalTokens+usage.TotalTokens) {
+	if got := 100000 - l.Bucket("tokens").Status().Level; got != float64(resp.Usage.TotalTokens+usage.TotalTokens) {
 		t.Errorf("settled %v tokens after the stream, the vendor reported %d then %d", got, resp.Usage.TotalTokens, usage.TotalTokens)
 	}
 }

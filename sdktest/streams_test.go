@@ -99,7 +99,7 @@ func TestOpenAIStreamsSettle(t *testing.T) {
 				t.Errorf("took %v, more than 1.5x the floor %v", took, floor)
 			}
 			// Every call settled: the limiter holds no reservation.
-			if lvl := l.Bucket("tokens").Tokens(); lvl < 0 || lvl > float64(tt.rate) {
+			if lvl := l.Bucket("tokens").Status().Level; lvl < 0 || lvl > float64(tt.rate) {
 				t.Errorf("tokens level %v", lvl)
 			}
 		})

@@ -306,7 +306,7 @@ func TestSlogObserverBucket(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(slogT0)
 	h := &slogRecorder{}
 	o := slogthrottle.New(slog.New(h), time.Minute, slogthrottle.WithClock(clk))
-	b, err := throttle.New(1, throttle.Every(2*time.Second),
+	b, err := throttle.New(1, throttle.Per(1, 2*time.Second),
 		throttle.WithName("tokens"), throttle.WithClock(clk), throttle.WithObserver(o))
 	if err != nil {
 		t.Fatal(err)

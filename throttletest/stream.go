@@ -218,14 +218,7 @@ func (s *Server) refuseTooLarge(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.tooLarge.Add(1)
-	var st []throttle.LimitStatus
-	for _, b := range s.keys.Limiter(APIKey(r)).Buckets() {
-		reset, err := b.WaitTime(b.Capacity())
-		if err != nil {
-			reset = -1
-		}
-		st = append(st, throttle.LimitStatus{Name: b.Name(), Capacity: b.Capacity(), Rate: b.Rate(), Remaining: max(int64(b.Tokens()), 0), Reset: reset})
-	}
+	st := s.keys.Limiter(APIKey(r)).Status(nil)
 	s.writeHeaders(w.Header(), st)
 	var req llmRequest
 	json.Unmarshal(body, &req)

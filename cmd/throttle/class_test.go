@@ -54,7 +54,7 @@ func TestSimulateClassesErrors(t *testing.T) {
 		{"two limits", "--limit a=1/1s --limit b=1/1s --class c=1/1s -", "", `--class needs exactly one --limit, the quota the classes share; got 2`},
 		{"wait mode", "--mode wait --limit a=10/1s --class c=1/1s -", "", `--class replays in --mode reject only (TryAcquire at each arrival)`},
 		{"unknown parent", "--limit a=10/1s --class c=1/1s,parent=z -", "", `--class c: parent "z" is not a class given before it`},
-		{"above the quota", "--limit a=10/1s --class c=11/1s -", "", `--class c: htb: NewClass "c": guarantees of the children of "a" would add up to more than its 10/1s`},
+		{"above the quota", "--limit a=10/1s --class c=11/1s -", "", `--class c: htb: NewClass "c": guarantees of the children of "a" would add up to more than its 10/s`},
 		{"bad option", "--limit a=10/1s --class c=1/1s,size=2 -", "", `--class "c=1/1s,size=2": unknown option "size=2": want burst=N, ceil=RATE, ceilburst=N or parent=NAME`},
 		{"unknown key", "--limit a=10/1s --class c=1/1s -", "0,1,d\n", `trace line 1: key "d" names no --class`},
 		{"no period", "--limit a=10/1s --class c=1 -", "", `--class "c=1": rate "1" has no period: write tokens per period, such as 1/1s or 1/1m`},

@@ -192,7 +192,7 @@ func (r *demoRecorder) record(ok bool) {
 	r.answers.at = append(r.answers.at, t)
 	r.answers.ok = append(r.answers.ok, ok)
 	if r.s != nil {
-		lv := []float64{r.b.Tokens() / r.capacity * 100}
+		lv := []float64{r.b.Status().Level / r.capacity * 100}
 		r.s.add(t, ok, 0, lv, lv, []int64{1})
 	}
 }

@@ -318,7 +318,7 @@ func (m *slidingCounter) take(t, _ time.Duration, cost int64) {
 // after the other, each cost*T after the one before (at once when the
 // queue is empty), so nothing ever leaves in a burst; a request is
 // admitted while the tokens queued ahead of it and its own fit in the
-// burst, the queue's size. It is what throttle.Pace does, with a queue.
+// burst, the queue's size. It is what throttle.New(1, rate) does (a bucket of capacity 1 paces), with a queue.
 type leakyQueue struct {
 	p    params
 	free u128 // when the queue is empty again, in 1/R ns

@@ -219,7 +219,7 @@ func (s *simulator) add(req trace.Request, line int) error {
 				}
 				w = max(w, s.waits[i])
 			}
-			if errors.Is(err, throttle.ErrNoRefill) {
+			if errors.Is(err, throttle.ErrCostExceedsCapacity) {
 				return usagef("trace line %d: the request would wait forever: %v", line, err)
 			}
 			if err != nil {
@@ -290,7 +290,7 @@ func (s *simulator) record(k *keyState, t time.Duration, ok bool) {
 	// The level is sampled right before and right after the decision: the
 	// top and the bottom of the saw tooth.
 	for i, b := range k.bs {
-		after := b.Tokens()
+		after := b.Status().Level
 		c := float64(s.cfg.limits[i].capacity)
 		s.after[i] = after / c * 100
 		s.before[i] = s.after[i]
@@ -333,7 +333,7 @@ func (s *simulator) sweepIdle(now time.Duration) {
 		k.advance(now)
 		full := true
 		for _, b := range k.bs {
-			if w, err := b.WaitTime(b.Capacity()); err != nil || w > 0 {
+			if w, err := b.WaitTime(b.Status().Capacity); err != nil || w > 0 {
 				full = false
 				break
 			}

@@ -86,7 +86,7 @@ func TestSimulateErrors(t *testing.T) {
 		{"cost above burst", "--limit requests=5/1s --limit tokens=100/1s -", "0,50\n1,101\n", `trace line 2: cost 101 exceeds the burst 100 of limit "tokens"`},
 		{"fractional cost", "--limit r=5/1s -", "0,1.5\n", `trace line 1: cost "1.5": not a whole number`},
 		{"too many fields", "--limit r=5/1s -", "0,1,k,x\n", `trace line 1: 4 fields, want at most 3 (time, cost, key)`},
-		{"never refills", "--limit r=0/1s,burst=1 -", "0\n1\n", `trace line 2: the request would wait forever: limit "r": throttle: bucket never refills and cannot cover the cost`},
+		{"never refills", "--limit r=0/1s,burst=1 -", "0\n1\n", `trace line 2: the request would wait forever: limit "r": throttle: cost exceeds capacity: the limit never refills and holds less than the cost`},
 		{"bad chart path", "--limit r=5/1s --chart /nonexistent/dir/c.svg -", "0\n", `--chart: open /nonexistent/dir/c.svg: no such file or directory`},
 	}
 	for _, tt := range tests {

@@ -44,10 +44,13 @@ type Core[L, B, P, E any] struct {
 	NewPermit func(bs []B, costs []int64, book Book[B]) P
 	// Settle corrects costs taken from bs to actual, as a Permit's Settle
 	// does.
-	Settle func(bs []B, costs, actual []int64)
+	Settle func(bs []B, costs, actual []int64) error
 	// LevelTo sets the level of b to n, at most its capacity, debt
 	// included.
 	LevelTo func(b B, n int64)
+	// Give returns n tokens to b, never above its capacity, with no event:
+	// a server's window that restored its quota.
+	Give func(b B, n int64)
 	// Observe reports e to the observer of b, if it has one.
 	Observe func(b B, e E) bool
 	// CostCount is the core's error for got costs where want were due.

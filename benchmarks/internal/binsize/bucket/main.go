@@ -12,7 +12,7 @@ import (
 )
 
 func main() {
-	b, err := throttle.New(3, throttle.Every(100*time.Millisecond))
+	b, err := throttle.New(3, throttle.Per(1, 100*time.Millisecond))
 	if err != nil {
 		panic(err)
 	}
