@@ -5,7 +5,11 @@
 // replace directive, so only a real proxy shows whether the go.mod files
 // stand on their own.
 //
-//	go run . -work ../../go.work -version v0.1.0 -o /tmp/proxy
+//	go run . -work ../../go.work -o /tmp/proxy [-version v0.1.0]
+//
+// Without -version it serves the version at which the modules require one
+// another, which must be one tagged version, not a pseudo-version. It
+// prints module@version for each module served.
 //
 // The zips come from golang.org/x/mod/zip, as the go command's own do, so
 // they leave out nested modules, vendor directories and VCS metadata
@@ -31,20 +35,20 @@ import (
 
 func main() {
 	work := flag.String("work", "go.work", "the go.work `file` whose modules to serve")
-	version := flag.String("version", "", "the `version` to serve every module at, e.g. v0.1.0")
+	version := flag.String("version", "", "the `version` to serve every module at, e.g. v0.1.0 (default: the one the modules require each other at)")
 	out := flag.String("o", "", "the proxy `directory` to write (created if missing)")
 	flag.Parse()
-	if *version == "" || *out == "" || flag.NArg() != 0 {
+	if *out == "" || flag.NArg() != 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	mods, err := build(*work, *version, *out)
+	mods, v, err := build(*work, *version, *out)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "modproxy:", err)
 		os.Exit(1)
 	}
 	for _, m := range mods {
-		fmt.Printf("%s@%s\n", m.Path, *version)
+		fmt.Printf("%s@%s\n", m.Path, v)
 	}
 }
 
@@ -56,34 +60,103 @@ type workModule struct {
 }
 
 // build writes every module of the go.work file work to the proxy
-// directory out at version and returns them.
-func build(work, version, out string) ([]workModule, error) {
-	if !semver.IsValid(version) || semver.Canonical(version) != version || semver.Build(version) != "" {
-		return nil, fmt.Errorf("version %q is not a canonical semantic version like v0.1.0", version)
+// directory out at version, or if version is empty at the one the modules
+// require each other at, and returns them and the version.
+func build(work, version, out string) ([]workModule, string, error) {
+	if version != "" && !isRelease(version) {
+		return nil, "", fmt.Errorf("version %q is not a release version like v0.1.0", version)
 	}
 	mods, err := readWork(work)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if err := checkRequires(mods, version); err != nil {
+		return nil, "", err
+	}
+	if version == "" {
+		version = intraRequires(mods)[0].Mod.Version
 	}
 	out, err = filepath.Abs(out)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	for _, m := range mods {
 		// A proxy written inside a module would be zipped into it.
 		if rel, err := filepath.Rel(m.Dir, out); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil, fmt.Errorf("output directory %s is inside module %s (%s)", out, m.Path, m.Dir)
+			return nil, "", fmt.Errorf("output directory %s is inside module %s (%s)", out, m.Path, m.Dir)
 		}
 	}
 	for _, m := range mods {
 		if err := module.Check(m.Path, version); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if err := write(out, m, version); err != nil {
-			return nil, fmt.Errorf("%s: %w", m.Path, err)
+			return nil, "", fmt.Errorf("%s: %w", m.Path, err)
 		}
 	}
-	return mods, nil
+	return mods, version, nil
+}
+
+// requirement is one module of the workspace requiring another.
+type requirement struct {
+	GoMod string
+	Mod   module.Version
+}
+
+// intraRequires returns every requirement of one module of mods on another.
+func intraRequires(mods []workModule) []requirement {
+	ours := map[string]bool{}
+	for _, m := range mods {
+		ours[m.Path] = true
+	}
+	var reqs []requirement
+	for _, m := range mods {
+		for _, r := range m.File.Require {
+			if ours[r.Mod.Path] {
+				reqs = append(reqs, requirement{filepath.Join(m.Dir, "go.mod"), r.Mod})
+			}
+		}
+	}
+	return reqs
+}
+
+// checkRequires fails unless every module requires the others at one
+// release version: version, or if it is empty any one. Served at a
+// version, a module that requires another at any other (a pseudo-version
+// above all, which only a replace directive resolves) cannot be installed,
+// and the go command would say so only as "not available" deep in a go get.
+func checkRequires(mods []workModule, version string) error {
+	reqs := intraRequires(mods)
+	if len(reqs) == 0 {
+		return errors.New("no module of the workspace requires another, so there is no version to check")
+	}
+	want := version
+	if want == "" {
+		want = reqs[0].Mod.Version
+	}
+	bad := !isRelease(want)
+	var lines []string
+	for _, r := range reqs {
+		if r.Mod.Version != want {
+			bad = true
+		}
+		lines = append(lines, fmt.Sprintf("\t%s requires %s %s", r.GoMod, r.Mod.Path, r.Mod.Version))
+	}
+	if bad {
+		at := "one release version like v0.1.0"
+		if version != "" {
+			at = version
+		}
+		return fmt.Errorf("every go.mod must require the workspace's other modules at %s, not a pseudo-version (.ci/release.sh VERSION rewrites them); they require:\n%s",
+			at, strings.Join(lines, "\n"))
+	}
+	return nil
+}
+
+// isRelease reports whether v is a version one would tag: canonical
+// semver, not a pseudo-version.
+func isRelease(v string) bool {
+	return semver.IsValid(v) && semver.Canonical(v) == v && !module.IsPseudoVersion(v)
 }
 
 // readWork returns the modules that the go.work file at path uses.
