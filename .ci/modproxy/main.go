@@ -132,22 +132,29 @@ func checkRequires(mods []workModule, version string) error {
 	}
 	want := version
 	if want == "" {
-		want = reqs[0].Mod.Version
+		// The release version most go.mod files name, so that the error
+		// names the few that regressed rather than the many that did not.
+		count := map[string]int{}
+		for _, r := range reqs {
+			if v := r.Mod.Version; isRelease(v) {
+				if count[v]++; count[v] > count[want] {
+					want = v
+				}
+			}
+		}
 	}
-	bad := !isRelease(want)
 	var lines []string
 	for _, r := range reqs {
 		if r.Mod.Version != want {
-			bad = true
+			lines = append(lines, fmt.Sprintf("\t%s requires %s %s", r.GoMod, r.Mod.Path, r.Mod.Version))
 		}
-		lines = append(lines, fmt.Sprintf("\t%s requires %s %s", r.GoMod, r.Mod.Path, r.Mod.Version))
 	}
-	if bad {
-		at := "one release version like v0.1.0"
-		if version != "" {
-			at = version
+	if len(lines) > 0 {
+		at := want
+		if at == "" {
+			at = "one release version like v0.1.0"
 		}
-		return fmt.Errorf("every go.mod must require the workspace's other modules at %s, not a pseudo-version (.ci/release.sh VERSION rewrites them); they require:\n%s",
+		return fmt.Errorf("every go.mod must require the workspace's other modules at %s, not a pseudo-version (.ci/release.sh VERSION rewrites them), but:\n%s",
 			at, strings.Join(lines, "\n"))
 	}
 	return nil
