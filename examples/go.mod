@@ -2,11 +2,9 @@ module github.com/throttlekit/throttle/examples
 
 go 1.26.0
 
-replace github.com/throttlekit/throttle => ../
-
 require (
 	github.com/openai/openai-go/v3 v3.99.0
-	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	github.com/throttlekit/throttle v0.1.0
 	golang.org/x/sync v0.25.0
 )
 

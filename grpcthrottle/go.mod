@@ -6,7 +6,7 @@ replace github.com/throttlekit/throttle => ../
 
 require (
 	github.com/jonboulle/clockwork v0.5.0
-	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	github.com/throttlekit/throttle v0.1.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/grpc v1.85.0

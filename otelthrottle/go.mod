@@ -6,7 +6,7 @@ replace github.com/throttlekit/throttle => ../
 
 require (
 	github.com/jonboulle/clockwork v0.5.0
-	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	github.com/throttlekit/throttle v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0

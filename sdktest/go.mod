@@ -10,7 +10,7 @@ require (
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/openai/openai-go/v3 v3.100.0
 	github.com/sashabaranov/go-openai v1.43.0
-	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	github.com/throttlekit/throttle v0.1.0
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genai v1.77.0
 )

@@ -7,7 +7,7 @@ replace github.com/throttlekit/throttle => ../
 require (
 	github.com/pkoukk/tiktoken-go v0.1.8
 	github.com/pkoukk/tiktoken-go-loader v0.0.2
-	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	github.com/throttlekit/throttle v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

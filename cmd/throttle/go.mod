@@ -2,11 +2,9 @@ module github.com/throttlekit/throttle/cmd/throttle
 
 go 1.26.0
 
-replace github.com/throttlekit/throttle => ../../
-
 require (
 	github.com/jonboulle/clockwork v0.5.0
-	github.com/throttlekit/throttle v0.0.0-00010101000000-000000000000
+	github.com/throttlekit/throttle v0.1.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 )
