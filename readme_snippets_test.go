@@ -2,10 +2,11 @@
 
 package throttle_test
 
-// Run by .ci/run as a step of its own (go test -tags snippets -run
-// Markdown .), not with the unit tests: one go vet over every module and
-// the snippets compiles the OpenAI and Anthropic SDKs, minutes on a cold
-// cache, which the root package's tests must not wait for.
+// Run by .ci/run as a step of its own (bash .ci/readme.sh snippets), not
+// with the unit tests: one go vet over every module and the snippets
+// compiles the OpenAI and Anthropic SDKs, minutes on a cold cache, which the
+// root package's tests must not wait for. doc_snippets_test.go compiles the
+// code blocks of the doc comments with the same machinery.
 
 import (
 	"bufio"
@@ -56,6 +57,7 @@ var snippetImports = map[string]string{
 	"trtcm":        "github.com/throttlekit/throttle/trtcm",
 	"redisbucket":  "github.com/throttlekit/throttle/redisbucket",
 	"otelthrottle": "github.com/throttlekit/throttle/otelthrottle",
+	"tiktoken":     "github.com/throttlekit/throttle/tiktoken",
 	"grpcthrottle": "github.com/throttlekit/throttle/grpcthrottle",
 	"grpc":         "google.golang.org/grpc",
 	"insecure":     "google.golang.org/grpc/credentials/insecure",

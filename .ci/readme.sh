@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # readme.sh: what README.md promises beyond the unit tests.
 #
-#   snippets   every ```go block of every Markdown file compiles: one go vet
-#              over all of them against every module (readme_snippets_test.go,
-#              build tag snippets). It compiles the OpenAI and Anthropic SDKs,
-#              minutes on a cold cache, so it runs here, not in the root
-#              package's unit tests.
+#   snippets   every ```go block of every Markdown file compiles, and every
+#              Go code block of the doc comments of every module: one go vet
+#              over each set against every module (readme_snippets_test.go,
+#              doc_snippets_test.go, build tag snippets). It compiles the
+#              OpenAI and Anthropic SDKs, minutes on a cold cache, so it runs
+#              here, not in the root package's unit tests.
 #   clean CMD  runs CMD (a README command) and fails if it changed the tree:
 #              a tracked file rewritten (go.work.sum, say) or a file left.
 set -euo pipefail
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 case ${1:-} in
 snippets)
 	go vet -tags snippets .
-	go test -count=1 -tags snippets -run '^TestMarkdownSnippets' .
+	go test -count=1 -tags snippets -run '^Test(Markdown|Doc)Snippets' .
 	;;
 clean)
 	shift

@@ -15,8 +15,11 @@ import (
 // its whole guarantee when it comes back.
 func ExampleNewQuota() {
 	clk := clockwork.NewFakeClock()
-	org, _ := htb.NewQuota(200_000, throttle.Per(200_000, time.Minute),
+	org, err := htb.NewQuota(200_000, throttle.Per(200_000, time.Minute),
 		throttle.WithClock(clk), throttle.WithName("org TPM"))
+	if err != nil {
+		panic(err)
+	}
 	team := func(name string, perMin int64) *htb.Class {
 		c, err := org.NewClass(htb.Config{Name: name, Rate: throttle.Per(perMin, time.Minute)})
 		if err != nil {

@@ -6,8 +6,12 @@
 // characters do not carry the encodings (some 4 MB each).
 //
 //	enc, err := tiktoken.ForModel("gpt-4o")
-//	...
+//	if err != nil {
+//		return err
+//	}
 //	tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{Tokenizer: enc}))
+//
+// ExampleForModel shows it whole.
 package tiktoken
 
 import (

@@ -60,6 +60,7 @@ func runDemo(e *env, args []string) error {
 		return usagef("--quota %q: a quota that never refills would leave the demo waiting forever", quota.value)
 	}
 	client := vendor
+	// One under the vendor's burst, 9 against 10 by default: arrivals jitter past the sends by a fraction of a request (docs/buckets.md).
 	client.capacity = max(1, vendor.capacity-1)
 	client.rateText = vendor.rateText
 	if d := demoDuration(client, int64(*n)); d > maxDemo {
