@@ -6,8 +6,8 @@
 // # Buckets
 //
 // A [Bucket] is a token bucket: [New](capacity, rate) makes one that starts
-// full and refills continuously at its [Rate] ([Per] tokens per period, or
-// one [Every] interval), never above its capacity. [Bucket.TryAcquire]
+// full and refills continuously at its [Rate] ([Per] tokens per period),
+// never above its capacity. [Bucket.TryAcquire]
 // takes tokens only if they are there now, [Bucket.WaitTime] says how long
 // until they would be, and [Bucket.Acquire] waits its turn in a FIFO queue,
 // honouring its context; when the context's deadline comes before the
@@ -17,9 +17,12 @@
 // as an integer remainder, so every decision equals what exact rational
 // arithmetic gives, with no drift. Refill is lazy: a Bucket owns no
 // goroutine, ticker or timer. A budget can change while calls are in
-// flight: [Bucket.SetRate], [Bucket.SetCapacity], [Bucket.PauseUntil] and
-// [Bucket.Drain] take effect at once and re-time the waiters already
-// queued. Every type takes its time from a clockwork.Clock ([WithClock]),
+// flight: [Bucket.SetRate] and [Bucket.SetCapacity] take effect at once
+// and re-time the waiters already queued, and [Bucket.Status] reads the
+// state under one lock. Everything that keeps a record of costs (permits,
+// reservations, refunds, a pause, a server's count of what is left) is on
+// the Limiter, and [NewLimiter](b) makes one over a single bucket. Every
+// type takes its time from a clockwork.Clock ([WithClock]),
 // so tests drive waits with a fake clock and never sleep.
 //
 // # Several limits: Limiter
@@ -36,8 +39,8 @@
 // A call's real cost is often known only from its response (the tokens an
 // LLM call used). [Limiter.Acquire] returns a [Permit] for the costs it
 // took: [Permit.Settle] refunds what the estimate over-reserved, or charges
-// what it missed (the bucket goes into debt, repaid from refill before
-// anyone else is served); [Permit.Cancel] gives everything back for a call
+// what it missed (the bucket goes into debt, at most one capacity deep,
+// repaid from refill before anyone else is served); [Permit.Cancel] gives everything back for a call
 // that was never sent.
 //
 // # One interface: Gate
@@ -74,16 +77,16 @@
 // server's limits with no configuration. Module grpcthrottle does the same
 // for gRPC.
 //
-// # Scheduling: Reserve, priorities, Pace, unlimited and closed limits
+// # Scheduling: Reserve, priorities, pacing, unlimited and closed limits
 //
-// [Bucket.Reserve] and [Limiter.Reserve] take a place in the FIFO queue
-// without blocking and return a [Reservation] that says how long to wait,
-// for callers that schedule work themselves. [WithPriority] puts a call
-// ahead of lower priorities (FIFO within one; no waiter is overtaken more
-// than [MaxOvertake] times), and [PriorityOf] reads it back. [Pace] is a
-// bucket of capacity 1, which spaces calls evenly instead of letting a
-// burst through. A [Rate] of [Inf] never limits; a capacity of 0 admits
-// nothing ([errClosed]).
+// [Limiter.Reserve] takes a place in the FIFO queue without blocking and
+// returns a [Reservation] that says how long to wait, for callers that
+// schedule work themselves. [WithPriority] puts a call ahead of lower
+// priorities (FIFO within one; no waiter is overtaken more than 16 times).
+// A bucket of capacity 1, New(1, rate), spaces calls evenly instead of
+// letting a burst through. A [Rate] of [Inf] never limits, by name: a
+// period of zero is refused, never taken as unlimited; a capacity of 0
+// admits nothing ([ErrCostExceedsCapacity]).
 //
 // # Sharing a quota between teams, and marking: htb and trtcm
 //
@@ -96,8 +99,8 @@
 //
 // # Observing decisions
 //
-// [WithObserver] reports every decision of a bucket to an [Observer], and
-// [Observers] fans out to several; package slogthrottle logs long waits
+// [WithObserver] reports every decision of a bucket to one or several
+// [Observer]s; package slogthrottle logs long waits
 // with log/slog, module otelthrottle records OpenTelemetry metrics.
 //
 // # Every type, one line each
@@ -107,7 +110,7 @@
 //   - [Rate]: whole tokens over a period ([Per]).
 //   - [Limiter]: several buckets spent all or nothing ([NewLimiter]).
 //   - [Keyed]: a Limiter per key, bounded, made on first use ([Limit]).
-//   - [Reservation]: a place in a bucket's queue, taken without blocking.
+//   - [Reservation]: a place in a Limiter's queue, taken without blocking.
 //
 // What every limiter is:
 //   - [Gate]: the interface httpthrottle's Transport and LimitHandler and

@@ -140,7 +140,7 @@ func F() {}
 
 // G is documented with good code, a table and a marked snippet.
 //
-//	b, err := throttle.New(1, throttle.Every(time.Second))
+//	b, err := throttle.New(1, throttle.Per(1, time.Second))
 //	if err != nil {
 //		return err
 //	}

@@ -26,8 +26,8 @@ func (l *Limiter) Limits() []Limit {
 }
 
 // Lower brings bucket i (in cost order) down to at most remaining tokens,
-// as Bucket.Drain does; it never raises a level, and an i out of range
-// changes nothing.
+// as a server's count of what is left asks; it never raises a level, and
+// an i out of range changes nothing.
 func (l *Limiter) Lower(i int, remaining int64) {
 	if i >= 0 && i < len(l.bs) {
 		l.bs[i].lower(remaining)

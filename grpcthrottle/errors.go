@@ -16,8 +16,8 @@ import (
 // context.DeadlineExceeded; context.Canceled; throttle.ErrInvalidCost...)
 // for errors.Is and errors.As, and carries a gRPC status for status.Code:
 // codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted for a
-// cost no wait can cover (throttle.ErrCostExceedsCapacity, ErrClosed,
-// ErrNoRefill), codes.Internal otherwise.
+// cost no wait can cover (throttle.ErrCostExceedsCapacity: above a
+// capacity, a closed limit, no refill), codes.Internal otherwise.
 type GateError struct {
 	Method string
 	Err    error

@@ -14,8 +14,8 @@
 //	throttle.level      gauge      {token}    the level of each watched bucket, negative while in debt
 //
 // The counters and the histogram are fed by the events of the buckets
-// created with throttle.WithObserver(o); the gauge reads Bucket.Tokens at
-// each collection for the buckets passed to Watch. The two are separate
+// created with throttle.WithObserver(o); the gauge reads the Level of
+// Bucket.Status at each collection for the buckets passed to Watch. The two are separate
 // because a bucket takes its observer when it is created, after the
 // Observer exists.
 //
