@@ -57,7 +57,8 @@ import (
 // takes spare a waiter is owed; among callers that only use TryAcquire,
 // spare goes to whoever asks first.
 //
-// Acquire, TryAcquire, WaitTime and AcquirePermit behave as on a Bucket:
+// Acquire, TryAcquire and WaitTime behave as on a Bucket, AcquirePermit as
+// a Limiter's Acquire:
 // exact integer arithmetic, FIFO within a class, a cancelled waiter spends
 // nothing, a deadline too near fails at once (the wait is projected from
 // the waiters queued now; a waiter that borrows can be served later than

@@ -7,8 +7,9 @@
 //
 // [NewQuota] makes the root of a hierarchy, the quota, and [Class.NewClass]
 // a class under it from a [Config]. A Class is acquired as a
-// throttle.Bucket is (Acquire, TryAcquire, WaitTime, AcquirePermit), with
-// the same exact integer arithmetic and the same FIFO queue machinery.
+// throttle.Bucket is (Acquire, TryAcquire, WaitTime), and its AcquirePermit
+// returns a Permit as a throttle.Limiter's Acquire does, with the same
+// exact integer arithmetic and the same FIFO queue machinery.
 //
 // Every type, one line each:
 //   - [Class]: one node of a hierarchy, with its guarantee and ceiling.
