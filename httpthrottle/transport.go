@@ -107,10 +107,12 @@ const defaultRetries = 3
 //
 // Signals: a quota the server reports is matched to a limit by name
 // (OpenAI's and Anthropic's "requests", "tokens", "input-tokens",
-// "output-tokens", or an IETF policy name); a quota without a name, or an
+// "output-tokens", or an IETF policy name); with WithLLM, one of those four
+// that no limit is named for goes to the first limit the LLM config gives
+// that role ("tpm" for TokenLimits {"tpm"}). A quota without a name, or an
 // IETF policy or "requests" quota that matches no limit, goes to the limit
-// named "requests", or to the only limit of a one-limit Gate. Other quotas
-// are ignored.
+// named "requests", else the first of the LLM config's request limits, or
+// to the only limit of a one-limit Gate. Other quotas are ignored.
 //
 // Any Gate: what the Transport does to a Limiter it does to any Gate,
 // through the Gate interface and what the Gate can do beyond it. A Pauser
