@@ -165,7 +165,7 @@ func callOK(resp *http.Response, err error) error {
 }
 
 func autoContender(workers int) contender {
-	return autoContenderWith(workers, "httpthrottle.Auto()", func() []httpthrottle.AutoOption { return nil })
+	return autoContenderWith(workers, "httpthrottle.NewAuto()", func() []httpthrottle.AutoOption { return nil })
 }
 
 // autoContenderWith is Auto with the options opts returns, for each
@@ -173,8 +173,8 @@ func autoContender(workers int) contender {
 func autoContenderWith(workers int, name string, opts func() []httpthrottle.AutoOption) contender {
 	return contender{name: name, make: func() (func(context.Context, string) error, func(), func() string) {
 		base := baseTransport(workers)
-		auto := httpthrottle.NewAuto(opts()...)
-		c := &http.Client{Transport: httpthrottle.NewTransport(base, auto.Limiter)}
+		auto := must(httpthrottle.NewAuto(opts()...))
+		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, auto.Limiter))}
 		return func(ctx context.Context, url string) error {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 				req.Header.Set("Authorization", "Bearer sk-shared")
@@ -380,9 +380,9 @@ func TestAutoVendorConverge(t *testing.T) {
 		}
 		v := newVendor(d)
 		srv := httptest.NewServer(v)
-		auto := httpthrottle.NewAuto()
+		auto := must(httpthrottle.NewAuto())
 		base := baseTransport(8)
-		c := &http.Client{Transport: httpthrottle.NewTransport(base, auto.Limiter)}
+		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, auto.Limiter))}
 		ctx, cancel := context.WithCancel(context.Background())
 		stopAt := time.AfterFunc(run, cancel)
 		var wg sync.WaitGroup

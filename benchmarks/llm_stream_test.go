@@ -33,7 +33,7 @@ func BenchmarkStreamFirstByte(b *testing.B) {
 			rpm, _ := throttle.New(1<<40, throttle.Per(1<<40, time.Second), throttle.WithName("requests"))
 			tpm, _ := throttle.New(1<<40, throttle.Per(1<<40, time.Second), throttle.WithName("tokens"))
 			lim, _ := throttle.NewLimiter(rpm, tpm)
-			tr := httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{}))
+			tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{})))
 			first := func(rt http.RoundTripper) time.Duration {
 				req, _ := http.NewRequest(http.MethodPost, vendor.URL+tt.path, strings.NewReader(tt.body))
 				start := time.Now()
@@ -83,7 +83,7 @@ func TestChunkedJSONFirstChunk(t *testing.T) {
 	lim, _ := throttle.NewLimiter(rpm, tpm)
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	tr := httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{}))
+	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{})))
 	req, _ := http.NewRequest(http.MethodPost, vendor.URL+"/v1beta/models/g:streamGenerateContent",
 		strings.NewReader(`{"contents":[{"parts":[{"text":"Say ok."}]}],"generationConfig":{"maxOutputTokens":50}}`))
 	start := time.Now()

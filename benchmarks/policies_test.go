@@ -37,7 +37,7 @@ func BenchmarkManyPolicies(b *testing.B) {
 		}
 		l, _ := throttle.NewLimiter(bucket)
 		plain := &http.Client{Transport: &http.Transport{MaxResponseHeaderBytes: 64 << 20}}
-		through := &http.Client{Transport: httpthrottle.NewTransport(&http.Transport{MaxResponseHeaderBytes: 64 << 20}, httpthrottle.Shared(l))}
+		through := &http.Client{Transport: must(httpthrottle.NewTransport(&http.Transport{MaxResponseHeaderBytes: 64 << 20}, httpthrottle.Shared(l)))}
 		for _, c := range []struct {
 			name   string
 			client *http.Client

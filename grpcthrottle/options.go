@@ -10,18 +10,17 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // DefaultMaxPause is the longest a client waits on what a server says,
-// unless WithMaxPause sets another limit: httpthrottle.DefaultMaxPause, as
-// for the HTTP Transport.
-const DefaultMaxPause = httpthrottle.DefaultMaxPause
+// unless WithMaxPause sets another limit: 60 seconds, as for the HTTP
+// Transport (httpthrottle.WithMaxPause).
+const DefaultMaxPause = 60 * time.Second
 
 // DefaultRetries is how many times a client re-sends a refused call,
-// unless WithRetries says otherwise: httpthrottle.DefaultRetries, as for the
-// HTTP Transport.
-const DefaultRetries = httpthrottle.DefaultRetries
+// unless WithRetries says otherwise: 3, as for the HTTP Transport
+// (httpthrottle.WithRetries).
+const DefaultRetries = 3
 
 // Option configures a Client or a Server. Each says which side reads it;
 // NewClient and NewServer panic, naming it, if given one only the other

@@ -21,18 +21,22 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// Auto returns a LimiterFunc that needs no configuration: it learns each
-// quota from what the server says, and finds it by congestion control when
-// the server says nothing but 429. It is NewAuto(opts...).Limiter; keep the
-// AutoLimiter to read its Stats.
-//
-//	client := &http.Client{Transport: throttle.NewTransport(http.DefaultTransport, throttle.Auto())}
-func Auto(opts ...AutoOption) LimiterFunc {
-	return NewAuto(opts...).Limiter
-}
-
 // AutoLimiter keeps one learned Limiter per quota: by default per host and
-// credential (see AutoKey). It learns only through a Transport, which tells
+// credential (see AutoKey). Its Limiter method is a LimiterFunc that needs
+// no configuration: it learns each quota from what the server says, and
+// finds it by congestion control when the server says nothing but 429.
+//
+//	auto, err := httpthrottle.NewAuto()
+//	if err != nil {
+//		return err
+//	}
+//	tr, err := httpthrottle.NewTransport(http.DefaultTransport, auto.Limiter)
+//	if err != nil {
+//		return err
+//	}
+//	client := &http.Client{Transport: tr}
+//
+// Keep the AutoLimiter to read its Stats. It learns only through a Transport, which tells
 // the Limiter of every response; a Limiter used elsewhere stays as it is.
 //
 // # What it learns from headers
@@ -171,8 +175,8 @@ func Auto(opts ...AutoOption) LimiterFunc {
 //
 // # Bounds
 //
-// Every rate stays between the floor (AutoMinRate, default one per ten
-// seconds) and the maximum (AutoMaxRate, default none). Explicit limits
+// Every rate stays between the floor (default one per ten
+// seconds) and the maximum (both set by AutoRange; default none). Explicit limits
 // (AutoWithin) stay in force: a request must pass them and the learned
 // limits, which can only tighten them. The learned buckets are kept in a
 // Keyed (see NewKeyed), which drops them once they are idle and full; a
@@ -192,8 +196,10 @@ type AutoLimiter struct {
 	next   int          // the sweep's position in order
 }
 
-// AutoOption configures an AutoLimiter.
-type AutoOption func(*autoConfig)
+// AutoOption configures an AutoLimiter. NewAuto fails, with an error
+// matching throttle.ErrInvalidOption that names the option and its value,
+// for an option outside its documented range.
+type AutoOption func(*autoConfig) error
 
 type autoConfig struct {
 	key     func(*http.Request) string
@@ -214,38 +220,45 @@ type autoConfig struct {
 // The default is the request's host and a hash of its credential
 // (Authorization, X-Api-Key, Api-Key or X-Goog-Api-Key), so that two API
 // keys of one vendor are two quotas. A custom key is used as given,
-// without the credential: hash secrets before returning them.
+// without the credential: hash secrets before returning them. key must not
+// be nil.
 func AutoKey(key func(*http.Request) string) AutoOption {
-	return func(c *autoConfig) { c.key = key }
+	return func(c *autoConfig) error {
+		if key == nil {
+			return invalidOption("AutoKey(nil): no key function")
+		}
+		c.key = key
+		return nil
+	}
 }
 
 // AutoInitialRate sets the rate a quota starts at before anything is
-// known about it. The default is 2 per second.
+// known about it, r > 0 and finite. The default is 2 per second. It is
+// raised to the floor and lowered to the maximum of AutoRange.
 func AutoInitialRate(r throttle.Rate) AutoOption {
-	return func(c *autoConfig) {
-		if v := perSecond(r); v > 0 {
-			c.initial = v
+	return func(c *autoConfig) error {
+		v := perSecond(r)
+		if v <= 0 {
+			return invalidOption("AutoInitialRate(%v): the rate must be positive and finite", r)
 		}
+		c.initial = v
+		return nil
 	}
 }
 
-// AutoMaxRate caps every learned request rate at r (token limits are not
-// capped). The default is no cap.
-func AutoMaxRate(r throttle.Rate) AutoOption {
-	return func(c *autoConfig) {
-		if v := perSecond(r); v > 0 {
-			c.max = v
+// AutoRange sets the floor no learned rate goes below, whatever the
+// server says, and the maximum every learned request rate is capped at
+// (token limits are not capped): min > 0 and finite, max >= min or
+// throttle.Inf for no cap. The default is a floor of one per ten seconds
+// and no cap.
+func AutoRange(min, max throttle.Rate) AutoOption {
+	return func(c *autoConfig) error {
+		lo, hi := perSecond(min), perSecond(max)
+		if lo <= 0 || max != throttle.Inf && hi < lo {
+			return invalidOption("AutoRange(%v, %v): the floor must be positive and finite, and the maximum at least the floor (throttle.Inf for none)", min, max)
 		}
-	}
-}
-
-// AutoMinRate sets the floor no learned rate goes below, whatever the
-// server says. The default is one per ten seconds.
-func AutoMinRate(r throttle.Rate) AutoOption {
-	return func(c *autoConfig) {
-		if v := perSecond(r); v > 0 {
-			c.floor = v
-		}
+		c.floor, c.max = lo, hi
+		return nil
 	}
 }
 
@@ -253,53 +266,83 @@ func AutoMinRate(r throttle.Rate) AutoOption {
 // learned one: the configured limits stay the ceiling, and learned limits
 // only tighten them. f's buckets must be on the same clock as Auto's
 // (AutoClock). The two are joined into one Limiter, costs in f's bucket
-// order first.
+// order first. f must not be nil.
 func AutoWithin(f LimiterFunc) AutoOption {
-	return func(c *autoConfig) { c.within = f }
+	return func(c *autoConfig) error {
+		if f == nil {
+			return invalidOption("AutoWithin(nil): no LimiterFunc")
+		}
+		c.within = f
+		return nil
+	}
 }
 
-// AutoClock makes the learned buckets and the learning read time from c.
+// AutoClock makes the learned buckets and the learning read time from c,
+// which must not be nil. The default is the real clock.
 func AutoClock(c clockwork.Clock) AutoOption {
-	return func(o *autoConfig) { o.clock = c }
+	return func(o *autoConfig) error {
+		if c == nil {
+			return invalidOption("AutoClock(nil): no clock (leave the option out for the real clock)")
+		}
+		o.clock = c
+		return nil
+	}
 }
 
 // AutoObserver reports the learned buckets' decisions to o, and an
-// EventTuned each time a learned limit changes its rate or capacity.
+// EventTuned each time a learned limit changes its rate or capacity. o
+// must not be nil.
 func AutoObserver(o throttle.Observer) AutoOption {
-	return func(c *autoConfig) { c.obs = o }
-}
-
-// AutoIdle sets how long a quota nobody uses is remembered; the default is
-// 10 minutes. A quota is always kept for at least its longest window.
-func AutoIdle(d time.Duration) AutoOption {
-	return func(c *autoConfig) {
-		if d > 0 {
-			c.idle = d
+	return func(c *autoConfig) error {
+		if o == nil {
+			return invalidOption("AutoObserver(nil): no observer")
 		}
+		c.obs = o
+		return nil
 	}
 }
 
-// DefaultAutoMaxQuotas is how many quotas an AutoLimiter remembers at
+// AutoIdle sets how long a quota nobody uses is remembered, d > 0; the
+// default is 10 minutes. A quota is always kept for at least its longest
+// window.
+func AutoIdle(d time.Duration) AutoOption {
+	return func(c *autoConfig) error {
+		if d <= 0 {
+			return invalidOption("AutoIdle(%v): the time must be positive", d)
+		}
+		c.idle = d
+		return nil
+	}
+}
+
+// defaultAutoMaxQuotas is how many quotas an AutoLimiter remembers at
 // most, unless AutoMaxQuotas says otherwise.
-const DefaultAutoMaxQuotas = 4096
+const defaultAutoMaxQuotas = 4096
 
 // AutoMaxQuotas sets the most quotas remembered (hosts, credentials,
-// GitHub resources): a new quota beyond n makes the AutoLimiter forget the
-// one used least recently. The default is DefaultAutoMaxQuotas; n < 1
-// keeps it.
+// GitHub resources), n >= 1: a new quota beyond n makes the AutoLimiter
+// forget the one used least recently. The default is 4096.
 func AutoMaxQuotas(n int) AutoOption {
-	return func(c *autoConfig) {
-		if n >= 1 {
-			c.maxQuotas = n
+	return func(c *autoConfig) error {
+		if n < 1 {
+			return invalidOption("AutoMaxQuotas(%d): the count must be at least 1", n)
 		}
+		c.maxQuotas = n
+		return nil
 	}
 }
 
-// NewAuto returns an AutoLimiter; see Auto.
-func NewAuto(opts ...AutoOption) *AutoLimiter {
-	cfg := autoConfig{initial: 2, floor: 0.1, idle: 10 * time.Minute, rand: rand.Float64, maxQuotas: DefaultAutoMaxQuotas}
-	for _, o := range opts {
-		o(&cfg)
+// NewAuto returns an AutoLimiter, or an error matching
+// throttle.ErrInvalidOption for an option outside its range (see each).
+func NewAuto(opts ...AutoOption) (*AutoLimiter, error) {
+	cfg := autoConfig{initial: 2, floor: 0.1, idle: 10 * time.Minute, rand: rand.Float64, maxQuotas: defaultAutoMaxQuotas}
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalidOption("NewAuto given a nil AutoOption (option %d)", i)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	// The floor holds: the start is at least the floor, and a maximum
 	// below the floor is raised to it.
@@ -309,13 +352,16 @@ func NewAuto(opts ...AutoOption) *AutoLimiter {
 		cfg.initial = min(cfg.initial, cfg.max)
 	}
 	a := &AutoLimiter{cfg: cfg, seed: maphash.MakeSeed(), quotas: make(map[quotaKey]*autoQuota)}
-	kopts := []throttle.Option{throttle.WithObserver(cfg.obs)}
+	var kopts []throttle.Option
+	if cfg.obs != nil {
+		kopts = append(kopts, throttle.WithObserver(cfg.obs))
+	}
 	if cfg.clock != nil {
 		kopts = append(kopts, throttle.WithClock(cfg.clock))
 	}
 	a.keyed = throttle.NewKeyed(a.startLimits, kopts...)
 	a.epoch = a.wall()
-	return a
+	return a, nil
 }
 
 // quotaKey names a quota: the key, the credential's hash, and for GitHub
@@ -511,8 +557,8 @@ func (a *AutoLimiter) forget(i int) {
 	}
 }
 
-// Len returns the number of quotas remembered.
-func (a *AutoLimiter) Len() int {
+// quotaCount returns the number of quotas remembered.
+func (a *AutoLimiter) quotaCount() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.quotas)

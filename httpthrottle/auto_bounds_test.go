@@ -22,7 +22,7 @@ import (
 // bounded set, every rate at or above the floor.
 func checkBounds(t testing.TB, a *AutoLimiter) {
 	t.Helper()
-	if n := a.Len(); n > a.cfg.maxQuotas {
+	if n := a.quotaCount(); n > a.cfg.maxQuotas {
 		t.Fatalf("%d quotas; want at most %d", n, a.cfg.maxQuotas)
 	}
 	for _, s := range a.Stats() {
@@ -64,7 +64,7 @@ func boundedName(name string) bool {
 // TestAutoBoundedUnderFreshNames: 10,000 responses, each naming a policy
 // never seen, or a GitHub resource never seen, or coming from a host never
 // seen, leave at most 64 limits a quota, 16 resources a credential and
-// DefaultAutoMaxQuotas quotas, and bucket names (Event.Limit, which
+// defaultAutoMaxQuotas quotas, and bucket names (Event.Limit, which
 // otelthrottle makes attribute values) from a set of at most 65 values.
 func TestAutoBoundedUnderFreshNames(t *testing.T) {
 	var log tunedLog
@@ -119,13 +119,13 @@ func TestAutoBoundedUnderFreshNames(t *testing.T) {
 	}
 	checkBounds(t, a)
 
-	// Fresh hosts: DefaultAutoMaxQuotas kept, an hour before the sweep
+	// Fresh hosts: defaultAutoMaxQuotas kept, an hour before the sweep
 	// would have dropped any.
 	for i := range 10000 {
 		tell(t, a, clk, get(t, "https://h"+strconv.Itoa(i)+".example.com/"), 200, ietf(10, 1, 9))
 	}
-	if n := a.Len(); n > DefaultAutoMaxQuotas {
-		t.Errorf("%d quotas after 10,000 fresh hosts; want at most %d", n, DefaultAutoMaxQuotas)
+	if n := a.quotaCount(); n > defaultAutoMaxQuotas {
+		t.Errorf("%d quotas after 10,000 fresh hosts; want at most %d", n, defaultAutoMaxQuotas)
 	}
 	checkBounds(t, a)
 }
@@ -162,7 +162,7 @@ func TestAutoMergesFamilies(t *testing.T) {
 	}
 }
 
-// TestAutoFloorHolds: refusals never take a rate below AutoMinRate,
+// TestAutoFloorHolds: refusals never take a rate below the floor of AutoRange,
 // whether the server reports a remaining count of 0 on its 429s, or only
 // its policy; and once the server lets calls through again, a limit it
 // names without counts grows back to its rate.
@@ -184,7 +184,7 @@ func TestAutoFloorHolds(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a, clk := newAutoFake(t, AutoMinRate(throttle.Per(1, time.Second)))
+			a, clk := newAutoFake(t, AutoRange(throttle.Per(1, time.Second), throttle.Inf))
 			req := get(t, "https://api.example.com/")
 			for range 30 {
 				clk.Advance(2 * time.Second)
@@ -224,15 +224,15 @@ func (v *pauseVendor) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestAutoMaxPauseAbsolute: Auto's random lengthening of a pause never
 // takes it past the Transport's MaxPause.
 func TestAutoMaxPauseAbsolute(t *testing.T) {
-	for _, maxPause := range []time.Duration{2 * time.Second, DefaultMaxPause} {
+	for _, maxPause := range []time.Duration{2 * time.Second, defaultMaxPause} {
 		for _, ra := range []string{"1000000000000", "1"} {
 			clk := newClock()
-			a := NewAuto(AutoClock(clk), autoRand(0.999999))
+			a := must(NewAuto(AutoClock(clk), autoRand(0.999999)))
 			var opts []TransportOption
-			if maxPause != DefaultMaxPause {
+			if maxPause != defaultMaxPause {
 				opts = append(opts, WithMaxPause(maxPause))
 			}
-			c := &http.Client{Transport: NewTransport(&pauseVendor{ra}, a.Limiter, append(opts, WithRetries(0))...)}
+			c := &http.Client{Transport: must(NewTransport(&pauseVendor{ra}, a.Limiter, append(opts, WithRetries(0))...))}
 			start := clk.Now()
 			resp, err := c.Get("https://api.example.com/")
 			if err != nil {
@@ -260,7 +260,7 @@ func TestAutoLearnsBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := NewAuto(AutoClock(clk), autoRand(0.5))
+	a := must(NewAuto(AutoClock(clk), autoRand(0.5)))
 	req := get(t, "https://api.example.com/")
 	respond := func() {
 		ok, _ := srv.TryAcquire(1)

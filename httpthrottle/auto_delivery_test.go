@@ -25,7 +25,7 @@ func simRun(t *testing.T, n int, quota, burst float64, d, after time.Duration) (
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
 	cs := make([]*client, n)
 	for i := range cs {
-		a := NewAuto(AutoClock(clk), autoRand(0.999999))
+		a := must(NewAuto(AutoClock(clk), autoRand(0.999999)))
 		l, _ := a.limiterOf(req)
 		cs[i] = &client{a: a, ln: autoOf(l).lanes[0], next: clk.Now().Add(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))}
 	}

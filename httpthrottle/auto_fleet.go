@@ -74,10 +74,12 @@ const (
 // find each other), never the secret. Members' clocks should agree to a
 // few milliseconds: instants are stored as Unix times.
 func AutoFleet(store AutoStore) AutoOption {
-	return func(c *autoConfig) {
-		if store != nil {
-			c.fleet = &autoFleet{store: store, prefix: "throttle:auto:", member: newMember()}
+	return func(c *autoConfig) error {
+		if store == nil {
+			return invalidOption("AutoFleet(nil): no store")
 		}
+		c.fleet = &autoFleet{store: store, prefix: "throttle:auto:", member: newMember()}
+		return nil
 	}
 }
 

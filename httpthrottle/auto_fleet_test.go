@@ -70,7 +70,7 @@ func heedTell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Reque
 func TestAutoFleetSharesLimits(t *testing.T) {
 	clk := newClock()
 	store := newMemStore(clk)
-	mk := func() *AutoLimiter { return NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.999999)) }
+	mk := func() *AutoLimiter { return must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.999999))) }
 	a, b := mk(), mk()
 	req := get(t, "https://api.example.com/", "Authorization", "Bearer sk-1")
 	tell(t, a, clk, req, 200, ietf(50, 1, 49))
@@ -110,7 +110,7 @@ func TestAutoFleetPaysA429Once(t *testing.T) {
 	var members []*AutoLimiter
 	req := get(t, "https://api.example.com/")
 	for range 4 {
-		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.999999), AutoInitialRate(throttle.Per(40, time.Second)))
+		a := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.999999), AutoInitialRate(throttle.Per(40, time.Second))))
 		members = append(members, a)
 		tell(t, a, clk, req, 200, http.Header{})
 	}
@@ -175,7 +175,7 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 	req := get(t, "https://api.example.com/")
 	var members []*AutoLimiter
 	for _, r := range []float64{0.999999, 0.2, 0.8, 0.8} {
-		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(r), AutoInitialRate(throttle.Per(4, time.Second)))
+		a := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(r), AutoInitialRate(throttle.Per(4, time.Second))))
 		members = append(members, a)
 		tell(t, a, clk, req, 200, http.Header{})
 	}
@@ -218,7 +218,7 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 	}
 	// A member that has had no response does not know its Transport's
 	// MaxPause yet: it keeps the fleet's pause, no later.
-	fresh, _ := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.8), AutoInitialRate(throttle.Per(4, time.Second))).limiterOf(req)
+	fresh, _ := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.8), AutoInitialRate(throttle.Per(4, time.Second)))).limiterOf(req)
 	if u, ok := pausedUntil(core.Buckets(fresh)[0]); !ok || !u.Equal(until) {
 		t.Errorf("a member with no response yet paused until %v, %v; want the fleet's pause, %v", u, ok, until)
 	}
@@ -250,7 +250,7 @@ func TestAutoFleetMemberTTL(t *testing.T) {
 	store := newMemStore(clk)
 	req := get(t, "https://api.example.com/")
 	mk := func() *throttle.Limiter {
-		a := NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.5), AutoInitialRate(throttle.Per(1, time.Second)))
+		a := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.5), AutoInitialRate(throttle.Per(1, time.Second))))
 		l, _ := a.limiterOf(req)
 		return l
 	}

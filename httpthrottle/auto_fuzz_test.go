@@ -35,18 +35,18 @@ func FuzzAutoResponses(f *testing.F) {
 			}
 			h.Add(http.CanonicalHeaderKey(strings.TrimSpace(k)), strings.TrimSpace(v))
 		}
-		a, clk := newAutoFake(t, AutoMinRate(throttle.Per(1, time.Second)))
+		a, clk := newAutoFake(t, AutoRange(throttle.Per(1, time.Second), throttle.Inf))
 		var err error
 		req := get(t, "https://api.example.com/v1/x")
 		tell(t, a, clk, req, 200, h)
 		l := tell(t, a, clk, req, status, h)
 		for _, b := range core.Buckets(l) {
-			if u, ok := pausedUntil(b); ok && u.Sub(clk.Now()) > DefaultMaxPause {
-				t.Fatalf("paused for %v; MaxPause is %v", u.Sub(clk.Now()), DefaultMaxPause)
+			if u, ok := pausedUntil(b); ok && u.Sub(clk.Now()) > defaultMaxPause {
+				t.Fatalf("paused for %v; MaxPause is %v", u.Sub(clk.Now()), defaultMaxPause)
 			}
 		}
 		checkBounds(t, a)
-		clk.Advance(DefaultMaxPause)
+		clk.Advance(defaultMaxPause)
 		l, err = a.limiterOf(req)
 		if err != nil {
 			t.Fatal(err)

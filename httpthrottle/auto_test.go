@@ -21,7 +21,7 @@ import (
 
 // autoRand fixes the jitter, for tests.
 func autoRand(v float64) AutoOption {
-	return func(c *autoConfig) { c.rand = func() float64 { return v } }
+	return func(c *autoConfig) error { c.rand = func() float64 { return v }; return nil }
 }
 
 // newAutoFake returns an AutoLimiter on a fake clock with no jitter (the
@@ -29,7 +29,7 @@ func autoRand(v float64) AutoOption {
 func newAutoFake(t *testing.T, opts ...AutoOption) (*AutoLimiter, *clockwork.FakeClock) {
 	t.Helper()
 	clk := newClock()
-	a := NewAuto(append([]AutoOption{AutoClock(clk), autoRand(0.999999)}, opts...)...)
+	a := must(NewAuto(append([]AutoOption{AutoClock(clk), autoRand(0.999999)}, opts...)...))
 	return a, clk
 }
 
@@ -61,15 +61,15 @@ func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request
 		t.Fatal(err)
 	}
 	var sig headers.Signals
-	headers.ParseClock(&sig, h, clk, DefaultMaxPause)
+	headers.ParseClock(&sig, h, clk, defaultMaxPause)
 	costs := make([]int64, len(core.Buckets(l)))
 	for i := range costs {
 		costs[i] = 1
 	}
 	if heed {
-		NewTransport(nil, a.Limiter).heed(l, costs, status, &sig, clk)
+		must(NewTransport(nil, a.Limiter)).heed(l, costs, status, &sig, clk)
 	}
-	autoOf(l).response(req, l, costs, status, &sig, DefaultMaxPause)
+	autoOf(l).response(req, l, costs, status, &sig, defaultMaxPause)
 	return l
 }
 
@@ -180,7 +180,7 @@ func TestAutoSharesConverge(t *testing.T) {
 	req := get(t, "https://api.example.com/")
 	level := burst
 	for range n {
-		a := NewAuto(AutoClock(clk), autoRand(0.5))
+		a := must(NewAuto(AutoClock(clk), autoRand(0.5)))
 		clients = append(clients, a)
 		l := tell(t, a, clk, req, 200, ietf(burst, 1, int64(level)))
 		level--
@@ -391,7 +391,7 @@ func TestAutoCongestionEvents(t *testing.T) {
 }
 
 func TestAutoFloorAndMax(t *testing.T) {
-	a, clk := newAutoFake(t, AutoInitialRate(throttle.Per(4, time.Second)), AutoMinRate(throttle.Per(1, time.Second)), AutoMaxRate(throttle.Per(20, time.Second)))
+	a, clk := newAutoFake(t, AutoInitialRate(throttle.Per(4, time.Second)), AutoRange(throttle.Per(1, time.Second), throttle.Per(20, time.Second)))
 	req := get(t, "https://api.example.com/")
 	l, _ := a.limiterOf(req)
 	ln := autoOf(l).lanes[0]
@@ -438,7 +438,7 @@ func TestAutoKeyHashesCredential(t *testing.T) {
 		}
 	}
 	// A custom key is used as given.
-	b := NewAuto(AutoKey(func(*http.Request) string { return "tenant" }))
+	b := must(NewAuto(AutoKey(func(*http.Request) string { return "tenant" })))
 	lb, _ := b.limiterOf(r1)
 	if autoOf(lb).key.String() != "tenant" {
 		t.Errorf("custom key %q", autoOf(lb).key)
@@ -452,7 +452,7 @@ func TestAutoWithinStaysTheCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	user, _ := throttle.NewLimiter(mine)
-	a := NewAuto(AutoClock(clk), AutoWithin(Shared(user)))
+	a := must(NewAuto(AutoClock(clk), AutoWithin(Shared(user))))
 	req := get(t, "https://api.example.com/")
 	l := tell(t, a, clk, req, 200, ietf(1000, 1, 1000))
 	if core.Buckets(l)[0] != mine || len(core.Buckets(l)) != 2 {
@@ -573,15 +573,15 @@ func TestAutoObserverAndEviction(t *testing.T) {
 	for i := range 10 {
 		a.limiterOf(get(t, "https://h"+strconv.Itoa(i)+".example.com/"))
 	}
-	if a.Len() != 11 {
-		t.Fatalf("Len %d; want 11", a.Len())
+	if a.quotaCount() != 11 {
+		t.Fatalf("Len %d; want 11", a.quotaCount())
 	}
 	clk.Advance(2 * time.Minute)
 	for range 30 {
 		a.limiterOf(get(t, "https://fresh.example.com/"))
 	}
-	if a.Len() != 1 {
-		t.Errorf("Len %d after every other quota went unused for 2 minutes; want 1", a.Len())
+	if a.quotaCount() != 1 {
+		t.Errorf("Len %d after every other quota went unused for 2 minutes; want 1", a.quotaCount())
 	}
 }
 
@@ -611,9 +611,9 @@ func (v *fakeVendor) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func TestAutoThroughTransport(t *testing.T) {
 	clk := newClock()
-	a := NewAuto(AutoClock(clk))
+	a := must(NewAuto(AutoClock(clk)))
 	v := &fakeVendor{clk: clk, level: 10}
-	c := &http.Client{Transport: NewTransport(v, a.Limiter)}
+	c := &http.Client{Transport: must(NewTransport(v, a.Limiter))}
 	resp, err := c.Get("https://api.example.com/")
 	if err != nil {
 		t.Fatal(err)
@@ -709,7 +709,7 @@ func TestAutoStartCut(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, uint64(tc.n)))
 		cs := make([]*client, tc.n)
 		for i := range cs {
-			a := NewAuto(AutoClock(clk), autoRand(0.999999))
+			a := must(NewAuto(AutoClock(clk), autoRand(0.999999)))
 			l, _ := a.limiterOf(req)
 			// Clients start apart, and send apart: not in lockstep.
 			cs[i] = &client{a: a, ln: autoOf(l).lanes[0], next: clk.Now().Add(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))}

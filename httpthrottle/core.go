@@ -20,7 +20,26 @@ type settler interface {
 	TakenCosts() []int64
 	// LimitName returns the name of limit i, in cost order.
 	LimitName(i int) string
+	// LimitCapacity returns the capacity of limit i.
+	LimitCapacity(i int) int64
 }
+
+// limiterSettler is the settler of a Limiter's permit: the core's, which
+// knows no capacity, with the buckets.
+type limiterSettler struct {
+	corePermit
+	bs []*throttle.Bucket
+}
+
+// corePermit is the part of settler the core's permit implements.
+type corePermit interface {
+	Settle(actual ...int64) error
+	Keep()
+	TakenCosts() []int64
+	LimitName(i int) string
+}
+
+func (s limiterSettler) LimitCapacity(i int) int64 { return s.bs[i].Status().Capacity }
 
 // gatePermit is the settler of a Permit taken from a Gate that is not a
 // Limiter.
@@ -34,3 +53,4 @@ func (g *gatePermit) Settle(actual ...int64) error { return g.p.Settle(actual...
 func (g *gatePermit) Keep()                        {}
 func (g *gatePermit) TakenCosts() []int64          { return g.costs }
 func (g *gatePermit) LimitName(i int) string       { return g.limits[i].Name }
+func (g *gatePermit) LimitCapacity(i int) int64    { return g.limits[i].Capacity }

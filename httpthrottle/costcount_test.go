@@ -22,9 +22,9 @@ func TestCostCountTransport(t *testing.T) {
 	// All zeros would be free if the count went unchecked: the request would
 	// go out under no limit at all.
 	for _, costs := range [][]int64{{1}, {0}, {1, 1, 1}} {
-		tr := httpthrottle.NewTransport(base, httpthrottle.Shared(l), httpthrottle.WithCost(func(*http.Request, throttle.Gate) ([]int64, error) {
+		tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(l), httpthrottle.WithCost(func(*http.Request, throttle.Gate) ([]int64, error) {
 			return costs, nil
-		}))
+		})))
 		r := httptest.NewRequest(http.MethodGet, "http://vendor.test/", nil)
 		resp, err := tr.RoundTrip(r)
 		if resp != nil {

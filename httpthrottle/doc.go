@@ -16,14 +16,19 @@
 // whole Gate (a [throttle.Pauser]) until the instant the server named, then retries
 // with back-off when the request can be replayed.
 // [WithCost] sets what a request costs, [WithInFlight] caps the requests in
-// flight.
+// flight. Nothing is unlimited by default: a nil pick, Shared of a nil
+// Gate or a pick returning no Gate is an error; for no limit, use a
+// Limiter at rate throttle.Inf.
 //
 // # LLM APIs: LLM
 //
 // [WithLLM] with an [LLM] value makes a Transport count the tokens of
 // OpenAI-style and Anthropic-style JSON calls: each request reserves an
 // estimate read from its body, and its permit is settled against the usage
-// the response reports. [LLM.Cost] is the same estimate as a [CostFunc].
+// the response reports. The LLM config says which limit counts requests
+// and which tokens (by default those named "requests" and "tokens"); a
+// Gate none of whose limits counts tokens is an error, never a count of
+// nothing. [LLM.Cost] is the same estimate as a [CostFunc].
 //
 // # HTTP servers: LimitHandler
 //
@@ -35,9 +40,10 @@
 //
 // # Limits learned from the server: Auto
 //
-// [Auto] is a [LimiterFunc] that needs no configuration: an [AutoLimiter]
-// learns each host's quota from its rate-limit headers ([AutoOption]s set
-// floors, ceilings and keys), and finds it by congestion control where the
+// [NewAuto] makes an [AutoLimiter], whose Limiter method is a [LimiterFunc]
+// that needs no configuration: it learns each host's quota from its
+// rate-limit headers ([AutoOption]s set floors, ceilings and keys), and
+// finds it by congestion control where the
 // server says nothing; [AutoLimiter.Stats] reports what it learned
 // ([AutoQuotaStats], [AutoLimitStats]).
 //
@@ -45,10 +51,10 @@
 //
 //   - [Transport], [TransportOption], [TransportStats]: the client side.
 //   - [LimiterFunc] picks the Gate of a request ([Shared], [PerKey],
-//     [Auto]); [CostFunc] its costs.
+//     [AutoLimiter.Limiter]); [CostFunc] its costs.
 //   - [LimitOption]: the options of [LimitHandler], the server side;
 //     [RequestPermit] gives a handler its request's Permit.
-//   - [LLM], [Usage], [Tokenizer], [OversizedError]: LLM calls' tokens.
+//   - [LLM], [Usage], [Tokenizer]: LLM calls' tokens.
 //   - [AutoLimiter], [AutoOption], [AutoQuotaStats], [AutoLimitStats],
 //     [AutoStore]: limits learned from the server, for one process or a
 //     fleet.

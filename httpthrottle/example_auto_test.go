@@ -8,7 +8,7 @@ import (
 	"github.com/throttlekit/throttle/httpthrottle"
 )
 
-func ExampleAuto() {
+func ExampleNewAuto() {
 	// A server that publishes its quota in the IETF fields.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("RateLimit-Policy", `"default";q=100;w=60`)
@@ -16,8 +16,17 @@ func ExampleAuto() {
 	}))
 	defer srv.Close()
 
-	auto := httpthrottle.NewAuto() // or httpthrottle.Auto(), a LimiterFunc
-	client := &http.Client{Transport: httpthrottle.NewTransport(http.DefaultTransport, auto.Limiter)}
+	auto, err := httpthrottle.NewAuto()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tr, err := httpthrottle.NewTransport(http.DefaultTransport, auto.Limiter)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := &http.Client{Transport: tr}
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		fmt.Println(err)

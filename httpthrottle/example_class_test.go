@@ -17,8 +17,16 @@ import (
 // Settling a team's LLM call against the usage the response reports, as
 // with a Bucket's Permit: reserve the estimate, refund what was not used.
 func ExampleParseUsage_class() {
-	org, _ := htb.NewQuota(200_000, throttle.Per(200_000, time.Minute))
-	search, _ := org.NewClass(htb.Config{Name: "search", Rate: throttle.Per(100_000, time.Minute)})
+	org, err := htb.NewQuota(200_000, throttle.Per(200_000, time.Minute))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	search, err := org.NewClass(htb.Config{Name: "search", Rate: throttle.Per(100_000, time.Minute)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	body := []byte(`{"model":"gpt-4o","max_tokens":1000,"messages":[{"role":"user","content":"Say hi"}]}`)
 	in, out, _ := httpthrottle.LLM{}.Estimate(body)
@@ -41,8 +49,17 @@ func ExampleNewTransport_marker() {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
 	// Committed 1 request a minute (burst 1), peak 2 a minute (burst 2).
-	m, _ := trtcm.New(throttle.Per(1, time.Minute), 1, throttle.Per(2, time.Minute), 2)
-	client := &http.Client{Transport: httpthrottle.NewTransport(http.DefaultTransport, httpthrottle.Shared(m))}
+	m, err := trtcm.New(throttle.Per(1, time.Minute), 1, throttle.Per(2, time.Minute), 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tr, err := httpthrottle.NewTransport(http.DefaultTransport, httpthrottle.Shared(m))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := &http.Client{Transport: tr}
 	send := func(ctx context.Context) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		resp, err := client.Do(req)

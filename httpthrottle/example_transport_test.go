@@ -20,9 +20,22 @@ func ExampleNewTransport() {
 	vendor := throttletest.NewServer(throttletest.Config{Requests: throttle.Per(50, time.Second), RequestBurst: 5})
 	defer vendor.Close()
 
-	bucket, _ := throttle.New(5, throttle.Per(50, time.Second), throttle.WithName("requests"))
-	limiter, _ := throttle.NewLimiter(bucket)
-	client := &http.Client{Transport: httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter))}
+	bucket, err := throttle.New(5, throttle.Per(50, time.Second), throttle.WithName("requests"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	limiter, err := throttle.NewLimiter(bucket)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := &http.Client{Transport: tr}
 
 	statuses := map[int]int{}
 	for range 12 {
@@ -43,8 +56,16 @@ func ExampleNewTransport() {
 // third request is refused with the exact wait, and every answer carries
 // the IETF RateLimit fields.
 func ExampleLimitHandler() {
-	bucket, _ := throttle.New(2, throttle.Per(1, time.Minute))
-	limiter, _ := throttle.NewLimiter(bucket)
+	bucket, err := throttle.New(2, throttle.Per(1, time.Minute))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	limiter, err := throttle.NewLimiter(bucket)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
 	h := httpthrottle.LimitHandler(api, httpthrottle.Shared(limiter))
 
@@ -67,13 +88,36 @@ func ExampleWithLLM() {
 	})
 	defer vendor.Close()
 
-	requests, _ := throttle.New(100, throttle.Per(100, 24*time.Hour), throttle.WithName("requests"))
-	tokens, _ := throttle.New(10_000, throttle.Per(10_000, 24*time.Hour), throttle.WithName("tokens"))
-	limiter, _ := throttle.NewLimiter(requests, tokens)
-	client := &http.Client{Transport: httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter), httpthrottle.WithLLM(httpthrottle.LLM{}))}
+	// The LLM config names each limit's role; these are its defaults.
+	requests, err := throttle.New(100, throttle.Per(100, 24*time.Hour), throttle.WithName("requests"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tokens, err := throttle.New(10_000, throttle.Per(10_000, 24*time.Hour), throttle.WithName("tokens"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	limiter, err := throttle.NewLimiter(requests, tokens)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	llm := httpthrottle.LLM{RequestLimits: []string{"requests"}, TokenLimits: []string{"tokens"}}
+	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter), httpthrottle.WithLLM(llm))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := &http.Client{Transport: tr}
 
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Name three rivers."}],"max_tokens":500}`
-	req, _ := http.NewRequest(http.MethodPost, vendor.URL+"/v1/chat/completions", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, vendor.URL+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	req.Header.Set("Authorization", "Bearer sk-example")
 	resp, err := client.Do(req)
 	if err != nil {

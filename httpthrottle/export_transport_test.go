@@ -54,3 +54,10 @@ func mustTry(t *testing.T, c *htb.Class, cost int64, want bool) {
 		t.Fatalf("%s.TryAcquire(%d) = %v, %v; want %v", c.Name(), cost, ok, err, want)
 	}
 }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -49,7 +49,7 @@ func TestTransportOverClass(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
 		return req
 	}
-	tr := NewTransport(nil, Shared(cl), WithLLM(llm))
+	tr := must(NewTransport(nil, Shared(cl), WithLLM(llm)))
 	client := &http.Client{Transport: tr}
 
 	resp, err := client.Do(newRequest(t.Context()))
@@ -98,9 +98,9 @@ func TestTransportOverClass(t *testing.T) {
 
 	// The base fails: the estimate stays taken, nothing settles it.
 	clk.Advance(time.Minute) // the team's guarantee is full again
-	failing := NewTransport(transportFunc(func(*http.Request) (*http.Response, error) {
+	failing := must(NewTransport(transportFunc(func(*http.Request) (*http.Response, error) {
 		return nil, errors.New("connection reset")
-	}), Shared(cl), WithLLM(llm))
+	}), Shared(cl), WithLLM(llm)))
 	if _, err := failing.RoundTrip(newRequest(t.Context())); err == nil {
 		t.Fatal("the base's error was not returned")
 	}

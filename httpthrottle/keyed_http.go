@@ -45,7 +45,7 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 			return
 		}
 		if costs, err = h.cost(r, view); err != nil {
-			http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+			costError(w, err)
 			return
 		}
 		if costsFree(costs) {

@@ -1,7 +1,9 @@
 package httpthrottle
 
 import (
+	"fmt"
 	"net/http"
+	"reflect"
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/corelink"
@@ -13,18 +15,46 @@ import (
 // Transport (client side) or for LimitHandler (server side): one shared by
 // every request, or one per host, API key or model. Any Gate will do: a
 // Limiter, a key's Limiter of a Keyed (PerKey), an htb.Limiter, a trtcm.Marker,
-// or redisbucket's Limiter, whose quota many processes share. A nil Gate
-// (or a nil *Limiter) with a nil error lets the request through unlimited;
-// an error fails it.
+// or redisbucket's Limiter, whose quota many processes share. An error
+// fails the request. A nil Gate (or a nil *Limiter) with a nil error is an
+// error too, which names the request's host: it most often comes of a
+// constructor's error ignored, and letting the request through would
+// silently lift every limit. For no limit, return a Limiter at rate
+// throttle.Inf: it admits everything and still heeds a server's pauses.
 type LimiterFunc func(*http.Request) (throttle.Gate, error)
 
-// Shared returns a LimiterFunc that puts every request under g.
+// Shared returns a LimiterFunc that puts every request under g. A nil g
+// makes NewTransport fail, and LimitHandler panic.
 func Shared(g throttle.Gate) LimiterFunc {
-	return func(*http.Request) (throttle.Gate, error) { return g, nil }
+	// A method value rather than a closure, so that NewTransport can tell
+	// a Shared pick and check its Gate before the first request: see
+	// sharedGate.
+	return sharedPick{g}.pick
 }
 
-// unlimited is the LimiterFunc of no limit, for a nil one.
-func unlimited(*http.Request) (throttle.Gate, error) { return nil, nil }
+// sharedPick is the LimiterFunc of Shared.
+type sharedPick struct{ g throttle.Gate }
+
+func (s sharedPick) pick(*http.Request) (throttle.Gate, error) { return s.g, nil }
+
+// sharedGate returns the Gate of pick when pick is Shared's: a constructor
+// can then check it at once (a nil Gate, limits WithLLM cannot find)
+// rather than fail the first request. Every method value of
+// sharedPick.pick has the same code (its -fm wrapper, one per program,
+// unlike a closure, which inlining copies), so the code pointer tells
+// it; calling it is then safe, as it reads nothing of the request.
+func sharedGate(pick LimiterFunc) (throttle.Gate, bool) {
+	if reflect.ValueOf(pick).Pointer() != reflect.ValueOf(sharedPick{}.pick).Pointer() {
+		return nil, false
+	}
+	g, _ := pick(nil)
+	return g, true
+}
+
+// noGate is the error of a request whose pick chose no Gate.
+func noGate(req *http.Request) error {
+	return fmt.Errorf("throttle: the LimiterFunc returned no Gate (a nil Gate and no error) for a request to %q: was a constructor's error ignored? (for no limit, a Limiter at rate throttle.Inf)", HostKey(req))
+}
 
 // gateOf returns g, nil for a nil Gate or a nil *Limiter in one, and the
 // Limiter g is, if it is one: the in-process fast paths.

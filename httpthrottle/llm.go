@@ -17,10 +17,24 @@ import (
 // usage the response reports. Use it on a Transport with WithLLM, or on
 // LimitHandler with LimitCost(LLM{}.Cost).
 //
-// Each bucket of the Limiter counts one unit, chosen by its name: the
-// buckets named in TokenLimits count input plus output tokens, a bucket
-// named "input-tokens" counts input tokens, one named "output-tokens"
-// output tokens, and every other bucket counts 1 per request.
+// Each limit of the Gate counts one unit, by the role the config gives
+// its name: the limits named in RequestLimits count 1 per request (and
+// every limit named in no role does too), those in TokenLimits input plus
+// output tokens, those in InputTokenLimits input tokens and those in
+// OutputTokenLimits output tokens. Each role left empty has its default,
+// the name the vendors' headers use: "requests", "tokens", "input-tokens",
+// "output-tokens". A server's quota of one of those kinds (OpenAI's
+// x-ratelimit-*-tokens, Anthropic's anthropic-ratelimit-input-tokens-*)
+// lowers the limit of that role, whatever it is named: the one named as
+// the quota if there is one, else the first of the role in cost order.
+//
+// Nothing is counted silently wrong: a Gate none of whose limits counts
+// tokens (no limit named in TokenLimits, InputTokenLimits or
+// OutputTokenLimits), or lacking a limit a role names explicitly, is an
+// error matching throttle.ErrInvalidOption that names the Gate's limits
+// and the names expected: from NewTransport for Shared(g), else from Cost,
+// failing the request. An AutoLimiter's Gate is spared the first check
+// until it has learned a token limit from the server's headers.
 //
 // The estimate reads the JSON request body without consuming it. The input
 // is the text of its string values (the prompt, system text, tool calls),
@@ -51,9 +65,19 @@ import (
 // bucket, so that it holds up none of the calls queued behind it while it
 // goes to its certain refusal.
 type LLM struct {
-	// TokenLimits names the buckets that count input plus output tokens.
-	// Empty means {"tokens"}.
+	// RequestLimits names the limits that count 1 per request ("rpm", say).
+	// Empty means {"requests"}. A limit named in no role counts 1 per
+	// request as well, but is not matched to a server's request quota.
+	RequestLimits []string
+	// TokenLimits names the limits that count input plus output tokens
+	// ("tpm", or a per-minute and a per-day limit). Empty means {"tokens"}.
 	TokenLimits []string
+	// InputTokenLimits names the limits that count input tokens only, as
+	// Anthropic counts them. Empty means {"input-tokens"}.
+	InputTokenLimits []string
+	// OutputTokenLimits names the limits that count output tokens only.
+	// Empty means {"output-tokens"}.
+	OutputTokenLimits []string
 	// DefaultMaxTokens is the output reserved for a call whose body sets no
 	// maximum. Zero means 4096.
 	DefaultMaxTokens int64
@@ -66,7 +90,8 @@ type LLM struct {
 	// Tokenizer, if set, counts the tokens of each piece of prompt text.
 	Tokenizer Tokenizer
 	// RefuseOversized makes Cost fail, with an error matching
-	// ErrCostExceedsCapacity, for a request whose estimate exceeds the
+	// throttle.ErrCostExceedsCapacity that names the limit, the estimate
+	// and the capacity, for a request whose estimate exceeds the
 	// capacity of a token bucket, instead of capping the cost there: such a
 	// request is then never sent (and never answered "Request too large").
 	RefuseOversized bool
@@ -91,15 +116,21 @@ const maxLLMBody = 8 << 20
 // estimate. The reader keeps no more than a few hundred bytes of state and
 // allocates nothing per read.
 //
-// A response of status 400 or more is settled to no tokens (the request
-// cost stays). A 429 about the request rather than the client's pace (its
+// A usage above a limit's capacity is settled as the capacity and counted
+// in TransportStats.Clamped: a server's garbage figure (a trillion tokens)
+// must not put the client in debt for centuries, and a call cannot really
+// use more than a quota the server enforces. A response of status 400 or
+// more is settled to no tokens (the request cost stays). A 429 about the request rather than the client's pace (its
 // error says "Request too large", or it reports a token limit below the
 // request's input estimate) neither pauses nor drains the Limiter and is
 // not retried.
+//
+// WithLLM sets the cost: it cannot be combined with WithCost. See LLM for
+// the roles of the Gate's limits, and the errors when none counts tokens.
 func WithLLM(c LLM) TransportOption {
-	return func(t *Transport) {
-		t.cost = c.Cost
-		t.settle = c.settle
+	return func(t *Transport) error {
+		t.llm = &c
+		return nil
 	}
 }
 
@@ -110,6 +141,9 @@ func (c LLM) Cost(r *http.Request, g throttle.Gate) ([]int64, error) {
 		return nil, err
 	}
 	limits := gateLimits(g)
+	if err := c.checkGate(g, limits); err != nil {
+		return nil, err
+	}
 	costs := make([]int64, len(limits))
 	for i, lim := range limits {
 		var n int64
@@ -129,7 +163,7 @@ func (c LLM) Cost(r *http.Request, g throttle.Gate) ([]int64, error) {
 		case n <= capacity:
 			costs[i] = n
 		case c.RefuseOversized:
-			return nil, &OversizedError{Limit: lim.Name, Estimate: n, Capacity: capacity}
+			return nil, fmt.Errorf("%w: request too large: an estimated %d tokens against the capacity %d of limit %q (LLM.RefuseOversized)", throttle.ErrCostExceedsCapacity, n, capacity, lim.Name)
 		case in > capacity && c.unitOf(lim.Name) != llmOutput:
 			// The prompt alone exceeds the quota: the vendor will refuse
 			// it whatever the wait. Waiting for a full bucket would hold up
@@ -161,22 +195,6 @@ func (c LLM) estimateRequest(r *http.Request) (in, out int64, err error) {
 	}
 	return in, out, nil
 }
-
-// OversizedError is the error of Cost, with RefuseOversized, for a request
-// whose estimate exceeds a bucket's capacity. It matches
-// ErrCostExceedsCapacity with errors.Is.
-type OversizedError struct {
-	Limit    string // the bucket's name
-	Estimate int64  // the request's estimate on it
-	Capacity int64  // its capacity
-}
-
-func (e *OversizedError) Error() string {
-	return fmt.Sprintf("throttle: request too large: an estimated %d tokens against the capacity %d of limit %q", e.Estimate, e.Capacity, e.Limit)
-}
-
-// Is reports whether target is ErrCostExceedsCapacity.
-func (e *OversizedError) Is(target error) bool { return target == throttle.ErrCostExceedsCapacity }
 
 // Estimate returns the input and output tokens of a JSON request body, as
 // LLM describes; ok is false when the body is not a JSON object.
@@ -239,16 +257,142 @@ const (
 	llmOutput
 )
 
-func (c LLM) unitOf(name string) llmUnit {
-	switch {
-	case len(c.TokenLimits) == 0 && name == "tokens", slices.Contains(c.TokenLimits, name):
-		return llmTokens
-	case name == "input-tokens":
-		return llmInput
-	case name == "output-tokens":
-		return llmOutput
+// llmUnits is the number of roles.
+const llmUnits = 4
+
+// defaultName returns role u's default name, that of the vendors' headers.
+func defaultName(u llmUnit) string {
+	switch u {
+	case llmTokens:
+		return "tokens"
+	case llmInput:
+		return "input-tokens"
+	case llmOutput:
+		return "output-tokens"
 	}
-	return llmRequests
+	return "requests"
+}
+
+// names returns the names the config gives role u, and whether it gave
+// them (else its default).
+func (c LLM) names(u llmUnit) (names []string, explicit bool) {
+	var set []string
+	switch u {
+	case llmRequests:
+		set = c.RequestLimits
+	case llmTokens:
+		set = c.TokenLimits
+	case llmInput:
+		set = c.InputTokenLimits
+	case llmOutput:
+		set = c.OutputTokenLimits
+	}
+	if len(set) == 0 {
+		return []string{defaultName(u)}, false
+	}
+	return set, true
+}
+
+// role returns the role of the limit named name, ok false when no role
+// names it.
+func (c LLM) role(name string) (u llmUnit, ok bool) {
+	for _, u := range [...]llmUnit{llmTokens, llmInput, llmOutput, llmRequests} {
+		if names, _ := c.names(u); slices.Contains(names, name) {
+			return u, true
+		}
+	}
+	return llmRequests, false
+}
+
+// unitOf returns what the limit named name counts: a limit in no role
+// counts requests.
+func (c LLM) unitOf(name string) llmUnit {
+	u, _ := c.role(name)
+	return u
+}
+
+// checkGate is check for the Gate g of a request: an AutoLimiter's is
+// spared the want of a token limit, which it learns from the server.
+func (c LLM) checkGate(g throttle.Gate, limits []throttle.Limit) error {
+	if _, l := gateOf(g); l != nil && autoOf(l) != nil {
+		return c.checkNames(limits)
+	}
+	return c.check(limits)
+}
+
+// check reports a Gate, of limits, on which c would count no token, or
+// lacking a limit c names explicitly: a config naming none of the Gate's
+// limits (buckets "rpm" and "tpm", the defaults "requests" and "tokens")
+// would otherwise count 1 a request on every limit, silently.
+func (c LLM) check(limits []throttle.Limit) error {
+	if err := c.checkNames(limits); err != nil {
+		return err
+	}
+	for _, lim := range limits {
+		if u, ok := c.role(lim.Name); ok && u != llmRequests {
+			return nil
+		}
+	}
+	return invalidOption("WithLLM: no limit of the Gate counts tokens: its limits are %s, and LLM counts tokens on limits named %s (name the Gate's limits in LLM.TokenLimits, InputTokenLimits or OutputTokenLimits)", limitNames(limits), c.tokenNames())
+}
+
+// checkNames reports a name given explicitly to a role that no limit has.
+func (c LLM) checkNames(limits []throttle.Limit) error {
+	for u := range llmUnit(llmUnits) {
+		names, explicit := c.names(u)
+		if !explicit {
+			continue
+		}
+		for _, n := range names {
+			if !slices.ContainsFunc(limits, func(l throttle.Limit) bool { return l.Name == n }) {
+				return invalidOption("WithLLM: LLM names the limit %q, but the Gate's limits are %s", n, limitNames(limits))
+			}
+		}
+	}
+	return nil
+}
+
+// tokenNames formats the names of the roles that count tokens.
+func (c LLM) tokenNames() string {
+	var all []string
+	for _, u := range [...]llmUnit{llmTokens, llmInput, llmOutput} {
+		names, _ := c.names(u)
+		all = append(all, names...)
+	}
+	return fmt.Sprintf("%q", all)
+}
+
+// limitNames formats the names of limits for an error.
+func limitNames(limits []throttle.Limit) string {
+	names := make([]string, len(limits))
+	for i, l := range limits {
+		names[i] = l.Name
+	}
+	return fmt.Sprintf("%q", names)
+}
+
+// first returns the index of the first limit, of n named by name, that c
+// gives role u, or -1.
+func (c LLM) first(u llmUnit, n int, name func(i int) string) int {
+	names, _ := c.names(u)
+	for i := range n {
+		if slices.Contains(names, name(i)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// serverUnit returns what a quota the server names counts, in the vendors'
+// vocabulary, and ok false for a name of no role ("requests#2", an IETF
+// policy's).
+func serverUnit(name string) (llmUnit, bool) {
+	for u := range llmUnit(llmUnits) {
+		if defaultName(u) == name {
+			return u, true
+		}
+	}
+	return 0, false
 }
 
 func (c LLM) charsPerToken() int64 {

@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/throttlekit/throttle/internal/headers"
 )
@@ -19,6 +20,8 @@ type usageBody struct {
 	c   LLM
 	p   settler
 	req *http.Request // the request sent, to estimate its input again if need be
+	// clamped counts the usages settled as a capacity (TransportStats.Clamped).
+	clamped *atomic.Int64
 
 	mu   sync.Mutex // Read and Close may run in different goroutines
 	done bool
@@ -84,7 +87,7 @@ func (b *usageBody) finish(eof bool) {
 			u.Input = in
 		}
 	}
-	b.c.settleUsage(b.p, u)
+	b.c.settleUsage(b.p, u, b.clamped)
 }
 
 // keep ends the permit at its estimate.
@@ -95,18 +98,33 @@ func (b *usageBody) keep() {
 }
 
 // settleUsage settles p to u on the token buckets; requests stay as taken.
-func (c LLM) settleUsage(p settler, u Usage) {
+// A figure above a limit's capacity is settled as the capacity and counted
+// in clamped: no call really uses more than a quota the server enforces,
+// and a garbage figure settled as it is would be a debt refilled for
+// centuries.
+func (c LLM) settleUsage(p settler, u Usage, clamped *atomic.Int64) {
 	var small [4]int64
 	actual := append(small[:0], p.TakenCosts()...)
+	over := false
 	for i := range actual {
+		var n int64
 		switch c.unitOf(p.LimitName(i)) {
 		case llmTokens:
-			actual[i] = satAdd(u.Input, u.Output)
+			n = satAdd(u.Input, u.Output)
 		case llmInput:
-			actual[i] = u.Input
+			n = u.Input
 		case llmOutput:
-			actual[i] = u.Output
+			n = u.Output
+		default:
+			continue
 		}
+		if capacity := p.LimitCapacity(i); n > capacity && capacity > 0 {
+			n, over = capacity, true
+		}
+		actual[i] = n
+	}
+	if over && clamped != nil {
+		clamped.Add(1)
 	}
 	p.Settle(actual...)
 }
@@ -117,15 +135,15 @@ func (c LLM) settleUsage(p settler, u Usage) {
 // refuses the request itself rather than the client's pace: a 429 whose
 // body says the request is too large, or which reports a token limit below
 // the request's estimate.
-func (c LLM) settle(resp *http.Response, p settler, sig *headers.Signals) (aboutRequest bool) {
+func (c LLM) settle(resp *http.Response, p settler, sig *headers.Signals, clamped *atomic.Int64) (aboutRequest bool) {
 	switch {
 	case resp.StatusCode >= 400:
 		if resp.StatusCode == http.StatusTooManyRequests {
 			aboutRequest = c.tooLarge(resp, sig)
 		}
-		c.settleUsage(p, Usage{})
+		c.settleUsage(p, Usage{}, nil)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300 && resp.Body != nil && resp.Body != http.NoBody:
-		if c.readUsage(resp, &usageBody{p: p}) {
+		if c.readUsage(resp, &usageBody{p: p, clamped: clamped}) {
 			return false
 		}
 		p.Keep()
@@ -172,10 +190,7 @@ func (c LLM) tooLarge(resp *http.Response, sig *headers.Signals) bool {
 			// The input alone: the output reserved may be a default the
 			// vendor does not count.
 			for _, q := range sig.Quotas {
-				u := c.unitOf(q.Name)
-				if q.Name == "tokens" {
-					u = llmTokens
-				}
+				u, _ := serverUnit(q.Name)
 				if q.Limit > 0 && (u == llmTokens || u == llmInput) && in > q.Limit {
 					return true
 				}

@@ -166,7 +166,7 @@ func TestTransportSettlesLLM(t *testing.T) {
 	})
 	defer vendor.Close()
 	l := twoBuckets(t, fc)
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{DefaultMaxTokens: 10}))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{DefaultMaxTokens: 10})))
 	body := `{"model":"m","messages":[{"role":"user","content":"12345678"}],"max_tokens":100}`
 	req, _ := http.NewRequest(http.MethodPost, vendor.URL+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer k")

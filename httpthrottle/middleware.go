@@ -25,10 +25,13 @@ import (
 // (Gate.WaitTime), rounded up to whole seconds so that a client that
 // honours it is admitted. A cost larger than a limit's capacity can never
 // be admitted and is answered 413 Content Too Large; an error of pick is
-// answered 500, one of the cost function 400, and a cost function that
-// returns the wrong number of costs 500. A nil Gate (or a nil *Limiter),
-// or a nil pick, lets the request through; a nil next panics here. Any
-// Gate will do: redisbucket's Limiter puts every replica of a server under
+// answered 500, one of the cost function 400 (500 for one matching
+// throttle.ErrInvalidOption, the server's config), and a cost function that
+// returns the wrong number of costs 500. A nil Gate (or a nil *Limiter)
+// from pick is an error, answered 500 (see LimiterFunc); a nil next, a nil
+// pick, Shared of a nil Gate and a nil option panic here, as
+// http.ServeMux.Handle panics for a nil handler: they are bugs of the
+// program, and LimitHandler has no error to return. Any Gate will do: redisbucket's Limiter puts every replica of a server under
 // one quota.
 //
 // Every answer from the limiter's side, admitted or not, carries the
@@ -54,19 +57,30 @@ func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http
 		panic("throttle: LimitHandler: nil next handler")
 	}
 	if pick == nil {
-		pick = unlimited
+		panic("throttle: LimitHandler: nil LimiterFunc (for no limit, Shared of a Limiter at rate throttle.Inf)")
+	}
+	if g, ok := sharedGate(pick); ok {
+		if g, _ := gateOf(g); g == nil {
+			panic("throttle: LimitHandler: Shared of a nil Gate (was its constructor's error ignored?)")
+		}
 	}
 	h := &limitHandler{next: next, pick: pick, cost: defaultCost, ietf: true, headers: WriteIETF}
 	h.rejected, h.reply = h.tooMany, newTooManyReply()
-	for _, opt := range opts {
-		opt(h)
+	for i, opt := range opts {
+		if opt == nil {
+			panic(invalidOption("LimitHandler given a nil LimitOption (option %d)", i))
+		}
+		if err := opt(h); err != nil {
+			panic(err)
+		}
 	}
 	h.memo = newLimitIETF()
 	return h
 }
 
-// LimitOption configures LimitHandler.
-type LimitOption func(*limitHandler)
+// LimitOption configures LimitHandler. LimitHandler panics, with an error
+// matching throttle.ErrInvalidOption, for an option given nil.
+type LimitOption func(*limitHandler) error
 
 // LimitCost sets what each request costs; the default is 1 on every
 // bucket. A server-side CostFunc that reads the body must put back what it
@@ -77,14 +91,26 @@ type LimitOption func(*limitHandler)
 // limits (bucket names, capacities and rates, as CostFuncs read them),
 // whose levels are not the key's.
 func LimitCost(f CostFunc) LimitOption {
-	return func(h *limitHandler) { h.cost, h.customCost = f, true }
+	return func(h *limitHandler) error {
+		if f == nil {
+			return invalidOption("LimitCost(nil): no cost function")
+		}
+		h.cost, h.customCost = f, true
+		return nil
+	}
 }
 
 // LimitHeaders replaces WriteIETF as the writer of the rate-limit headers,
 // to speak another dialect; write is called with the header of every
 // response the middleware answers or admits, before next runs.
 func LimitHeaders(write func(h http.Header, status []throttle.LimitStatus)) LimitOption {
-	return func(h *limitHandler) { h.headers, h.ietf = write, false }
+	return func(h *limitHandler) error {
+		if write == nil {
+			return invalidOption("LimitHeaders(nil): no writer")
+		}
+		h.headers, h.ietf = write, false
+		return nil
+	}
 }
 
 // LimitRejected replaces the writer of refused requests. When it is called,
@@ -92,7 +118,13 @@ func LimitHeaders(write func(h http.Header, status []throttle.LimitStatus)) Limi
 // response, normally with status 429. wait is how long until the request
 // would be admitted, or -1 if never.
 func LimitRejected(write func(w http.ResponseWriter, r *http.Request, wait time.Duration)) LimitOption {
-	return func(h *limitHandler) { h.rejected = write }
+	return func(h *limitHandler) error {
+		if write == nil {
+			return invalidOption("LimitRejected(nil): no writer")
+		}
+		h.rejected = write
+		return nil
+	}
 }
 
 type limitHandler struct {
@@ -131,7 +163,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case g == nil && st.keyed != nil:
 		st.keyed.serve(h, w, r, st)
 	case g == nil:
-		h.next.ServeHTTP(w, r)
+		h.pickFailed(w, noGate(r))
 	case l != nil:
 		h.serveLimiter(w, r, st, l)
 	default:
@@ -216,6 +248,18 @@ func (h *limitHandler) serveGate(w http.ResponseWriter, r *http.Request, st *req
 	h.next.ServeHTTP(&st.w, r)
 }
 
+// costError answers a request whose cost function failed: 400, the
+// request's fault (a body that cannot be read), unless the error is of
+// the server's config (an LLM config naming none of the Gate's limits,
+// throttle.ErrInvalidOption), answered 500.
+func costError(w http.ResponseWriter, err error) {
+	status := http.StatusBadRequest
+	if errors.Is(err, throttle.ErrInvalidOption) {
+		status = http.StatusInternalServerError
+	}
+	http.Error(w, "request cost: "+err.Error(), status)
+}
+
 // costsOf returns r's costs on g, which has n limits, or served once it
 // has answered r itself: with an error for a cost function that failed or
 // gave other than n costs (its bug, not the client's: a 500), or through
@@ -224,7 +268,7 @@ func (h *limitHandler) costsOf(w http.ResponseWriter, r *http.Request, g throttl
 	costs, err := h.cost(r, g)
 	switch {
 	case err != nil:
-		http.Error(w, "request cost: "+err.Error(), http.StatusBadRequest)
+		costError(w, err)
 	case len(costs) != n:
 		http.Error(w, "request cost: "+core.CostCount(len(costs), n).Error(), http.StatusInternalServerError)
 	case costsFree(costs):

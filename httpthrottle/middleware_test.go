@@ -65,7 +65,7 @@ func TestLimitHandlerErrors(t *testing.T) {
 	errPick := errors.New("pick failed")
 	h := httpthrottle.LimitHandler(ok, func(r *http.Request) (throttle.Gate, error) {
 		switch r.URL.Path {
-		case "/free":
+		case "/nogate":
 			return nil, nil
 		case "/fail":
 			return nil, errPick
@@ -85,7 +85,7 @@ func TestLimitHandlerErrors(t *testing.T) {
 	for _, tt := range []struct {
 		path   string
 		status int
-	}{{"/free", 200}, {"/fail", 500}, {"/big", 413}, {"/zero", 200}, {"/badcost", 400}} {
+	}{{"/nogate", 500}, {"/fail", 500}, {"/big", 413}, {"/zero", 200}, {"/badcost", 400}} {
 		if w := serve(h, http.MethodGet, tt.path); w.Code != tt.status {
 			t.Errorf("%s: status %d, want %d", tt.path, w.Code, tt.status)
 		}

@@ -31,7 +31,7 @@ func TestPerKey(t *testing.T) {
 		}
 		return []throttle.Limit{{Name: "requests", Capacity: 5, Rate: throttle.Per(5, time.Second)}}
 	}, throttle.WithClock(fc))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.PerKey(keys, httpthrottle.HeaderKey("x-api-key")), httpthrottle.WithRetries(0))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.PerKey(keys, httpthrottle.HeaderKey("x-api-key")), httpthrottle.WithRetries(0)))
 	send := func(key string) (int, error) {
 		req, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)
 		if key != "" {

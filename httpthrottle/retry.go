@@ -59,7 +59,7 @@ func shouldRetry(req *http.Request, status int, sig *headers.Signals) bool {
 	if throttledBy(status, sig) {
 		return true
 	}
-	if status == http.StatusServiceUnavailable || status == StatusOverloaded {
+	if status == http.StatusServiceUnavailable || status == statusOverloaded {
 		if idempotent(req) {
 			return true
 		}

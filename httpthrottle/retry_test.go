@@ -149,7 +149,7 @@ func TestRetryDecisions(t *testing.T) {
 			fc := clockwork.NewFakeClockAt(epoch)
 			rec := newRecorder(t, fc, script(tt.statuses, tt.hdrs...))
 			l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
-			tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+			tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 			resp, body, err := roundTrip(t, fc, 1, tr, tt.req(rec.srv.URL))
 			if err != nil {
 				t.Fatal(err)
@@ -178,7 +178,7 @@ func TestRetryWaits(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	rec := newRecorder(t, fc, script([]int{429, 429}, retryAfter("3"), retryAfter("5")))
 	l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	req, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)
 	done := make(chan struct{})
 	go func() {
@@ -215,7 +215,7 @@ func TestTransportDeadlines(t *testing.T) {
 		if ok, _ := l.TryAcquire(1); !ok {
 			t.Fatal("setup: the bucket should hold a token")
 		}
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 		ctx, cancel := clockwork.WithTimeout(context.Background(), fc, 500*time.Millisecond)
 		defer cancel()
 		body := &trackedBody{Reader: strings.NewReader("x")}
@@ -243,7 +243,7 @@ func TestTransportDeadlines(t *testing.T) {
 		fc := clockwork.NewFakeClockAt(epoch)
 		rec := newRecorder(t, fc, script([]int{429}, retryAfter("2")))
 		l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 		ctx, cancel := clockwork.WithTimeout(context.Background(), fc, time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rec.srv.URL, nil)
@@ -265,7 +265,7 @@ func TestTransportDeadlines(t *testing.T) {
 		fc := clockwork.NewFakeClockAt(epoch)
 		rec := newRecorder(t, fc, script([]int{429}, http.Header{"Retry-After": {"1"}, "X-Ratelimit-Remaining": {"0"}}))
 		l := newLimiter(t, fc, 1, throttle.Per(1, 10*time.Second))
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 		ctx, cancel := clockwork.WithTimeout(context.Background(), fc, 5*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rec.srv.URL, nil)
@@ -282,7 +282,7 @@ func TestTransportDeadlines(t *testing.T) {
 		fc := clockwork.NewFakeClockAt(epoch)
 		rec := newRecorder(t, fc, script([]int{429}, retryAfter("5")))
 		l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rec.srv.URL, nil)
 		errc := make(chan error)
@@ -310,7 +310,7 @@ func TestTransportLeavesRequestAlone(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	rec := newRecorder(t, fc, script([]int{429, 503}, retryAfter("1"), retryAfter("1")))
 	l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	req, _ := http.NewRequest(http.MethodPut, rec.srv.URL+"/a?b=c", strings.NewReader("payload"))
 	req.Header.Set("X-Mine", "1")
 	body, url := req.Body, req.URL
@@ -349,7 +349,7 @@ func TestTransportBaseErrors(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
 	base := &failingTransport{}
-	tr := httpthrottle.NewTransport(base, httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(l)))
 	req, _ := http.NewRequest(http.MethodGet, "http://example.invalid/", nil)
 	if _, err := tr.RoundTrip(req); !errors.Is(err, errNetwork) {
 		t.Fatalf("error %v, want the base transport's", err)
@@ -368,28 +368,31 @@ func TestTransportLimiterChoice(t *testing.T) {
 	errPick := errors.New("no limiter for you")
 	pick := func(r *http.Request) (throttle.Gate, error) {
 		switch r.URL.Path {
-		case "/free":
+		case "/none":
 			return nil, nil
 		case "/bad":
 			return nil, errPick
 		}
 		return newLimiter(t, fc, 1, throttle.Per(1, time.Second)), nil
 	}
-	tr := httpthrottle.NewTransport(newBase(t), pick)
-	for _, path := range []string{"/free", "/limited"} {
-		req, _ := http.NewRequest(http.MethodGet, rec.srv.URL+path, nil)
-		resp, err := tr.RoundTrip(req)
-		if err != nil || resp.StatusCode != 200 {
-			t.Fatalf("%s: status %v, error %v", path, resp, err)
-		}
-		resp.Body.Close()
+	tr := must(httpthrottle.NewTransport(newBase(t), pick))
+	req, _ := http.NewRequest(http.MethodGet, rec.srv.URL+"/limited", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/limited: status %v, error %v", resp, err)
 	}
-	req, _ := http.NewRequest(http.MethodGet, rec.srv.URL+"/bad", nil)
+	resp.Body.Close()
+	req, _ = http.NewRequest(http.MethodGet, rec.srv.URL+"/bad", nil)
 	if _, err := tr.RoundTrip(req); !errors.Is(err, errPick) {
 		t.Errorf("error %v, want the LimiterFunc's", err)
 	}
-	if rec.count() != 2 {
-		t.Errorf("%d requests sent, want 2", rec.count())
+	// No Gate is no request, never an unlimited one.
+	req, _ = http.NewRequest(http.MethodGet, rec.srv.URL+"/none", nil)
+	if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), req.URL.Host) {
+		t.Errorf("no Gate: error %v, want one naming %s", err, req.URL.Host)
+	}
+	if rec.count() != 1 {
+		t.Errorf("%d requests sent, want 1", rec.count())
 	}
 }
 
@@ -411,7 +414,7 @@ func TestRetryOpenAIResetIsToFull(t *testing.T) {
 	}
 	rec := newRecorder(t, fc, script([]int{429}, openai))
 	l := newLimiter(t, fc, 10, throttle.Per(600, time.Minute))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	var wg sync.WaitGroup
 	send := func() {
 		req, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)

@@ -25,7 +25,7 @@ func TestHugeRetryAfterOneRule(t *testing.T) {
 			return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {v}}, Body: io.NopCloser(strings.NewReader("slow down")), Request: r}, nil
 		})
 		l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
-		tr := httpthrottle.NewTransport(base, httpthrottle.Shared(l), httpthrottle.WithMaxPause(time.Minute))
+		tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(l), httpthrottle.WithMaxPause(time.Minute)))
 		req, _ := http.NewRequest(http.MethodGet, "http://vendor/", nil)
 		resp, err := tr.RoundTrip(req)
 		if err != nil {

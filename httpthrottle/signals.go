@@ -10,8 +10,8 @@ import (
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
-// StatusOverloaded is Anthropic's 529: the service is overloaded.
-const StatusOverloaded = 529
+// statusOverloaded is Anthropic's 529: the service is overloaded.
+const statusOverloaded = 529
 
 // heed applies what a response said to l: reported remaining counts lower
 // the matching buckets, and a response that says the client went over the
@@ -44,14 +44,14 @@ func (t *Transport) heedSignals(l *throttle.Limiter, costs []int64, status int, 
 	t.countMalformed(sig)
 	bs := core.Buckets(l)
 	name := func(i int) string { return bs[i].Status().Name }
-	lowerToReported(sig, len(bs), name, l.Lower)
+	t.lowerToReported(sig, len(bs), name, l.Lower)
 	d, refused := t.refusal(status, sig)
 	if !refused {
 		return
 	}
 	l.PauseUntil(clock.Now().Add(d))
 	for i, b := range bs {
-		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return quotaIndex(len(bs), name, q) == i }); !holds {
+		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return t.quotaIndex(len(bs), name, q) == i }); !holds {
 			core.LevelTo(b, n)
 		}
 	}
@@ -69,13 +69,13 @@ func (t *Transport) countMalformed(sig *headers.Signals) {
 // lowerToReported lowers, with lower, each limit (of n, named by name) of
 // which the response reports what remains: a rounded count is a hint
 // within its rounding, so the most it can mean.
-func lowerToReported(sig *headers.Signals, n int, name func(i int) string, lower func(i int, remaining int64)) {
+func (t *Transport) lowerToReported(sig *headers.Signals, n int, name func(i int) string, lower func(i int, remaining int64)) {
 	for i := range sig.Quotas {
 		q := &sig.Quotas[i]
 		if q.Remaining < 0 {
 			continue
 		}
-		if j := quotaIndex(n, name, q); j >= 0 {
+		if j := t.quotaIndex(n, name, q); j >= 0 {
 			lower(j, q.MostRemaining())
 		}
 	}
@@ -111,7 +111,7 @@ func (t *Transport) restoreAtReset(l *throttle.Limiter, sig *headers.Signals, d 
 			sig.Capped && q.Reset >= t.maxPause {
 			continue
 		}
-		if b := quotaBucket(l, q); b != nil {
+		if b := t.quotaBucket(l, q); b != nil {
 			t.resets.at(b, q.Limit, d, clock)
 		}
 	}
@@ -135,7 +135,7 @@ func throttledBy(status int, sig *headers.Signals) bool {
 				return true
 			}
 		}
-	case http.StatusServiceUnavailable, StatusOverloaded:
+	case http.StatusServiceUnavailable, statusOverloaded:
 		return sig.HasRetryAfter
 	}
 	return false
@@ -153,22 +153,25 @@ func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
 
 // quotaBucket returns the bucket of l that a reported quota describes
 // (see quotaIndex), or nil when none matches.
-func quotaBucket(l *throttle.Limiter, q *headers.Quota) *throttle.Bucket {
+func (t *Transport) quotaBucket(l *throttle.Limiter, q *headers.Quota) *throttle.Bucket {
 	bs := core.Buckets(l)
-	if i := quotaIndex(len(bs), func(i int) string { return bs[i].Status().Name }, q); i >= 0 {
+	if i := t.quotaIndex(len(bs), func(i int) string { return bs[i].Status().Name }, q); i >= 0 {
 		return bs[i]
 	}
 	return nil
 }
 
 // quotaIndex returns the index of the limit, of n named by name, that a
-// reported quota describes: the limit of the same name; else, for a quota
-// without a name, an IETF policy, or a "requests" quota, the limit named
-// "requests" or the only limit. An IETF policy counting another unit than
+// reported quota describes: the limit of the same name; else, with
+// WithLLM, for a quota of a role ("requests", "tokens", "input-tokens",
+// "output-tokens"), the first limit the LLM config gives that role; else,
+// for a quota without a name, an IETF policy, or a "requests" quota, the
+// limit named "requests", the first of the LLM config's request limits, or
+// the only limit. An IETF policy counting another unit than
 // requests (its qu, such as "content-bytes") matches only a limit named as
 // the policy or as the unit: its remaining count says nothing about
 // requests. It returns -1 when none matches.
-func quotaIndex(n int, name func(i int) string, q *headers.Quota) int {
+func (t *Transport) quotaIndex(n int, name func(i int) string, q *headers.Quota) int {
 	find := func(s string) int {
 		for i := range n {
 			if name(i) == s {
@@ -187,12 +190,22 @@ func quotaIndex(n int, name func(i int) string, q *headers.Quota) int {
 		if i := find(q.Name); i >= 0 {
 			return i
 		}
+		if u, ok := serverUnit(q.Name); ok && t.llm != nil {
+			if i := t.llm.first(u, n, name); i >= 0 {
+				return i
+			}
+		}
 		if q.Family != headers.FamilyIETF && q.Name != "requests" {
 			return -1
 		}
 	}
 	if i := find("requests"); i >= 0 {
 		return i
+	}
+	if t.llm != nil {
+		if i := t.llm.first(llmRequests, n, name); i >= 0 {
+			return i
+		}
 	}
 	if n == 1 {
 		return 0
@@ -217,7 +230,7 @@ func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *he
 	name := func(i int) string { return limits[i].Name }
 	if lv != nil && len(sig.Quotas) > 0 {
 		limits = g.Limits()
-		lowerToReported(sig, len(limits), name, lv.Lower)
+		t.lowerToReported(sig, len(limits), name, lv.Lower)
 	}
 	if tu, ok := g.(throttle.Tuner); ok {
 		for i := range sig.Quotas {
@@ -226,7 +239,7 @@ func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *he
 				if limits == nil {
 					limits = g.Limits()
 				}
-				if j := quotaIndex(len(limits), name, q); j >= 0 {
+				if j := t.quotaIndex(len(limits), name, q); j >= 0 {
 					tu.Tune(j, q.Limit, w)
 				}
 			}
@@ -246,7 +259,7 @@ func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *he
 		limits = g.Limits()
 	}
 	for i := range min(len(limits), len(costs)) {
-		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return quotaIndex(len(limits), name, q) == i }); !holds {
+		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return t.quotaIndex(len(limits), name, q) == i }); !holds {
 			lv.Lower(i, n)
 		}
 	}

@@ -19,13 +19,13 @@ import (
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
-// DefaultMaxPause is the longest a Transport waits on what a server says,
+// defaultMaxPause is the longest a Transport waits on what a server says,
 // unless WithMaxPause sets another limit.
-const DefaultMaxPause = 60 * time.Second
+const defaultMaxPause = 60 * time.Second
 
-// DefaultRetries is how many times a Transport retries a request, unless
+// defaultRetries is how many times a Transport retries a request, unless
 // WithRetries says otherwise.
-const DefaultRetries = 3
+const defaultRetries = 3
 
 // Transport is an http.RoundTripper that keeps the requests of an
 // http.Client under a server's quota, and reacts when the server says the
@@ -107,10 +107,12 @@ const DefaultRetries = 3
 //
 // Signals: a quota the server reports is matched to a limit by name
 // (OpenAI's and Anthropic's "requests", "tokens", "input-tokens",
-// "output-tokens", or an IETF policy name); a quota without a name, or an
+// "output-tokens", or an IETF policy name); with WithLLM, one of those four
+// that no limit is named for goes to the first limit the LLM config gives
+// that role ("tpm" for TokenLimits {"tpm"}). A quota without a name, or an
 // IETF policy or "requests" quota that matches no limit, goes to the limit
-// named "requests", or to the only limit of a one-limit Gate. Other quotas
-// are ignored.
+// named "requests", else the first of the LLM config's request limits, or
+// to the only limit of a one-limit Gate. Other quotas are ignored.
 //
 // Any Gate: what the Transport does to a Limiter it does to any Gate,
 // through the Gate interface and what the Gate can do beyond it. A Pauser
@@ -131,9 +133,14 @@ const DefaultRetries = 3
 // the real clock; so a Gate built on a clockwork.FakeClock drives the
 // Transport in tests.
 type Transport struct {
-	base     http.RoundTripper
-	limiter  LimiterFunc
-	cost     CostFunc
+	base    http.RoundTripper
+	limiter LimiterFunc
+	cost    CostFunc
+	// customCost records WithCost, which WithLLM excludes.
+	customCost bool
+	// llm is the config of WithLLM, nil without it: its roles also match
+	// the server's quotas to limits (see quotaIndex).
+	llm      *LLM
 	settle   func(resp *http.Response, p settler, sig *headers.Signals) (aboutRequest bool)
 	retrySDK bool // retry requests of SDKs that retry on their own
 	inflight *semaphore.Weighted
@@ -145,8 +152,8 @@ type Transport struct {
 	// shorten it).
 	refusalWait time.Duration
 
-	requests, sent, retried, throttled, malformed, failed, refused atomic.Int64
-	waited                                                         atomic.Int64
+	requests, sent, retried, throttled, malformed, failed, refused, clamped atomic.Int64
+	waited                                                                  atomic.Int64
 	// secondary counts GitHub secondary limits in a row that named no wait,
 	// for the growing pause of secondaryWait.
 	secondary atomic.Int64
@@ -154,82 +161,142 @@ type Transport struct {
 	inFlight  flightBook
 }
 
-// TransportOption configures a Transport.
-type TransportOption func(*Transport)
+// TransportOption configures a Transport. NewTransport fails, with an
+// error matching throttle.ErrInvalidOption that names the option and its
+// value, for an option outside its documented range: an option is never
+// silently ignored or corrected.
+type TransportOption func(*Transport) error
 
-// WithCost sets what each request costs; the default is 1 on every bucket.
-func WithCost(f CostFunc) TransportOption {
-	return func(t *Transport) { t.cost = f }
+// invalidOption is the error of an option given a value outside its range.
+func invalidOption(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{throttle.ErrInvalidOption}, args...)...)
 }
 
-// WithInFlight caps the requests in flight at n: a request holds one slot
-// from the moment it is sent until its response body is closed (or the
-// base transport fails). Slots are handed out in FIFO order, after the
-// permit. Vendors cap concurrent requests as well as their rate.
-func WithInFlight(n int64) TransportOption {
-	return func(t *Transport) {
-		if n > 0 {
-			t.inflight = semaphore.NewWeighted(n)
+// WithCost sets what each request costs; the default is 1 on every
+// limit. f must not be nil, and WithCost cannot be combined with WithLLM,
+// which sets the cost itself.
+func WithCost(f CostFunc) TransportOption {
+	return func(t *Transport) error {
+		if f == nil {
+			return invalidOption("WithCost(nil): no cost function")
 		}
+		t.cost, t.customCost = f, true
+		return nil
+	}
+}
+
+// WithInFlight caps the requests in flight at n, n >= 1: a request holds
+// one slot from the moment it is sent until its response body is closed
+// (or the base transport fails). Slots are handed out in FIFO order, after
+// the permit. Vendors cap concurrent requests as well as their rate.
+// Without the option there is no cap.
+func WithInFlight(n int64) TransportOption {
+	return func(t *Transport) error {
+		if n < 1 {
+			return invalidOption("WithInFlight(%d): the cap must be at least 1 (leave the option out for no cap)", n)
+		}
+		t.inflight = semaphore.NewWeighted(n)
+		return nil
 	}
 }
 
 // WithMaxPause caps every wait a server can impose (Retry-After, quota
-// resets): a longer one pauses the Limiter for d only and is not retried.
-// The default is DefaultMaxPause; d <= 0 keeps it.
+// resets) at d, d > 0: a longer one pauses the Limiter for d only and is
+// not retried. The default is 60 seconds.
 func WithMaxPause(d time.Duration) TransportOption {
-	return func(t *Transport) {
-		if d > 0 {
-			t.maxPause = d
+	return func(t *Transport) error {
+		if d <= 0 {
+			return invalidOption("WithMaxPause(%v): the cap must be positive", d)
 		}
+		t.maxPause = d
+		return nil
 	}
 }
 
-// WithRetries sets how many times a refused request is retried; 0 never
-// retries. The default is DefaultRetries.
+// WithRetries sets how many times a refused request is retried, n >= 0; 0
+// never retries. The default is 3.
 func WithRetries(n int) TransportOption {
-	return func(t *Transport) { t.retries = max(n, 0) }
+	return func(t *Transport) error {
+		if n < 0 {
+			return invalidOption("WithRetries(%d): the count must be 0 or more", n)
+		}
+		t.retries = n
+		return nil
+	}
 }
 
 // WithBackOff sets the exponential back-off between retries: the first
-// interval (default 500ms), growing 1.5 times per retry with ±50% jitter up
-// to max (default 30s). A server's Retry-After is always the least wait.
+// interval initial (default 500ms), growing 1.5 times per retry with ±50%
+// jitter up to max (default 30s); 0 < initial <= max. A server's
+// Retry-After is always the least wait.
 func WithBackOff(initial, max time.Duration) TransportOption {
-	return func(t *Transport) {
-		if initial > 0 {
-			t.initial = initial
+	return func(t *Transport) error {
+		if initial <= 0 || max < initial {
+			return invalidOption("WithBackOff(%v, %v): the intervals must satisfy 0 < initial <= max", initial, max)
 		}
-		if max > 0 {
-			t.maxWait = max
-		}
+		t.initial, t.maxWait = initial, max
+		return nil
 	}
 }
 
 // NewTransport returns a Transport that sends requests through base
-// (http.DefaultTransport if nil) under the Gate that limiter chooses for
-// each request; a nil limiter chooses none, and requests go unlimited.
-func NewTransport(base http.RoundTripper, limiter LimiterFunc, opts ...TransportOption) *Transport {
+// (http.DefaultTransport if nil) under the Gate that pick chooses for each
+// request. It fails for a nil pick, for Shared given no Gate, for an
+// option outside its range (an error matching throttle.ErrInvalidOption),
+// and for WithLLM over a Shared Gate none of whose limits counts tokens.
+// There is no unlimited default: for no limit, say so with a Limiter at
+// rate throttle.Inf, which still heeds a server's pauses.
+//
+// It returns an error rather than panicking: its arguments are often read
+// from a config (a limit, a retry count), and a bad config is an error to
+// report, not a bug in the program.
+func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOption) (*Transport, error) {
+	if pick == nil {
+		return nil, errors.New("throttle: NewTransport given a nil LimiterFunc: every request needs a Gate (for no limit, Shared of a Limiter at rate throttle.Inf)")
+	}
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if limiter == nil {
-		limiter = unlimited
-	}
 	t := &Transport{
 		base:     base,
-		limiter:  limiter,
+		limiter:  pick,
 		cost:     defaultCost,
-		maxPause: DefaultMaxPause,
-		retries:  DefaultRetries,
+		maxPause: defaultMaxPause,
+		retries:  defaultRetries,
 		initial:  500 * time.Millisecond,
 		maxWait:  30 * time.Second,
 
 		refusalWait: refusalWait,
 	}
-	for _, opt := range opts {
-		opt(t)
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, invalidOption("NewTransport given a nil TransportOption (option %d)", i)
+		}
+		if err := opt(t); err != nil {
+			return nil, err
+		}
 	}
-	return t
+	if t.llm != nil && t.customCost {
+		return nil, invalidOption("NewTransport given both WithLLM and WithCost: WithLLM sets the cost, so the other would be ignored")
+	}
+	if g, ok := sharedGate(pick); ok {
+		if g, _ := gateOf(g); g == nil {
+			return nil, errors.New("throttle: NewTransport given Shared of a nil Gate: was its constructor's error ignored? (for no limit, a Limiter at rate throttle.Inf)")
+		}
+		if t.llm != nil {
+			if err := t.llm.check(g.Limits()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if t.llm != nil {
+		c := t.llm
+		t.cost = c.Cost
+		t.settle = func(resp *http.Response, p settler, sig *headers.Signals) bool {
+			return c.settle(resp, p, sig, &t.clamped)
+		}
+	}
+	return t, nil
 }
 
 // TransportStats counts what a Transport did since it was made.
@@ -244,6 +311,10 @@ type TransportStats struct {
 	// pace (a spent credit or a spend cap; see Transport): returned after
 	// their one attempt, pausing nothing. They are not in Throttled.
 	Refused int64
+	// Clamped counts the usage figures (WithLLM) above a limit's capacity,
+	// settled as the capacity rather than as reported: a garbage figure
+	// must not put a client in debt for hours. See WithLLM.
+	Clamped int64
 	Waited  time.Duration // total time requests waited before being sent
 }
 
@@ -257,6 +328,7 @@ func (t *Transport) Stats() TransportStats {
 		Malformed: t.malformed.Load(),
 		Failed:    t.failed.Load(),
 		Refused:   t.refused.Load(),
+		Clamped:   t.clamped.Load(),
 		Waited:    time.Duration(t.waited.Load()),
 	}
 }
@@ -292,8 +364,8 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	g, l := gateOf(g)
 	if g == nil {
-		t.sent.Add(1)
-		return t.base.RoundTrip(req)
+		closeRequestBody(req)
+		return nil, noGate(req)
 	}
 	costs, err := t.cost(req, g)
 	if n := limitCount(g, l); err == nil && len(costs) != n {
@@ -548,7 +620,8 @@ func (x *exchange) now() int64 {
 // other Gate the Permit its Acquire gave.
 func (x *exchange) settler() settler {
 	if x.l != nil {
-		return core.NewPermit(core.Buckets(x.l), x.costs, &x.t.inFlight).(settler)
+		bs := core.Buckets(x.l)
+		return limiterSettler{core.NewPermit(bs, x.costs, &x.t.inFlight).(corePermit), bs}
 	}
 	gs := x.gate
 	p := &gatePermit{p: gs.p, costs: x.costs, limits: gs.g.Limits()}

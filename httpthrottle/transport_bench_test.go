@@ -40,10 +40,10 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}{
 		{"do-nothing", false, func(base http.RoundTripper) http.RoundTripper { return passThrough{base} }},
 		{"transport", false, func(base http.RoundTripper) http.RoundTripper {
-			return httpthrottle.NewTransport(base, httpthrottle.Shared(plentiful(b)))
+			return must(httpthrottle.NewTransport(base, httpthrottle.Shared(plentiful(b))))
 		}},
 		{"transport-ietf", true, func(base http.RoundTripper) http.RoundTripper {
-			return httpthrottle.NewTransport(base, httpthrottle.Shared(plentiful(b)))
+			return must(httpthrottle.NewTransport(base, httpthrottle.Shared(plentiful(b))))
 		}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
@@ -141,7 +141,7 @@ func BenchmarkTransportOverhead(b *testing.B) {
 		{"ietf", http.Header{"Ratelimit-Policy": {`"default";q=1000000;w=1`}, "Ratelimit": {`"default";r=999999;t=1`}}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			tr := httpthrottle.NewTransport(stubTransport{tt.header}, httpthrottle.Shared(plentiful(b)))
+			tr := must(httpthrottle.NewTransport(stubTransport{tt.header}, httpthrottle.Shared(plentiful(b))))
 			req, _ := http.NewRequest(http.MethodGet, "http://vendor.example/", nil)
 			b.ReportAllocs()
 			for b.Loop() {

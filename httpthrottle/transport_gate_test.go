@@ -67,7 +67,7 @@ func TestTransportOverGate(t *testing.T) {
 			if !capable {
 				g = bareGate{l, fc}
 			}
-			tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g))
+			tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g)))
 			client := &http.Client{Transport: tr}
 			done := make(chan error, 1)
 			go func() {
@@ -133,7 +133,7 @@ func TestTransportOverGateLLM(t *testing.T) {
 	l := must(throttle.NewLimiter(req, tok))
 	for _, g := range []throttle.Gate{capableGate{l, fc}, bareGate{l, fc}} {
 		before := tok.Status().Level
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g), httpthrottle.WithLLM(httpthrottle.LLM{}))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g), httpthrottle.WithLLM(httpthrottle.LLM{})))
 		r, _ := http.NewRequest(http.MethodPost, rec.srv.URL, strings.NewReader(`{"model":"m","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}`))
 		resp, err := tr.RoundTrip(r)
 		if err != nil {
@@ -203,20 +203,24 @@ func TestLimitHandlerOverGate(t *testing.T) {
 }
 
 // TestTypedNilGate: a LimiterFunc returning a nil *Limiter in its Gate
-// limits nothing, as a nil Gate does, on both sides.
+// (a constructor's error ignored) is an error on both sides, as a nil Gate
+// is: the request is neither sent nor admitted.
 func TestTypedNilGate(t *testing.T) {
 	pick := func(*http.Request) (throttle.Gate, error) {
 		var l *throttle.Limiter
 		return l, nil
 	}
 	srv := newRecorder(t, clockwork.NewRealClock(), func(n int, w http.ResponseWriter, r *http.Request) {})
-	resp, err := httpthrottle.NewTransport(newBase(t), pick).RoundTrip(must(http.NewRequest(http.MethodGet, srv.srv.URL, nil)))
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("through a nil *Limiter: %v, %v", resp, err)
+	req := must(http.NewRequest(http.MethodGet, srv.srv.URL, nil))
+	_, err := must(httpthrottle.NewTransport(newBase(t), pick)).RoundTrip(req)
+	if err == nil || !strings.Contains(err.Error(), "no Gate") || !strings.Contains(err.Error(), req.URL.Host) {
+		t.Errorf("through a nil *Limiter: %v; want an error saying the pick returned no Gate for %s", err, req.URL.Host)
 	}
-	resp.Body.Close()
-	if w := serve(httpthrottle.LimitHandler(ok, pick), http.MethodGet, "/"); w.Code != 200 {
-		t.Errorf("LimitHandler over a nil *Limiter: status %d", w.Code)
+	if srv.count() != 0 {
+		t.Errorf("%d requests sent, want none", srv.count())
+	}
+	if w := serve(httpthrottle.LimitHandler(ok, pick), http.MethodGet, "/"); w.Code != 500 {
+		t.Errorf("LimitHandler over a nil *Limiter: status %d, want 500", w.Code)
 	}
 }
 
@@ -242,7 +246,7 @@ func TestTransportGateClock(t *testing.T) {
 		})
 		done := make(chan error, 1)
 		go func() {
-			_, err := get(&http.Client{Transport: httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g))}, rec.srv.URL)
+			_, err := get(&http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g)))}, rec.srv.URL)
 			done <- err
 		}()
 		blockUntil(t, fc, 1) // the back-off, on the Gate's clock
@@ -300,7 +304,7 @@ func TestTransportTunesGate(t *testing.T) {
 			req := must(throttle.New(10, throttle.Per(10, time.Second), throttle.WithName("requests"), throttle.WithClock(fc)))
 			tok := must(throttle.New(10000, throttle.Per(10000, time.Second), throttle.WithName("tokens"), throttle.WithClock(fc)))
 			g := &tuningGate{capableGate: capableGate{must(throttle.NewLimiter(req, tok)), fc}}
-			client := &http.Client{Transport: httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g))}
+			client := &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g)))}
 			if code, err := get(client, rec.srv.URL); err != nil || code != 200 {
 				t.Fatalf("%d, %v", code, err)
 			}

@@ -37,9 +37,10 @@ import (
 //
 // The response's body reads as a JSON error in both vendors' shapes, then
 // fails with the refusal's error itself instead of io.EOF: a *WaitError
-// (which matches context.DeadlineExceeded) or an *OversizedError (which
-// matches ErrCostExceedsCapacity). The SDKs decide on the retry from the
-// header, then read the body of the error response, and return a read
+// (which matches context.DeadlineExceeded) or LLM.Cost's error for a
+// request too large (which matches throttle.ErrCostExceedsCapacity). The
+// SDKs decide on the retry from the header, then read the body of the
+// error response, and return a read
 // error as the call's error (openai-go as it is, anthropic-sdk-go wrapped
 // with %w), so the caller tells the limiter's refusal from the vendor's
 // with errors.As or errors.Is, and the SDK does not retry it.
@@ -49,7 +50,10 @@ const RefusalHeader = "Throttle-Refusal"
 // on their own (those carrying X-Stainless-Retry-Count) like any other:
 // use it with the SDK's retries turned off (option.WithMaxRetries(0)).
 func WithSDKRetries() TransportOption {
-	return func(t *Transport) { t.retrySDK = true }
+	return func(t *Transport) error {
+		t.retrySDK = true
+		return nil
+	}
 }
 
 // retriesItself reports whether req comes from an SDK that retries on its

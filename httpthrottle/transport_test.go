@@ -143,7 +143,7 @@ func TestTransportKeepsUnderQuota(t *testing.T) {
 		vendor := throttletest.NewServer(cfg)
 		defer vendor.Close()
 		l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 		client := &http.Client{Transport: tr}
 		var finished atomic.Int64
 		var wg sync.WaitGroup
@@ -219,7 +219,7 @@ func TestTransportPauseStopsEveryone(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	l := newLimiter(t, fc, 100, throttle.Per(100, time.Second))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	client := &http.Client{Transport: tr}
 
 	var finished atomic.Int64
@@ -286,7 +286,7 @@ func TestTransportInFlight(t *testing.T) {
 	}))
 	defer srv.Close()
 	l := newLimiter(t, clockwork.NewFakeClockAt(epoch), 100, throttle.Per(100, time.Second))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithInFlight(2))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithInFlight(2)))
 	client := &http.Client{Transport: tr}
 	var wg sync.WaitGroup
 	for range n {

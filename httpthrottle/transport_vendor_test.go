@@ -48,7 +48,7 @@ func TestTransportGeminiRetryInfo(t *testing.T) {
 		respondJSON(w, http.StatusOK, nil, `{}`)
 	})
 	l := newLimiter(t, fc, 10, throttle.Per(10, time.Second))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -119,12 +119,14 @@ func TestTransportBillingRefusal(t *testing.T) {
 					})
 					var log eventLog
 					b, _ := throttle.New(10, throttle.Per(10, time.Second), throttle.WithName("requests"), throttle.WithClock(fc), throttle.WithObserver(&log))
-					l, _ := throttle.NewLimiter(b)
+					bs := []*throttle.Bucket{b}
 					opts := []httpthrottle.TransportOption{}
 					if llm {
+						bs = append(bs, must(throttle.New(100_000, throttle.Per(100_000, time.Minute), throttle.WithName("tokens"), throttle.WithClock(fc))))
 						opts = append(opts, httpthrottle.WithLLM(httpthrottle.LLM{}))
 					}
-					tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), opts...)
+					l := must(throttle.NewLimiter(bs...))
+					tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), opts...))
 					req, _ := http.NewRequest(http.MethodPost, rec.srv.URL, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 					if sdk {
 						req.Header.Set("X-Stainless-Retry-Count", "0")
@@ -184,7 +186,7 @@ func TestTransportGitHubSecondary(t *testing.T) {
 			respondJSON(w, http.StatusOK, h, `{}`)
 		})
 		l := newLimiter(t, fc, 5000, throttle.Per(5000, time.Hour))
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 		req, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)
 		resp, _, err := roundTrip(t, fc, 1, tr, req)
 		if err != nil || resp.StatusCode != 200 {
@@ -201,7 +203,7 @@ func TestTransportGitHubSecondary(t *testing.T) {
 			respondJSON(w, http.StatusForbidden, counters("4990"), githubSecondary)
 		})
 		l := newLimiter(t, fc, 5000, throttle.Per(5000, time.Hour))
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithMaxPause(3*time.Minute))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithMaxPause(3*time.Minute)))
 		for i, want := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute} {
 			ctx, cancel := context.WithDeadline(context.Background(), fc.Now().Add(15*time.Second))
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rec.srv.URL, nil)
@@ -232,7 +234,7 @@ func TestTransportGitHubSecondary(t *testing.T) {
 			respondJSON(w, http.StatusForbidden, counters("4990"), `{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`)
 		})
 		l := newLimiter(t, fc, 5000, throttle.Per(5000, time.Hour))
-		tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 		req, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)
 		resp, err := tr.RoundTrip(req)
 		if err != nil || resp.StatusCode != 403 {
@@ -269,7 +271,7 @@ func TestTransportWindowReset(t *testing.T) {
 		githubPrimary(w, fc, reset, n == 1)
 	})
 	l := newLimiter(t, fc, 5000, throttle.Per(5000, time.Hour))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	var wg sync.WaitGroup
 	var finished atomic.Int64
 	send := func() {
@@ -323,7 +325,7 @@ func TestTransportStalledRefusal(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	l := newLimiter(t, nil, 10, throttle.Per(10, time.Second))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithBackOff(time.Millisecond, time.Millisecond))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithBackOff(time.Millisecond, time.Millisecond)))
 	httpthrottle.SetRefusalWait(tr, 20*time.Millisecond)
 
 	start := time.Now()
@@ -346,7 +348,7 @@ func TestTransportStalledRefusal(t *testing.T) {
 	}
 
 	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/big", nil)
-	resp, err = httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithRetries(0)).RoundTrip(req)
+	resp, err = must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithRetries(0))).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +380,7 @@ func TestTransportGiveBack(t *testing.T) {
 	})
 	b, _ := throttle.New(5*estimate, throttle.Per(5*estimate, time.Minute), throttle.WithName("tokens"), throttle.WithClock(fc))
 	l, _ := throttle.NewLimiter(b)
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(llm))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(llm)))
 	client := &http.Client{Transport: tr}
 	var wg sync.WaitGroup
 	var finished atomic.Int64
@@ -427,7 +429,7 @@ func TestTransportWindowResetDeadline(t *testing.T) {
 		githubPrimary(w, fc, reset, n == 1)
 	})
 	l := newLimiter(t, fc, 5000, throttle.Per(5000, time.Hour))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	var wg sync.WaitGroup
 	var finished atomic.Int64
 	send := func() {

@@ -35,7 +35,7 @@ func TestTransportOverMarker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := NewTransport(nil, Shared(m))
+	tr := must(NewTransport(nil, Shared(m)))
 	client := &http.Client{Transport: tr}
 	get := func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)

@@ -1,38 +1,62 @@
 package httpthrottle_test
 
 import (
+	"errors"
 	"net/http"
-	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
 )
 
-// TestZeroValuesHTTP: the HTTP layer's nil arguments limit nothing or fail
-// loudly, never with a nil dereference on first use.
+// TestZeroValuesHTTP: the HTTP layer's nil arguments fail loudly where
+// they are given, never with a nil dereference on first use, and never
+// by lifting every limit: an invalid limit whose constructor's error was
+// ignored is a nil Gate.
 func TestZeroValuesHTTP(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	defer srv.Close()
-	t.Run("NewTransport(nil, nil)", func(t *testing.T) {
-		tr := httpthrottle.NewTransport(newBase(t), nil)
-		for range 3 {
-			if code, err := get(&http.Client{Transport: tr}, srv.URL); code != 200 || err != nil {
-				t.Fatalf("status %d, error %v; want 200 unlimited", code, err)
+	var nilLimiter *throttle.Limiter
+	for name, pick := range map[string]httpthrottle.LimiterFunc{
+		"a nil pick":               nil,
+		"Shared(nil)":              httpthrottle.Shared(nil),
+		"Shared of a nil *Limiter": httpthrottle.Shared(nilLimiter),
+	} {
+		t.Run("NewTransport/"+name, func(t *testing.T) {
+			tr, err := httpthrottle.NewTransport(nil, pick)
+			if err == nil || tr != nil || !strings.Contains(err.Error(), "throttle.Inf") {
+				t.Errorf("NewTransport: %v, %v; want an error that says how to spell no limit", tr, err)
 			}
-		}
-	})
-	t.Run("LimitHandler", func(t *testing.T) {
-		h := httpthrottle.LimitHandler(http.NotFoundHandler(), nil)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
-		if w.Code != http.StatusNotFound {
-			t.Errorf("a nil pick: status %d, want next's 404", w.Code)
-		}
+		})
+		t.Run("LimitHandler/"+name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil {
+					t.Errorf("LimitHandler(ok, %s) did not panic", name)
+				}
+			}()
+			httpthrottle.LimitHandler(http.NotFoundHandler(), pick)
+		})
+	}
+	t.Run("LimitHandler(nil, …)", func(t *testing.T) {
 		defer func() {
 			if r := recover(); r == nil || r.(string) != "throttle: LimitHandler: nil next handler" {
 				t.Errorf("LimitHandler(nil, …) recovered %v, want a panic that names the nil handler", r)
 			}
 		}()
 		httpthrottle.LimitHandler(nil, nil)
+	})
+	t.Run("nil options", func(t *testing.T) {
+		lim := must(throttle.NewLimiter(must(throttle.New(1, throttle.Inf))))
+		if _, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), nil); !errors.Is(err, throttle.ErrInvalidOption) {
+			t.Errorf("NewTransport with a nil option: %v, want ErrInvalidOption", err)
+		}
+		if _, err := httpthrottle.NewAuto(nil); !errors.Is(err, throttle.ErrInvalidOption) {
+			t.Errorf("NewAuto with a nil option: %v, want ErrInvalidOption", err)
+		}
+		defer func() {
+			if err, _ := recover().(error); !errors.Is(err, throttle.ErrInvalidOption) {
+				t.Errorf("LimitHandler with a nil option recovered %v, want ErrInvalidOption", err)
+			}
+		}()
+		httpthrottle.LimitHandler(http.NotFoundHandler(), httpthrottle.Shared(lim), nil)
 	})
 }

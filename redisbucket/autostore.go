@@ -14,7 +14,10 @@ import (
 // Redis, so that the processes of a fleet learn it together
 // (httpthrottle.AutoFleet):
 //
-//	auto := httpthrottle.NewAuto(httpthrottle.AutoFleet(redisbucket.NewAutoStore(rdb, "")))
+//	auto, err := httpthrottle.NewAuto(httpthrottle.AutoFleet(redisbucket.NewAutoStore(rdb, "")))
+//	if err != nil {
+//		return err
+//	}
 //
 // Each quota is two keys that share a hash tag, so a cluster keeps them on
 // one node and spreads quotas over nodes: a hash of the state and its

@@ -66,8 +66,8 @@ func TestAutoStoreFleet(t *testing.T) {
 	defer srv.Close()
 	fc := clockwork.NewFakeClockAt(time.Now())
 	mk := func() (*httpthrottle.AutoLimiter, *http.Client) {
-		a := httpthrottle.NewAuto(httpthrottle.AutoClock(fc), httpthrottle.AutoFleet(redisbucket.NewAutoStore(c, be.Prefix)))
-		return a, &http.Client{Transport: httpthrottle.NewTransport(nil, a.Limiter, httpthrottle.WithRetries(0))}
+		a := must(httpthrottle.NewAuto(httpthrottle.AutoClock(fc), httpthrottle.AutoFleet(redisbucket.NewAutoStore(c, be.Prefix))))
+		return a, &http.Client{Transport: must(httpthrottle.NewTransport(nil, a.Limiter, httpthrottle.WithRetries(0)))}
 	}
 	a, ca := mk()
 	b, _ := mk()

@@ -286,8 +286,8 @@ func TestFleetTransportChild(t *testing.T) {
 	}
 	base := &http.Transport{MaxIdleConnsPerHost: ftWorkers}
 	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: httpthrottle.NewTransport(base, httpthrottle.Shared(lim),
-		httpthrottle.WithLLM(httpthrottle.LLM{}))}
+	client := &http.Client{Transport: must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim),
+		httpthrottle.WithLLM(httpthrottle.LLM{})))}
 	// Warm up before the start: the connection to Redis and the script
 	// loaded (a read of the levels), and the workers' connections to the
 	// vendor opened, outside its quota. The floor counts the vendor's full

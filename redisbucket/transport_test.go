@@ -100,8 +100,8 @@ func TestTransportFleet(t *testing.T) {
 	})
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	trOne := httpthrottle.NewTransport(base, httpthrottle.Shared(one), httpthrottle.WithLLM(httpthrottle.LLM{}))
-	trOther := httpthrottle.NewTransport(base, httpthrottle.Shared(other), httpthrottle.WithLLM(httpthrottle.LLM{}))
+	trOne := must(httpthrottle.NewTransport(base, httpthrottle.Shared(one), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	trOther := must(httpthrottle.NewTransport(base, httpthrottle.Shared(other), httpthrottle.WithLLM(httpthrottle.LLM{})))
 
 	results := make(chan error, 2)
 	send := func(tr http.RoundTripper, proc string) {

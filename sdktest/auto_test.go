@@ -17,7 +17,7 @@ import (
 )
 
 // TestAutoOpenAISDK runs 100 concurrent chat completions through the
-// official OpenAI SDK and a Transport with httpthrottle.Auto(), configured with
+// official OpenAI SDK and a Transport with NewAuto().Limiter, configured with
 // nothing, against a vendor allowing 10 requests per second (burst 10) that
 // publishes its quota in the IETF fields. Auto learns the quota from the
 // first response: no call fails, and the calls take a little more than the 9 s the quota
@@ -32,8 +32,8 @@ func TestAutoOpenAISDK(t *testing.T) {
 		Requests: throttle.Per(10, time.Second), RequestBurst: 10, Dialect: throttletest.IETF,
 	})
 	defer vendor.Close()
-	auto := httpthrottle.NewAuto()
-	tr := httpthrottle.NewTransport(newBase(t), auto.Limiter)
+	auto := must(httpthrottle.NewAuto())
+	tr := must(httpthrottle.NewTransport(newBase(t), auto.Limiter))
 	client := openai.NewClient(
 		option.WithBaseURL(vendor.URL+"/v1/"),
 		option.WithAPIKey("sk-auto"),
@@ -76,7 +76,7 @@ func TestAutoOpenAISDK(t *testing.T) {
 }
 
 // TestAutoLLMTokenShare makes one chat completion, then 30 concurrent ones,
-// through the official OpenAI SDK, a Transport with httpthrottle.Auto() and
+// through the official OpenAI SDK, a Transport with httpthrottle.NewAuto().Limiter and
 // WithLLM, against a vendor in OpenAI's dialect allowing 600 requests and
 // 60,000 tokens a minute (burst a minute of each): each call reserves its
 // prompt and its 500 max tokens. Once the first response has taught the
@@ -97,8 +97,8 @@ func TestAutoLLMTokenShare(t *testing.T) {
 		Requests: throttle.Per(600, time.Minute), Tokens: throttle.Per(60000, time.Minute), Dialect: throttletest.OpenAI,
 	})
 	defer vendor.Close()
-	auto := httpthrottle.NewAuto()
-	tr := httpthrottle.NewTransport(newBase(t), auto.Limiter, httpthrottle.WithLLM(httpthrottle.LLM{}))
+	auto := must(httpthrottle.NewAuto())
+	tr := must(httpthrottle.NewTransport(newBase(t), auto.Limiter, httpthrottle.WithLLM(httpthrottle.LLM{})))
 	client := openai.NewClient(
 		option.WithBaseURL(vendor.URL+"/v1/"),
 		option.WithAPIKey("sk-auto-llm"),

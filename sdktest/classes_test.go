@@ -41,7 +41,7 @@ func TestClassesOpenAISDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(gate), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{name}}))
+		tr := must(httpthrottle.NewTransport(nil, httpthrottle.Shared(gate), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{name}})))
 		client := openai.NewClient(
 			option.WithBaseURL(vendor.URL+"/v1/"),
 			option.WithAPIKey("sk-"+name),

@@ -31,7 +31,7 @@ func llmLimiter(t testing.TB, requests, tokens int64, per time.Duration) *thrott
 // llmClient is docs/llm.md's setup: the Transport with WithLLM over a base
 // of the test's own.
 func llmClient(t testing.TB, l *throttle.Limiter, opts ...httpthrottle.TransportOption) (*http.Client, *httpthrottle.Transport) {
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), append([]httpthrottle.TransportOption{httpthrottle.WithLLM(httpthrottle.LLM{})}, opts...)...)
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), append([]httpthrottle.TransportOption{httpthrottle.WithLLM(httpthrottle.LLM{})}, opts...)...))
 	return &http.Client{Transport: tr}, tr
 }
 

@@ -72,7 +72,7 @@ func TestTransportOpenAISDK(t *testing.T) {
 	}
 
 	l := newLimiter(t, nil, 10, throttle.Per(10, time.Second))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	before = vendor.Stats()
 	failed, took = run("sk-throttled", tr)
 	st = vendor.Stats()

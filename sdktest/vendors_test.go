@@ -312,7 +312,7 @@ func caseOpenAIBilling(t *testing.T) (row, []string) {
 		writeJSON(w, 200, map[string]any{"id": "c", "object": "chat.completion", "model": "gpt-4o-mini", "choices": []any{}, "usage": map[string]any{"prompt_tokens": 9, "completion_tokens": 1}})
 	})
 	l := newLimiter(t, nil, 600, throttle.Per(600, time.Minute))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	return billingRow(t, "OpenAI: insufficient_quota beside 9 calls, no WithLLM (openai-go)", tl, tr, openAICall(openAIClient(srv.URL, &http.Client{Transport: tr})))
 }
 
@@ -676,7 +676,7 @@ func githubFake(t *testing.T, q *serverBucket, tl *tally, burst int, noRetryAfte
 func caseGitHubSecondary(t *testing.T) row {
 	tl := newTally()
 	srv := githubFake(t, newWindow(5000, 5000, time.Hour, time.Hour), tl, 12, false)
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(githubLimiter(t)))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(githubLimiter(t))))
 	took, failed := run(24, githubCall(githubClient(t, srv.URL, &http.Client{Transport: tr})), nil)
 	r := row{name: "GitHub: secondary 403 with retry-after 2 while 4,990 remain, 24 calls (go-github)", calls: 24, failed: failed, took: took, floor: 2 * time.Second, asked: 2 * time.Second}
 	tl.fill(&r)
@@ -694,7 +694,7 @@ func caseGitHubPrimary(t *testing.T) row {
 	tl := newTally()
 	resetIn := untilSecond(3 * time.Second)
 	srv := githubFake(t, newWindow(5000, 10, resetIn, time.Hour), tl, 0, false)
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(githubLimiter(t)))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(githubLimiter(t))))
 	took, failed := run(30, githubCall(githubClient(t, srv.URL, &http.Client{Transport: tr})), nil)
 	r := row{name: "GitHub: primary 403, 10 left, the window resets in 3-4 s, 30 calls (go-github)", calls: 30, failed: failed, took: took, floor: resetIn}
 	tl.fill(&r)
@@ -708,7 +708,7 @@ func caseGitHubReset(t *testing.T) row {
 	tl := newTally()
 	resetIn := untilSecond(2 * time.Second)
 	srv := githubFake(t, newWindow(5000, 0, resetIn, time.Hour), tl, 0, false)
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(githubLimiter(t)))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(githubLimiter(t))))
 	call := githubCall(githubClient(t, srv.URL, &http.Client{Transport: tr}))
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -776,7 +776,7 @@ func caseRefusalThroughSDKs(t *testing.T) (row, []string) {
 			r.TryAcquire(1)
 			l, _ = throttle.NewLimiter(r, tok)
 		}
-		hc := &http.Client{Transport: httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), opts...)}
+		hc := &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), opts...))}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		t0 := time.Now()
 		err := mk(hc)(ctx, "x")
@@ -820,7 +820,7 @@ func caseStalledBody(t *testing.T) (row, []string) {
 	})
 	defer close(release)
 	l := newLimiter(t, nil, 10, throttle.Per(10, time.Second))
-	tr := httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
 	ctx, cancel := context.WithTimeout(context.Background(), callDeadline)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
@@ -856,7 +856,7 @@ func caseManyPolicies(t *testing.T, n int) (row, []string) {
 	})
 	plain := &http.Client{Transport: newBase(t)}
 	l := newLimiter(t, nil, 1000, throttle.Per(1000, time.Second))
-	through := &http.Client{Transport: httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l))}
+	through := &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))}
 	var a, b []time.Duration
 	for i := range 10 {
 		c := plain

@@ -54,8 +54,10 @@ func isLLM(r *http.Request) bool { return shapeOf(r) != notLLM }
 
 // cost is what a request spends: an LLM call one request and its estimated
 // tokens, any other request one request and no tokens.
+// A vendor without a token quota counts an LLM call as one request:
+// httpthrottle.LLM refuses a Gate with no limit that counts tokens.
 func (s *Server) cost(r *http.Request, g throttle.Gate) ([]int64, error) {
-	if isLLM(r) {
+	if isLLM(r) && s.cfg.Tokens != (throttle.Rate{}) {
 		return s.llm().Cost(r, g)
 	}
 	limits := g.Limits()

@@ -53,10 +53,19 @@ func Example() {
 		chat(plain, "sk-plain")
 	}
 
-	requests, _ := throttle.New(2, throttle.Per(2, time.Second), throttle.WithClock(clk), throttle.WithName("requests"))
-	lim, _ := throttle.NewLimiter(requests)
-	throttled := &http.Client{Transport: httpthrottle.NewTransport(
-		&http.Transport{DisableKeepAlives: true}, httpthrottle.Shared(lim))}
+	requests, err := throttle.New(2, throttle.Per(2, time.Second), throttle.WithClock(clk), throttle.WithName("requests"))
+	if err != nil {
+		panic(err)
+	}
+	lim, err := throttle.NewLimiter(requests)
+	if err != nil {
+		panic(err)
+	}
+	tr, err := httpthrottle.NewTransport(&http.Transport{DisableKeepAlives: true}, httpthrottle.Shared(lim))
+	if err != nil {
+		panic(err)
+	}
+	throttled := &http.Client{Transport: tr}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

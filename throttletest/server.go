@@ -194,19 +194,20 @@ func newServer(cfg Config) *Server {
 			panic(fmt.Sprintf("throttletest: quota %q: %v", l.Name, err))
 		}
 	}
-	pick := func(*http.Request) (throttle.Gate, error) { return nil, nil }
+	// Without quotas the API is served as it is: LimitHandler has no
+	// unlimited default.
+	var api http.Handler = http.HandlerFunc(s.serveAPI)
 	if len(limits) > 0 {
 		var opts []throttle.Option
 		if cfg.Clock != nil {
 			opts = append(opts, throttle.WithClock(cfg.Clock))
 		}
 		s.keys = throttle.NewKeyed(func(string) []throttle.Limit { return limits }, opts...)
-		pick = httpthrottle.PerKey(s.keys, APIKey)
+		api = httpthrottle.LimitHandler(api, httpthrottle.PerKey(s.keys, APIKey),
+			httpthrottle.LimitCost(s.cost),
+			httpthrottle.LimitHeaders(s.writeHeaders),
+			httpthrottle.LimitRejected(s.reject))
 	}
-	api := httpthrottle.LimitHandler(http.HandlerFunc(s.serveAPI), pick,
-		httpthrottle.LimitCost(s.cost),
-		httpthrottle.LimitHeaders(s.writeHeaders),
-		httpthrottle.LimitRejected(s.reject))
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		n := s.inflight.Add(1)

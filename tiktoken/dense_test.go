@@ -45,7 +45,7 @@ func TestDenseTextStreams(t *testing.T) {
 			lim, _ := throttle.NewLimiter(rpm, tpm)
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
-			tr := httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(tt.c))
+			tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(tt.c)))
 			var failed atomic.Int64
 			var wg sync.WaitGroup
 			start := time.Now()

@@ -30,8 +30,12 @@ func ExampleForModel() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client := &http.Client{Transport: httpthrottle.NewTransport(nil, httpthrottle.Shared(lim),
-		httpthrottle.WithLLM(httpthrottle.LLM{Tokenizer: enc}))}
+	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim),
+		httpthrottle.WithLLM(httpthrottle.LLM{Tokenizer: enc}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	client := &http.Client{Transport: tr}
 	_ = client // the SDK's client, built over this http.Client
 	// Output:
 	// o200k_base 2

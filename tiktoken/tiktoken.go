@@ -9,7 +9,10 @@
 //	if err != nil {
 //		return err
 //	}
-//	tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{Tokenizer: enc}))
+//	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{Tokenizer: enc}))
+//	if err != nil {
+//		return err
+//	}
 //
 // ExampleForModel shows it whole.
 package tiktoken

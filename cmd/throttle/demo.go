@@ -102,7 +102,10 @@ func runDemo(e *env, args []string) error {
 	}
 	base := demoTransport()
 	defer base.CloseIdleConnections()
-	tr := httpthrottle.NewTransport(base, httpthrottle.Shared(lim))
+	tr, err := httpthrottle.NewTransport(base, httpthrottle.Shared(lim))
+	if err != nil {
+		return err
+	}
 	var rec *demoRecorder
 	if chart != nil {
 		rec = &demoRecorder{s: newSeries(1, chartBins, []time.Duration{client.rate.Period()}), b: b, capacity: float64(client.capacity)}

@@ -49,7 +49,10 @@ func main() {
 		{"reserve and settle", httpthrottle.WithLLM(llm)},
 	} {
 		limiter := newLimiter()
-		tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter), run.opt)
+		tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter), run.opt)
+		if err != nil {
+			panic(err)
+		}
 		before := vendor.Stats()
 		failed, took := callAll(vendor.URL, "sk-"+run.name, tr)
 		after := vendor.Stats()

@@ -46,7 +46,10 @@ func main() {
 		if err != nil {
 			panic(err)
 		}
-		tr := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter))
+		tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter))
+		if err != nil {
+			panic(err)
+		}
 		ok, refused, took := send(tr, vendor.URL, fmt.Sprintf("sk-%d", c.rate))
 		st := tr.Stats()
 		fmt.Printf("%-24s %2d OK, %2d 429s returned to the caller, in %v (limiter at %d/s)\n", c.name, ok, refused, took.Round(time.Millisecond), c.rate)

@@ -1,0 +1,179 @@
+package httpthrottle_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
+)
+
+// TestTransportOptionsRefused: an option outside its documented range
+// fails NewTransport with an error matching ErrInvalidOption that names
+// the option and the value; the ends of each range are accepted.
+func TestTransportOptionsRefused(t *testing.T) {
+	lim := must(throttle.NewLimiter(must(throttle.New(1, throttle.Inf, throttle.WithName("requests")))))
+	cost := func(*http.Request, throttle.Gate) ([]int64, error) { return []int64{1}, nil }
+	for _, tt := range []struct {
+		opts []httpthrottle.TransportOption
+		want string // "" for accepted
+	}{
+		{[]httpthrottle.TransportOption{httpthrottle.WithInFlight(0)}, "WithInFlight(0)"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithInFlight(-3)}, "WithInFlight(-3)"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithInFlight(1)}, ""},
+		{[]httpthrottle.TransportOption{httpthrottle.WithRetries(-1)}, "WithRetries(-1)"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithRetries(0)}, ""},
+		{[]httpthrottle.TransportOption{httpthrottle.WithBackOff(10*time.Second, time.Millisecond)}, "WithBackOff(10s, 1ms)"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithBackOff(0, time.Second)}, "WithBackOff(0s, 1s)"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithBackOff(time.Millisecond, time.Millisecond)}, ""},
+		{[]httpthrottle.TransportOption{httpthrottle.WithMaxPause(0)}, "WithMaxPause(0s)"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithMaxPause(-time.Second)}, "WithMaxPause(-1s)"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithCost(nil)}, "WithCost(nil)"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithCost(cost), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{"requests"}})}, "both WithLLM and WithCost"},
+	} {
+		tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), tt.opts...)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("an option at the end of its range: %v", err)
+		case tt.want != "" && (!errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), tt.want) || tr != nil):
+			t.Errorf("%s: %v, %v; want an ErrInvalidOption naming it", tt.want, tr, err)
+		}
+	}
+}
+
+// TestAutoOptionsRefused: the same for NewAuto's options.
+func TestAutoOptionsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		opt  httpthrottle.AutoOption
+		want string
+	}{
+		{httpthrottle.AutoClock(nil), "AutoClock(nil)"},
+		{httpthrottle.AutoKey(nil), "AutoKey(nil)"},
+		{httpthrottle.AutoWithin(nil), "AutoWithin(nil)"},
+		{httpthrottle.AutoObserver(nil), "AutoObserver(nil)"},
+		{httpthrottle.AutoFleet(nil), "AutoFleet(nil)"},
+		{httpthrottle.AutoInitialRate(throttle.Inf), "AutoInitialRate(Inf)"},
+		{httpthrottle.AutoInitialRate(throttle.Rate{}), "AutoInitialRate("},
+		{httpthrottle.AutoRange(throttle.Per(10, time.Second), throttle.Per(1, time.Second)), "AutoRange("},
+		{httpthrottle.AutoRange(throttle.Inf, throttle.Inf), "AutoRange(Inf, Inf)"},
+		{httpthrottle.AutoIdle(0), "AutoIdle(0s)"},
+		{httpthrottle.AutoMaxQuotas(0), "AutoMaxQuotas(0)"},
+	} {
+		a, err := httpthrottle.NewAuto(tt.opt)
+		if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), tt.want) || a != nil {
+			t.Errorf("%s: %v; want an ErrInvalidOption naming it", tt.want, err)
+		}
+	}
+	if _, err := httpthrottle.NewAuto(httpthrottle.AutoRange(throttle.Per(1, time.Second), throttle.Inf), httpthrottle.AutoMaxQuotas(1)); err != nil {
+		t.Errorf("options at the ends of their ranges: %v", err)
+	}
+}
+
+// rpmTPM is a Limiter whose limits are named "rpm" and "tpm", not as the
+// vendors' headers name them.
+func rpmTPM(fc clockwork.Clock) *throttle.Limiter {
+	rpm := must(throttle.New(10, throttle.Per(10, time.Minute), throttle.WithName("rpm"), throttle.WithClock(fc)))
+	tpm := must(throttle.New(10_000, throttle.Per(10_000, time.Minute), throttle.WithName("tpm"), throttle.WithClock(fc)))
+	return must(throttle.NewLimiter(rpm, tpm))
+}
+
+// TestLLMUnfoundLimits: WithLLM over a Gate none of whose limits counts
+// tokens fails loudly, naming the Gate's limits and what it looked for: at
+// NewTransport for a Shared Gate, at the request otherwise (which is then
+// not sent); so does a name the config gives that the Gate lacks.
+func TestLLMUnfoundLimits(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	l := rpmTPM(fc)
+	_, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{}))
+	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `["rpm" "tpm"]`) || !strings.Contains(err.Error(), `"tokens"`) {
+		t.Errorf("Shared rpm/tpm with the default roles: %v; want an error naming the limits and the names expected", err)
+	}
+	_, err = httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{"tmp"}}))
+	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `"tmp"`) {
+		t.Errorf("a misspelt token limit: %v; want an error naming it", err)
+	}
+
+	rec := newRecorder(t, fc, script(nil))
+	pick := func(*http.Request) (throttle.Gate, error) { return l, nil }
+	tr := must(httpthrottle.NewTransport(newBase(t), pick, httpthrottle.WithLLM(httpthrottle.LLM{})))
+	_, err = tr.RoundTrip(post(t, rec.srv.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `["rpm" "tpm"]`) {
+		t.Errorf("a pick's rpm/tpm Gate: %v; want an error naming its limits", err)
+	}
+	if rec.count() != 0 {
+		t.Errorf("%d requests sent, want none", rec.count())
+	}
+}
+
+// TestLLMRoles: with the roles named, a call reserves and settles its
+// tokens on "tpm", 1 on "rpm", and the server's requests and tokens
+// quotas lower the limits of those roles; TokenLimits naming "tpm"
+// spares the same check without naming "rpm" (a limit in no role counts
+// requests).
+func TestLLMRoles(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	l := rpmTPM(fc)
+	rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
+		respondJSON(w, 200, http.Header{
+			"X-Ratelimit-Remaining-Requests": {"4"},
+			"X-Ratelimit-Remaining-Tokens":   {"9000"},
+		}, `{"usage":{"prompt_tokens":10,"completion_tokens":30}}`)
+	})
+	llm := httpthrottle.LLM{RequestLimits: []string{"rpm"}, TokenLimits: []string{"tpm"}}
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(llm)))
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":500}`
+	costs, err := llm.Cost(post(t, rec.srv.URL, body), l)
+	if err != nil || costs[0] != 1 || costs[1] < 500 {
+		t.Fatalf("Cost %v, %v; want 1 on rpm and the estimate on tpm", costs, err)
+	}
+	resp, err := tr.RoundTrip(post(t, rec.srv.URL+"/v1/chat/completions", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// rpm: 10-1, lowered to the server's 4. tpm: 10000 less the estimate,
+	// lowered to the server's 9000, then given back all but the 40 used.
+	if rpm := float64(l.Bucket("rpm").Status().Remaining); rpm != 4 {
+		t.Errorf("rpm %v, want 4: the server's requests quota lowers the limit of that role", rpm)
+	}
+	if tpm, want := float64(l.Bucket("tpm").Status().Remaining), float64(9000+costs[1]-40); tpm != want {
+		t.Errorf("tpm %v, want %v: lowered to the server's 9000, then settled to the 40 used", tpm, want)
+	}
+	if _, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{"tpm"}})); err != nil {
+		t.Errorf("TokenLimits naming tpm: %v", err)
+	}
+}
+
+// TestAbsurdUsageClamped: a server's usage figure of a trillion tokens is
+// settled as the limit's capacity, not as reported, and counted in
+// Stats().Clamped: the client is not put in debt for a century.
+func TestAbsurdUsageClamped(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	l := twoBuckets(t, fc) // tokens: 1000 a minute
+	rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
+		respondJSON(w, 200, nil, `{"usage":{"prompt_tokens":10,"completion_tokens":1000000000000}}`)
+	})
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	resp, err := tr.RoundTrip(post(t, rec.srv.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if tok := float64(l.Bucket("tokens").Status().Remaining); tok != 0 {
+		t.Errorf("tokens level %v, want 0: the usage settled as the capacity, 1000", tok)
+	}
+	if wt, err := l.WaitTime(1, 1); err != nil || wt > time.Second {
+		t.Errorf("next call waits %v (%v), want at most a second", wt, err)
+	}
+	if st := tr.Stats(); st.Clamped != 1 {
+		t.Errorf("Stats().Clamped %d, want 1", st.Clamped)
+	}
+}
