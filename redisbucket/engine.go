@@ -64,7 +64,7 @@ type counters struct {
 
 // Stats counts what a Bucket or Limiter did since it was created.
 type Stats struct {
-	Calls            int64 // script calls sent to Redis, failed ones included; one call may decide several concurrent acquisitions
+	Calls            int64 // script calls sent to Redis, failed ones included (the constructor's check is not counted); one call may decide several concurrent acquisitions
 	CallErrors       int64 // calls that failed or timed out
 	Decisions        int64 // TryAcquire and Acquire outcomes (grants and refusals), however taken
 	Granted          int64 // decisions that granted

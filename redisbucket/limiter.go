@@ -30,7 +30,9 @@ type Limiter struct {
 
 // NewLimiter returns a Limiter for the limiter id over limits, whose costs
 // are given in this order. Names must be non-empty and distinct. Lease mode
-// is not available for a Limiter.
+// is not available for a Limiter. Like New, it checks that Redis answers
+// and fails with an error wrapping ErrUnavailable when it does not, unless
+// WithStartWithoutRedis.
 func NewLimiter(client redis.UniversalClient, id string, limits []Limit, opts ...Option) (*Limiter, error) {
 	if len(limits) == 0 {
 		return nil, errors.New("redisbucket: NewLimiter needs at least one limit")
@@ -55,6 +57,9 @@ func NewLimiter(client redis.UniversalClient, id string, limits []Limit, opts ..
 	}
 	if e.o.lease != nil {
 		return nil, errors.New("redisbucket: lease mode is for a Bucket, not a Limiter")
+	}
+	if err := e.start(); err != nil {
+		return nil, err
 	}
 	return &Limiter{e: e}, nil
 }

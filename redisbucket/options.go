@@ -32,6 +32,9 @@ type options struct {
 	probeMax    time.Duration
 	lease       *Lease
 	fleetTTL    time.Duration
+	// startWithout builds the limiter when Redis does not answer the
+	// constructor's check (WithStartWithoutRedis).
+	startWithout bool
 	// serverTime replaces the server's TIME; tests use it to run exact
 	// traces on a real server. Nil in production.
 	serverTime func() time.Time
@@ -128,3 +131,14 @@ func WithFleetTTL(d time.Duration) Option { return func(o *options) { o.fleetTTL
 func WithProbeBackoff(min, max time.Duration) Option {
 	return func(o *options) { o.probeMin, o.probeMax = min, max }
 }
+
+// WithStartWithoutRedis lets New and NewLimiter return a limiter when
+// Redis does not answer their check (down, unreachable, loading, failing
+// over), for a service that must start while Redis is down: the limiter
+// starts in failure mode, its failure policy deciding (and each decision
+// reported to the observer with its Mode and Err) until a probe reaches
+// Redis. Without it the constructors fail with an error wrapping
+// ErrUnavailable, so that a mistyped address is seen at start rather than
+// as limits that quietly hold only per process. Errors that waiting does
+// not cure (an ACL refusal, say) fail the constructors either way.
+func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout = true } }

@@ -8,9 +8,12 @@ import (
 	"github.com/throttlekit/throttle"
 )
 
-// ErrUnavailable is wrapped by the errors of Acquire and of Permit methods
-// when Redis cannot be reached and the failure policy cannot decide for it
-// (FailClosed, or a permit taken from Redis that cannot be settled now).
+// ErrUnavailable is wrapped by the errors of New and NewLimiter when Redis
+// does not answer their check (see WithStartWithoutRedis), by the errors
+// of Acquire and of Permit methods when Redis cannot be reached and the
+// failure policy cannot decide for it (FailClosed, or a permit taken from
+// Redis that cannot be settled now), and by the Err of the observer's
+// events for a breaker that a failed start opened.
 var ErrUnavailable = errors.New("redisbucket: redis unavailable")
 
 // FailurePolicy decides while Redis is unreachable, slow or failing over,
