@@ -342,6 +342,7 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 		}
 		return res, false, nil, nil
 	case unavailable(ctx, err):
+		err = e.unavailableErr(err)
 		if e.br.failure(now, err, probe) {
 			e.st.breakerOpens.Add(1)
 			e.opened()
@@ -596,7 +597,7 @@ func (e *engine) hopeless(ctx context.Context, d decision, costs []int64) error 
 			err = fmt.Errorf("limit %q: %w", n, err)
 		}
 	case d.mode == ModeFailClosed:
-		err = fmt.Errorf("%w (failure policy FailClosed): %w", ErrUnavailable, d.cause)
+		err = fmt.Errorf("failure policy FailClosed: %w", d.cause)
 	default:
 		if dl, ok := ctx.Deadline(); ok && dl.Sub(e.o.clock.Now()) < d.wait {
 			err = &throttle.WaitError{Wait: d.wait, Limit: e.limits[d.limit].name}

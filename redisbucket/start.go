@@ -49,8 +49,7 @@ func (e *engine) start() error {
 		return fmt.Errorf("%w at %s: limiter %q: %w (checked within the call timeout, %v; WithStartWithoutRedis builds the limiter all the same)",
 			ErrUnavailable, clientAddr(e.client), e.id, err, e.o.callTimeout)
 	}
-	cause := fmt.Errorf("%w at %s: %w", ErrUnavailable, clientAddr(e.client), err)
-	if e.br.failure(e.o.clock.Now(), cause, false) {
+	if e.br.failure(e.o.clock.Now(), e.unavailableErr(err), false) {
 		e.st.breakerOpens.Add(1)
 	}
 	return nil
@@ -75,4 +74,11 @@ func clientAddr(client redis.UniversalClient) string {
 		return "ring " + strings.Join(addrs, ",")
 	}
 	return fmt.Sprintf("%T", client)
+}
+
+// unavailableErr is the error that opens the breaker for err, the cause of
+// every decision the failure policy takes until Redis answers again
+// (Event.Err): it matches ErrUnavailable and names the server.
+func (e *engine) unavailableErr(err error) error {
+	return fmt.Errorf("%w at %s: %w", ErrUnavailable, clientAddr(e.client), err)
 }
