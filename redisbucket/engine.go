@@ -114,7 +114,7 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 			e.fl = newFleet(e.key, o.fleetTTL)
 		}
 	} else if len(o.policy.rates) > 0 {
-		return nil, errors.New("redisbucket: failure policy has rates but is not FailLocal")
+		return nil, invalidOption("WithFailurePolicy: a policy with rates that is not FailLocal")
 	}
 	return e, nil
 }

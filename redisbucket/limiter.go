@@ -56,7 +56,7 @@ func NewLimiter(client redis.UniversalClient, id string, limits []Limit, opts ..
 		return nil, err
 	}
 	if e.o.lease != nil {
-		return nil, errors.New("redisbucket: lease mode is for a Bucket, not a Limiter")
+		return nil, invalidOption("WithLease given to NewLimiter: lease mode is for a Bucket, not a Limiter")
 	}
 	if err := e.start(); err != nil {
 		return nil, err

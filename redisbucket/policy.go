@@ -60,7 +60,7 @@ func FailLocal(rates ...throttle.Rate) FailurePolicy {
 // localBuckets builds the FailLocal buckets for the limits.
 func (p FailurePolicy) localBuckets(limits []shape, opts ...throttle.Option) ([]*throttle.Bucket, error) {
 	if len(p.rates) > len(limits) {
-		return nil, fmt.Errorf("redisbucket: FailLocal has %d rates for %d limits", len(p.rates), len(limits))
+		return nil, invalidOption("FailLocal(%d rates): %d limits take at most %d rates", len(p.rates), len(limits), len(limits))
 	}
 	bs := make([]*throttle.Bucket, len(limits))
 	for i, l := range limits {
@@ -74,7 +74,7 @@ func (p FailurePolicy) localBuckets(limits []shape, opts ...throttle.Option) ([]
 		c := scaleCapacity(l, r)
 		b, err := throttle.New(c, r, append(opts, throttle.WithName(l.name))...)
 		if err != nil {
-			return nil, fmt.Errorf("redisbucket: FailLocal limit %q: %w", l.name, err)
+			return nil, fmt.Errorf("%w: redisbucket: FailLocal rate %v for limit %q: %w", throttle.ErrInvalidOption, r, l.name, err)
 		}
 		bs[i] = b
 	}
