@@ -18,7 +18,8 @@ type Limit = throttle.Limit
 
 // Limiter is several shared limits spent all or nothing in one script call,
 // like throttle.Limiter: a provider's requests per minute and tokens per
-// minute, say. All its limits live in one Redis hash, <prefix>{<id>}, so one
+// minute, say. All its limits live in one Redis string key, <prefix>{<id>}
+// (the levels packed together; see the package documentation), so one
 // atomic script decides for all of them, on one cluster shard. Every limit
 // has the semantics of Bucket.
 //
