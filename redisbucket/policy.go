@@ -45,7 +45,13 @@ var FailOpen = FailurePolicy{mode: ModeFailOpen}
 // capacity), where N is the number of live processes the fleet registry
 // last counted: each process registers in a key next to the limiter's,
 // with a lifetime (WithFleetTTL, 10 s by default) refreshed by its normal
-// calls. Before the first count it gets one tenth. A process learns of
+// calls. Before the first count it gets one tenth: a process that has
+// not reached Redis since it started (WithStartWithoutRedis), or any
+// process when WithFleetTTL(0) turns the registry off. That tenth is a
+// guess at a fleet of 10: N such processes grant N/10 of the limit
+// together, 3x the limit for 30, so a fleet of more than 10 that may start
+// while Redis is down should give explicit rates (the limit divided by
+// the largest fleet). A process learns of
 // processes that started after it at its next registration, within a
 // quarter of the TTL. An explicit rate
 // overrides the count; with explicit rates, choose them so that the sum
