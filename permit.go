@@ -96,8 +96,8 @@ func settle(bs []*Bucket, costs, actual []int64) error {
 				b.lvl.Tokens, b.lvl.Frac = -b.Cap, 0
 			}
 			if capped == nil {
-				capped = fmt.Errorf("%w: limit %q settled at %d for an estimate of %d, more than its capacity %d in debt; the debt is capped at %d",
-					ErrCostExceedsCapacity, b.name, actual[i], costs[i], b.Cap, b.Cap)
+				capped = limitErr(b, fmt.Errorf("%w: permit settled at %d against %d taken: the charge would leave more than one capacity (%d) of debt and stops there",
+					ErrCostExceedsCapacity, actual[i], costs[i], b.Cap), actual[i])
 			}
 		}
 	}

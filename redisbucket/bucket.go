@@ -30,6 +30,12 @@ type Bucket struct {
 // shards. It fails like throttle.New for a bad capacity or rate, with
 // ErrRange when the limit cannot be computed exactly in Lua's doubles, and
 // for an empty id or one containing "}".
+//
+// New then checks once that Redis answers for the key (a read-only run of
+// the script, within the call timeout): when it does not, New fails with an
+// error that wraps ErrUnavailable and the cause and names the address,
+// unless WithStartWithoutRedis lets it start in failure mode. An error
+// Redis answers with (an ACL refusal) fails New either way.
 func New(client redis.UniversalClient, id string, capacity int64, rate throttle.Rate, opts ...Option) (*Bucket, error) {
 	s, err := newShape("", capacity, rate)
 	if err != nil {
@@ -44,6 +50,9 @@ func New(client redis.UniversalClient, id string, capacity int64, rate throttle.
 		if b.lease, err = newLeaser(e, *e.o.lease); err != nil {
 			return nil, err
 		}
+	}
+	if err := e.start(); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

@@ -166,12 +166,13 @@ func TestCoalescedTryAcquire(t *testing.T) {
 	if err := c.ScriptLoad(context.Background(), redisbucket.ScriptSource).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.AddHook(h)
 	// FailClosed: no fleet registration, whose calls take the general path.
 	b, err := redisbucket.New(c, "co", 6, throttle.Per(1, time.Hour), r.opts(redisbucket.WithFailurePolicy(redisbucket.FailClosed))...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// After New: its check of the server is no decision to hold.
+	c.AddHook(h)
 	redisbucket.SetBatchGap(b, time.Hour) // one call in flight: TestSeveralBatchesInFlight has more
 	type out struct {
 		i  int
@@ -250,7 +251,6 @@ func TestCoalescedWaiterTimesOut(t *testing.T) {
 	h := &blockFirst{entered: make(chan struct{}), release: make(chan struct{}), calls: make(chan int, 100)}
 	c := redis.NewClient(&redis.Options{Addr: r.be.Addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
-	c.AddHook(h)
 	r.allowFailures = true
 	const timeout = 50 * time.Millisecond
 	b, err := redisbucket.New(c, "cot", 6, throttle.Per(1, time.Hour),
@@ -258,6 +258,8 @@ func TestCoalescedWaiterTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// After New: its check of the server is no decision to hold.
+	c.AddHook(h)
 	redisbucket.SetBatchGap(b, time.Hour) // the waiter waits behind the hung call
 	first := make(chan struct{})
 	go func() {
@@ -297,12 +299,13 @@ func TestCoalescedFallsBackAlone(t *testing.T) {
 	if err := c.ScriptLoad(ctx, redisbucket.ScriptSource).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.AddHook(h)
 	rate := throttle.Per(1, time.Hour)
 	b, err := redisbucket.New(c, "cof", 6, rate, r.opts(redisbucket.WithFailurePolicy(redisbucket.FailClosed))...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// After New: its check of the server is no decision to hold.
+	c.AddHook(h)
 	redisbucket.SetBatchGap(b, time.Hour)
 	sa, err := redisbucket.ShapeArgs(6, rate)
 	if err != nil {

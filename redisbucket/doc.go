@@ -38,14 +38,24 @@
 // <prefix>{<id>}: the hash tag is the limiter's own id, so a cluster
 // spreads limiters over its shards.
 //
-// When Redis is slow or unreachable, a per-call timeout (kept whatever the
-// client's options) and a circuit breaker hand decisions to a
-// FailurePolicy: FailLocal (the default, each process taking its share of
-// the fleet it counts in Redis), FailClosed or FailOpen. What the policy
-// grants is charged to Redis when it answers again, and a key Redis lost
-// comes back from the clients' view, so a recovery mints no burst. Lease mode (WithLease) takes tokens in batches to
-// cut round trips by about ten at high demand, at the price of a looser
-// burst bound.
+// New and NewLimiter check once that Redis answers for the key and fail
+// with an error wrapping ErrUnavailable when it does not, so that a
+// mistyped address shows at start; WithStartWithoutRedis starts in failure
+// mode instead. When Redis is slow or unreachable later, a per-call
+// timeout (kept whatever the client's options) and a circuit breaker hand
+// decisions to a FailurePolicy: FailLocal (the default, each process
+// taking its share of the fleet it counts in Redis), FailClosed or
+// FailOpen; each such decision reaches the observer with its Mode and an
+// Err that matches ErrUnavailable. What the policy grants is charged to
+// Redis when it answers again, and a key Redis lost comes back from the
+// clients' view, not as a fresh full bucket. A recovery is not free of
+// bursts, though: until every process's probe has found Redis again (up to
+// the probe backoff), processes still on their local shares grant beside
+// those back on Redis, and their grants are charged only as each returns,
+// so a short window right after a recovery can see about twice what it
+// should (docs/redis.md has the figures). Lease mode (WithLease) takes
+// tokens in batches to cut round trips by about ten at high demand, at the
+// price of a looser burst bound.
 //
 // The tests run against the servers named by THROTTLE_REDIS_ADDR and
 // THROTTLE_REDIS_CLUSTER, else against redis-server processes they start on

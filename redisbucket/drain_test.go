@@ -1,9 +1,11 @@
 package redisbucket_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/redisbucket"
 )
@@ -73,5 +75,44 @@ func TestPauseIsForTheFleet(t *testing.T) {
 	one.PauseUntil(r.fc.Now().Add(time.Hour))
 	if d, _ := other.WaitTime(1, 0); d != redisbucket.MaxPause+100*time.Millisecond {
 		t.Errorf("WaitTime(1, 0) after an hour's pause = %v, want MaxPause + 100ms", d)
+	}
+}
+
+// TestPauseInFailureMode: with Redis unreachable a pause cannot reach the
+// fleet, but it holds this process: its FailLocal buckets pause until the
+// server's instant, and a count lowers them to their share of it.
+func TestPauseInFailureMode(t *testing.T) {
+	c := clientAt(t, closedPort(t))
+	fc := clockwork.NewFakeClock()
+	l, err := redisbucket.NewLimiter(c, "pause", fast, redisbucket.WithStartWithoutRedis(), redisbucket.WithClock(fc),
+		redisbucket.WithProbeBackoff(time.Hour, time.Hour)) // no probe on this test's time line
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := l.TryAcquire(1, 10); !ok || err != nil {
+		t.Fatalf("before the pause: %v, %v", ok, err)
+	}
+	l.PauseUntil(fc.Now().Add(2 * time.Second))
+	if ok, _ := l.TryAcquire(1, 10); ok {
+		t.Fatal("granted during the pause")
+	}
+	if w, _ := l.WaitTime(1, 10); w < 2*time.Second {
+		t.Fatalf("wait %v during a pause of 2s", w)
+	}
+	// Released at the local rate from the level before the pause, as the
+	// core bucket does: the request's token 1 s later.
+	fc.Advance(2 * time.Second)
+	if w, _ := l.WaitTime(1, 10); w != time.Second {
+		t.Fatalf("wait %v at the pause's end, want 1s", w)
+	}
+	fc.Advance(time.Second)
+	if ok, err := l.TryAcquire(1, 10); !ok || err != nil {
+		t.Fatalf("after the pause: %v, %v", ok, err)
+	}
+	// 100 tokens left of the fleet's 1000 is 10 of the local 100.
+	fc.Advance(time.Minute)
+	l.Lower(1, 100)
+	if got, _ := l.Tokens(context.Background()); got[1] != 10 {
+		t.Fatalf("local tokens %v after Lower(1, 100), want 10", got)
 	}
 }

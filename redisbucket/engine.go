@@ -64,7 +64,7 @@ type counters struct {
 
 // Stats counts what a Bucket or Limiter did since it was created.
 type Stats struct {
-	Calls            int64 // script calls sent to Redis, failed ones included; one call may decide several concurrent acquisitions
+	Calls            int64 // script calls sent to Redis, failed ones included (the constructor's check is not counted); one call may decide several concurrent acquisitions
 	CallErrors       int64 // calls that failed or timed out
 	Decisions        int64 // TryAcquire and Acquire outcomes (grants and refusals), however taken
 	Granted          int64 // decisions that granted
@@ -114,7 +114,7 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 			e.fl = newFleet(e.key, o.fleetTTL)
 		}
 	} else if len(o.policy.rates) > 0 {
-		return nil, errors.New("redisbucket: failure policy has rates but is not FailLocal")
+		return nil, invalidOption("WithFailurePolicy: a policy with rates that is not FailLocal")
 	}
 	return e, nil
 }
@@ -343,6 +343,7 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 		}
 		return res, false, nil, nil
 	case unavailable(ctx, err):
+		err = e.unavailableErr(err)
 		if e.br.failure(now, err, probe) {
 			e.st.breakerOpens.Add(1)
 			e.opened()
@@ -597,7 +598,7 @@ func (e *engine) hopeless(ctx context.Context, d decision, costs []int64) error 
 			err = fmt.Errorf("limit %q: %w", n, err)
 		}
 	case d.mode == ModeFailClosed:
-		err = fmt.Errorf("%w (failure policy FailClosed): %w", ErrUnavailable, d.cause)
+		err = fmt.Errorf("failure policy FailClosed: %w", d.cause)
 	default:
 		if dl, ok := ctx.Deadline(); ok && dl.Sub(e.o.clock.Now()) < d.wait {
 			err = &throttle.WaitError{Wait: d.wait, Limit: e.limits[d.limit].name}

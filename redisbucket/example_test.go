@@ -12,7 +12,11 @@ import (
 )
 
 func Example() {
-	srv, _ := miniredis.Run() // stands in for a real Redis here
+	srv, err := miniredis.Run() // stands in for a real Redis here
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{
 		Addr: srv.Addr(),
@@ -24,6 +28,7 @@ func Example() {
 	defer rdb.Close()
 
 	// Every process that uses this id shares these 3 tokens, refilled at 1/s.
+	// New fails (ErrUnavailable) when Redis does not answer.
 	b, err := redisbucket.New(rdb, "vendor:key-1", 3, throttle.Per(1, time.Second))
 	if err != nil {
 		fmt.Println(err)
@@ -43,16 +48,24 @@ func Example() {
 }
 
 func ExampleLimiter() {
-	srv, _ := miniredis.Run()
+	srv, err := miniredis.Run()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
 	srv.SetTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // freeze the server's clock for the output
 
-	lim, _ := redisbucket.NewLimiter(rdb, "openai:key-1", []redisbucket.Limit{
+	lim, err := redisbucket.NewLimiter(rdb, "openai:key-1", []redisbucket.Limit{
 		{Name: "requests", Capacity: 500, Rate: throttle.Per(500, time.Minute)},
 		{Name: "tokens", Capacity: 200_000, Rate: throttle.Per(200_000, time.Minute)},
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx := context.Background()
 	permit, err := lim.Acquire(ctx, 1, 12_000) // estimate: prompt + max_tokens
 	if err != nil {

@@ -214,12 +214,16 @@ func TestKillAndRecover(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1,
 		DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { client.Close() })
-	var redisGrants, failureDecisions atomic.Int64
+	var redisGrants, failureDecisions, unnamed atomic.Int64
 	obs := observerFunc(func(e redisbucket.Event) {
 		if e.Mode == redisbucket.ModeRedis {
 			redisGrants.Add(1)
 		} else if e.Mode.Failure() {
 			failureDecisions.Add(1)
+			// What a log or a metric keys on: the outage and the server.
+			if !errors.Is(e.Err, redisbucket.ErrUnavailable) || !strings.Contains(e.Err.Error(), srv.Addr) {
+				unnamed.Add(1)
+			}
 		}
 	})
 	b, err := redisbucket.New(client, "kill", 50, throttle.Per(1000, time.Second), redisbucket.WithObserver(obs),
@@ -267,6 +271,9 @@ func TestKillAndRecover(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatalf("a decision failed: %v", err)
+	}
+	if n := unnamed.Load(); n > 0 {
+		t.Errorf("%d decisions in failure mode reached the observer without an Err matching ErrUnavailable and naming %s", n, srv.Addr)
 	}
 	t.Logf("stats %+v", b.Stats())
 }

@@ -85,11 +85,12 @@ func TestSeveralBatchesInFlight(t *testing.T) {
 	if err := c.ScriptLoad(ctx, redisbucket.ScriptSource).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.AddHook(g)
 	b, err := redisbucket.New(c, "inflight", 4, throttle.Per(1, time.Hour), r.opts(redisbucket.WithFailurePolicy(redisbucket.FailClosed))...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// After New: its check of the server is no decision to hold.
+	c.AddHook(g)
 	redisbucket.SetBatchGap(b, 0)
 	type out struct {
 		name string
@@ -229,11 +230,12 @@ func TestInFlightFollowsTheRoundTrip(t *testing.T) {
 	if err := c.ScriptLoad(context.Background(), redisbucket.ScriptSource).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c.AddHook(h)
 	b, err := redisbucket.New(c, "rtt", 20, throttle.Per(1, time.Hour), r.opts(redisbucket.WithFailurePolicy(redisbucket.FailClosed))...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// After New: its check of the server is no decision to hold.
+	c.AddHook(h)
 	if n := redisbucket.BatchBound(b); n != 1 {
 		t.Fatalf("bound %d before any call, want 1", n)
 	}

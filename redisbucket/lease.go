@@ -3,7 +3,6 @@ package redisbucket
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -84,11 +83,11 @@ func newLeaser(e *engine, cfg Lease) (*leaser, error) {
 		cfg.Share = 2
 	}
 	if cfg.Hold > maxTTL {
-		return nil, fmt.Errorf("redisbucket: lease Hold %v is longer than %v: a token held that long is no limit", cfg.Hold, maxTTL)
+		return nil, invalidOption("WithLease: Hold %v is longer than %v: a token held that long is no limit", cfg.Hold, maxTTL)
 	}
 	if cfg.Hold < time.Millisecond || cfg.MaxBatch < 1 || cfg.MaxBatch > c || cfg.Share < 1 {
-		return nil, fmt.Errorf("redisbucket: lease needs Hold >= 1ms, 1 <= MaxBatch <= capacity and Share >= 1, got %v, %d, %d",
-			cfg.Hold, cfg.MaxBatch, cfg.Share)
+		return nil, invalidOption("WithLease(Lease{Hold: %v, MaxBatch: %d, Share: %d}): lease needs Hold >= 1ms, 1 <= MaxBatch <= capacity (%d) and Share >= 1 (0 for the defaults)",
+			cfg.Hold, cfg.MaxBatch, cfg.Share, c)
 	}
 	mb := cfg.Hold / 4
 	if r := e.limits[0].rate; r.Tokens() > 0 {

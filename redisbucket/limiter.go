@@ -18,7 +18,8 @@ type Limit = throttle.Limit
 
 // Limiter is several shared limits spent all or nothing in one script call,
 // like throttle.Limiter: a provider's requests per minute and tokens per
-// minute, say. All its limits live in one Redis hash, <prefix>{<id>}, so one
+// minute, say. All its limits live in one Redis string key, <prefix>{<id>}
+// (the levels packed together; see the package documentation), so one
 // atomic script decides for all of them, on one cluster shard. Every limit
 // has the semantics of Bucket.
 //
@@ -30,7 +31,9 @@ type Limiter struct {
 
 // NewLimiter returns a Limiter for the limiter id over limits, whose costs
 // are given in this order. Names must be non-empty and distinct. Lease mode
-// is not available for a Limiter.
+// is not available for a Limiter. Like New, it checks that Redis answers
+// and fails with an error wrapping ErrUnavailable when it does not, unless
+// WithStartWithoutRedis.
 func NewLimiter(client redis.UniversalClient, id string, limits []Limit, opts ...Option) (*Limiter, error) {
 	if len(limits) == 0 {
 		return nil, errors.New("redisbucket: NewLimiter needs at least one limit")
@@ -54,7 +57,10 @@ func NewLimiter(client redis.UniversalClient, id string, limits []Limit, opts ..
 		return nil, err
 	}
 	if e.o.lease != nil {
-		return nil, errors.New("redisbucket: lease mode is for a Bucket, not a Limiter")
+		return nil, invalidOption("WithLease given to NewLimiter: lease mode is for a Bucket, not a Limiter")
+	}
+	if err := e.start(); err != nil {
+		return nil, err
 	}
 	return &Limiter{e: e}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/redisbucket"
 )
@@ -179,16 +180,58 @@ func TestPermitSettle(t *testing.T) {
 	}
 }
 
-// Debt is bounded by one capacity, which keeps the script's integers exact.
+// Debt is bounded by one capacity, which keeps the script's integers
+// exact: a charge that reaches the bound is taken; one that would go past
+// it stops there, and Settle says so with throttle.ErrCostExceedsCapacity
+// naming the limit, the permit settled all the same.
 func TestSettleDebtBounded(t *testing.T) {
 	r := newRig(t)
 	l := r.limiter("debt", rpmTPM)
-	p, _ := l.Acquire(context.Background(), 1, 10)
-	if err := p.Settle(1, 1<<62); err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	p, _ := l.Acquire(ctx, 1, 10)
+	if err := p.Settle(1, 200); err != nil { // 90 - 190: exactly one capacity of debt
+		t.Fatalf("a charge to the bound: %v", err)
 	}
 	if got := levels(t, l); got[1] != -100 {
 		t.Fatalf("level %v, want -100", got)
+	}
+	r.advance(time.Hour)
+	for _, actual := range []int64{201, 1 << 62} {
+		p, _ := l.Acquire(ctx, 1, 10)
+		err := p.Settle(1, actual)
+		if !errors.Is(err, throttle.ErrCostExceedsCapacity) || !strings.Contains(err.Error(), `limit "tpm"`) {
+			t.Fatalf("Settle(1, %d): %v, want ErrCostExceedsCapacity naming tpm", actual, err)
+		}
+		if got := levels(t, l); got[1] != -100 {
+			t.Fatalf("level %v after Settle(1, %d), want -100", got, actual)
+		}
+		if err := p.Cancel(); !errors.Is(err, throttle.ErrSettled) {
+			t.Fatalf("the capped permit is not settled: Cancel %v", err)
+		}
+		r.advance(time.Hour)
+	}
+}
+
+// Under FailLocal the bound is the local bucket's capacity, with the same
+// error.
+func TestSettleDebtBoundedLocal(t *testing.T) {
+	c := clientAt(t, closedPort(t))
+	fc := clockwork.NewFakeClock()
+	l, err := redisbucket.NewLimiter(c, "debt", rpmTPM, redisbucket.WithStartWithoutRedis(), redisbucket.WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The local buckets hold a tenth: 1 and 10.
+	p, err := l.Acquire(context.Background(), 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Settle(1, 1000)
+	if !errors.Is(err, throttle.ErrCostExceedsCapacity) || !strings.Contains(err.Error(), `limit "tpm"`) || !strings.Contains(err.Error(), "capacity (10)") {
+		t.Fatalf("Settle(1, 1000) under FailLocal: %v, want ErrCostExceedsCapacity naming tpm and its local capacity", err)
+	}
+	if got, _ := l.WaitTime(0, 1); got != 66*time.Second { // 11 tokens at 100 per 10 minutes
+		t.Fatalf("wait behind the local debt %v, want 66s", got)
 	}
 }
 

@@ -50,7 +50,8 @@ type Event struct {
 	throttle.Event
 	Mode Mode
 	// Err is, for a decision in failure mode, the error that opened the
-	// breaker; for a decision by Redis, ErrStateReset when the script found
+	// breaker, which matches ErrUnavailable, names the server and wraps
+	// the cause (a timeout, a refused connection, LOADING); for a decision by Redis, ErrStateReset when the script found
 	// the stored state out of range and restarted the limits empty.
 	Err error
 }
@@ -62,7 +63,10 @@ type Observer interface {
 }
 
 // CoreObserver adapts a throttle.Observer (the slog and OpenTelemetry
-// adapters of the core package, say) by passing it the core event.
+// adapters of the core package, say) by passing it the core event. The
+// core event has no place for Mode and Err: a log or a metric that must
+// tell decisions taken without Redis apart needs an Observer of this
+// package, which may pass the core event on as well.
 func CoreObserver(o throttle.Observer) Observer { return coreObserver{o} }
 
 type coreObserver struct{ o throttle.Observer }

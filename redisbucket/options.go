@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
 )
 
 // Defaults for the options.
@@ -17,7 +18,10 @@ const (
 	DefaultProbeMax    = 10 * time.Second
 )
 
-// Option configures a Bucket or a Limiter.
+// Option configures a Bucket or a Limiter. A value no limiter can run with
+// (a nil Option or clock, a timeout or TTL out of its range, a zero
+// FailurePolicy, a Lease out of range) fails New and NewLimiter with an
+// error that matches throttle.ErrInvalidOption and names the option.
 type Option func(*options)
 
 type options struct {
@@ -32,11 +36,19 @@ type options struct {
 	probeMax    time.Duration
 	lease       *Lease
 	fleetTTL    time.Duration
+	// startWithout builds the limiter when Redis does not answer the
+	// constructor's check (WithStartWithoutRedis).
+	startWithout bool
+	nilClock     bool // WithClock(nil), refused
 	// serverTime replaces the server's TIME; tests use it to run exact
 	// traces on a real server. Nil in production.
 	serverTime func() time.Time
 }
 
+// buildOptions applies opts over the defaults and refuses a value no
+// limiter can run with, with an error that matches
+// throttle.ErrInvalidOption and names the option and the value: a value
+// quietly replaced by a default would hide the mistake.
 func buildOptions(opts []Option) (options, error) {
 	o := options{
 		prefix:      DefaultPrefix,
@@ -46,28 +58,42 @@ func buildOptions(opts []Option) (options, error) {
 		probeMax:    DefaultProbeMax,
 		fleetTTL:    DefaultFleetTTL,
 	}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return o, invalidOption("option %d is nil", i)
+		}
 		opt(&o)
+	}
+	if o.nilClock {
+		return o, invalidOption("WithClock(nil): give a clock, or leave the option out for the real one")
 	}
 	if o.clock == nil {
 		o.clock = clockwork.NewRealClock()
 	}
 	if strings.ContainsAny(o.prefix, "{}") {
-		return o, fmt.Errorf("redisbucket: key prefix %q must not contain { or }: the hash tag is the limiter id", o.prefix)
+		return o, invalidOption("WithPrefix(%q): the prefix must not contain { or }: the hash tag is the limiter id", o.prefix)
 	}
 	if o.callTimeout <= 0 {
-		return o, fmt.Errorf("redisbucket: call timeout must be positive, got %v", o.callTimeout)
+		return o, invalidOption("WithCallTimeout(%v): the call timeout must be positive", o.callTimeout)
 	}
 	if o.permitTTL < time.Second || o.permitTTL > maxTTL {
-		return o, fmt.Errorf("redisbucket: permit TTL must be between 1s and %v, got %v", maxTTL, o.permitTTL)
+		return o, invalidOption("WithPermitTTL(%v): the permit TTL must be between 1s and %v", o.permitTTL, maxTTL)
 	}
 	if o.fleetTTL != 0 && (o.fleetTTL < 100*time.Millisecond || o.fleetTTL > maxTTL) {
-		return o, fmt.Errorf("redisbucket: fleet TTL must be 0 (off) or between 100ms and %v, got %v", maxTTL, o.fleetTTL)
+		return o, invalidOption("WithFleetTTL(%v): the fleet TTL must be 0 (off) or between 100ms and %v", o.fleetTTL, maxTTL)
 	}
 	if o.probeMin <= 0 || o.probeMax < o.probeMin {
-		return o, fmt.Errorf("redisbucket: probe backoff needs 0 < min <= max, got %v, %v", o.probeMin, o.probeMax)
+		return o, invalidOption("WithProbeBackoff(%v, %v): the probe backoff needs 0 < min <= max", o.probeMin, o.probeMax)
+	}
+	if o.policySet && !o.policy.mode.Failure() {
+		return o, invalidOption("WithFailurePolicy(FailurePolicy{}): a zero FailurePolicy decides nothing; use FailLocal(...), FailClosed or FailOpen")
 	}
 	return o, nil
+}
+
+// invalidOption is the error for an option with a value no limiter takes.
+func invalidOption(format string, args ...any) error {
+	return fmt.Errorf("%w: redisbucket: %s", throttle.ErrInvalidOption, fmt.Sprintf(format, args...))
 }
 
 // WithPrefix sets the text before the hash tag in every key; the default is
@@ -78,7 +104,11 @@ func WithPrefix(prefix string) Option { return func(o *options) { o.prefix = pre
 // WithClock makes the client side read time and sleep on c: the breaker's
 // probe schedule, the lease hold time, the local fallback bucket and the
 // sleeps of Acquire. Token refill always follows the Redis server's clock.
-func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
+//
+// A nil c is refused (throttle.ErrInvalidOption).
+func WithClock(c clockwork.Clock) Option {
+	return func(o *options) { o.clock, o.nilClock = c, c == nil }
+}
 
 // WithCallTimeout bounds each script call; past it the call counts as a
 // failure and the failure policy decides. The default is 75 ms. Calls
@@ -128,3 +158,14 @@ func WithFleetTTL(d time.Duration) Option { return func(o *options) { o.fleetTTL
 func WithProbeBackoff(min, max time.Duration) Option {
 	return func(o *options) { o.probeMin, o.probeMax = min, max }
 }
+
+// WithStartWithoutRedis lets New and NewLimiter return a limiter when
+// Redis does not answer their check (down, unreachable, loading, failing
+// over), for a service that must start while Redis is down: the limiter
+// starts in failure mode, its failure policy deciding (and each decision
+// reported to the observer with its Mode and Err) until a probe reaches
+// Redis. Without it the constructors fail with an error wrapping
+// ErrUnavailable, so that a mistyped address is seen at start rather than
+// as limits that quietly hold only per process. Errors that waiting does
+// not cure (an ACL refusal, say) fail the constructors either way.
+func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout = true } }

@@ -59,8 +59,14 @@ func (p *Permit) Settle(actual ...int64) error {
 // SettleContext corrects the costs to the actual use, one value per limit.
 // Where actual is below the cost the difference is refunded (never above
 // capacity); where it is above, the extra is charged and the level may go
-// negative, down to minus one capacity (a larger debt is forgiven: it keeps
-// the script's integers exact). Settling twice, or after Cancel, fails with
+// negative, down to minus one capacity: a charge that would put a limit
+// deeper in debt is capped there (which keeps the script's integers
+// exact), and SettleContext returns an error that matches
+// throttle.ErrCostExceedsCapacity and names the limit, the permit settled
+// all the same (settling again fails with throttle.ErrSettled). Under
+// FailLocal the bound is the local bucket's capacity. A retried settlement
+// that Redis had already applied reports the cap only for a charge beyond
+// two capacities, which no level can take. Settling twice, or after Cancel, fails with
 // throttle.ErrSettled and changes nothing, as do a number of values other
 // than one per limit (throttle.ErrInvalidCost) and a negative value
 // (throttle.ErrInvalidCost). When Redis cannot be reached
@@ -80,18 +86,31 @@ func (p *Permit) SettleContext(ctx context.Context, actual ...int64) error {
 	if p.done {
 		return throttle.ErrSettled
 	}
+	// capped is the first limit whose charge stopped at the debt bound;
+	// localCapped, under FailLocal, the local buckets' report of it.
+	capped := -1
+	var localCapped error
 	switch p.mode {
 	case ModeRedis:
 		b := make([]int64, len(actual))
 		for i, a := range actual {
-			// Debt stops at one capacity: larger charges change nothing.
+			// Debt stops at one capacity: from a level of at most one
+			// capacity, a charge of two reaches it, and more changes
+			// nothing but the size of the numbers sent.
 			b[i] = min(a, p.costs[i]+2*p.e.limits[i].capacity)
+			if b[i] < a && capped < 0 {
+				capped = i
+			}
 		}
 		var err error
+		var res result
 		for range 2 {
-			if _, err = p.e.call(ctx, "s", p.id, p.costs, b, 1, p.e.o.permitTTL); err == nil || !unavailable(ctx, err) {
+			if res, err = p.e.call(ctx, "s", p.id, p.costs, b, 1, p.e.o.permitTTL); err == nil || !unavailable(ctx, err) {
 				break
 			}
+		}
+		if err == nil && res.status == 1 && res.amount > 0 && int(res.amount) <= len(p.costs) {
+			capped = int(res.amount) - 1
 		}
 		if err != nil {
 			if cerr := ctxErr(ctx); cerr != nil {
@@ -108,18 +127,38 @@ func (p *Permit) SettleContext(ctx context.Context, actual ...int64) error {
 			d[i] = actual[i] - p.costs[i]
 		}
 		p.e.seen.spent(d)
-		// The local debt is capped at one capacity, as Redis's is.
-		if err := p.local.Settle(actual...); err != nil && !errors.Is(err, throttle.ErrCostExceedsCapacity) {
-			return err
+		// The local debt stops at the local bucket's capacity, as the
+		// shared one's does; the core reports the cap with the limit's name.
+		if p.local != nil {
+			if err := p.local.Settle(actual...); errors.Is(err, throttle.ErrCostExceedsCapacity) {
+				localCapped = err
+			} else if err != nil {
+				return err
+			}
 		}
 	}
 	p.done = true
 	if o := p.e.o.obs; o != nil {
 		for i, a := range actual {
-			o.Observe(Event{Event: throttle.Event{Kind: throttle.EventSettled, Limit: p.e.limits[i].name, Cost: a}, Mode: p.mode})
+			o.Observe(Event{Event: throttle.Event{Kind: throttle.EventSettled, Limit: p.e.limits[i].name, Cost: a, Estimate: p.costs[i]}, Mode: p.mode})
 		}
 	}
-	return nil
+	if capped >= 0 {
+		return p.debtCapped(capped, actual[capped], p.e.limits[capped].capacity)
+	}
+	return localCapped
+}
+
+// debtCapped is the error of a settlement whose charge on limit i, for
+// actual against the cost taken, stopped at a debt of one capacity c (the
+// local bucket's under FailLocal).
+func (p *Permit) debtCapped(i int, actual, c int64) error {
+	err := fmt.Errorf("%w: permit settled at %d against %d taken: the charge would leave more than one capacity (%d) of debt and stops there",
+		throttle.ErrCostExceedsCapacity, actual, p.costs[i], c)
+	if n := p.e.limits[i].name; n != "" {
+		err = fmt.Errorf("limit %q: %w", n, err)
+	}
+	return err
 }
 
 // Cancel returns every cost: the call was never made. See CancelContext.

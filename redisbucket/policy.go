@@ -8,9 +8,12 @@ import (
 	"github.com/throttlekit/throttle"
 )
 
-// ErrUnavailable is wrapped by the errors of Acquire and of Permit methods
-// when Redis cannot be reached and the failure policy cannot decide for it
-// (FailClosed, or a permit taken from Redis that cannot be settled now).
+// ErrUnavailable is wrapped by the errors of New and NewLimiter when Redis
+// does not answer their check (see WithStartWithoutRedis), by the errors
+// of Acquire and of Permit methods when Redis cannot be reached and the
+// failure policy cannot decide for it (FailClosed, or a permit taken from
+// Redis that cannot be settled now), and by the Err of the observer's
+// events for a breaker that a failed start opened.
 var ErrUnavailable = errors.New("redisbucket: redis unavailable")
 
 // FailurePolicy decides while Redis is unreachable, slow or failing over,
@@ -42,7 +45,13 @@ var FailOpen = FailurePolicy{mode: ModeFailOpen}
 // capacity), where N is the number of live processes the fleet registry
 // last counted: each process registers in a key next to the limiter's,
 // with a lifetime (WithFleetTTL, 10 s by default) refreshed by its normal
-// calls. Before the first count it gets one tenth. A process learns of
+// calls. Before the first count it gets one tenth: a process that has
+// not reached Redis since it started (WithStartWithoutRedis), or any
+// process when WithFleetTTL(0) turns the registry off. That tenth is a
+// guess at a fleet of 10: N such processes grant N/10 of the limit
+// together, 3x the limit for 30, so a fleet of more than 10 that may start
+// while Redis is down should give explicit rates (the limit divided by
+// the largest fleet). A process learns of
 // processes that started after it at its next registration, within a
 // quarter of the TTL. An explicit rate
 // overrides the count; with explicit rates, choose them so that the sum
@@ -57,7 +66,7 @@ func FailLocal(rates ...throttle.Rate) FailurePolicy {
 // localBuckets builds the FailLocal buckets for the limits.
 func (p FailurePolicy) localBuckets(limits []shape, opts ...throttle.Option) ([]*throttle.Bucket, error) {
 	if len(p.rates) > len(limits) {
-		return nil, fmt.Errorf("redisbucket: FailLocal has %d rates for %d limits", len(p.rates), len(limits))
+		return nil, invalidOption("FailLocal(%d rates): %d limits take at most %d rates", len(p.rates), len(limits), len(limits))
 	}
 	bs := make([]*throttle.Bucket, len(limits))
 	for i, l := range limits {
@@ -71,7 +80,7 @@ func (p FailurePolicy) localBuckets(limits []shape, opts ...throttle.Option) ([]
 		c := scaleCapacity(l, r)
 		b, err := throttle.New(c, r, append(opts, throttle.WithName(l.name))...)
 		if err != nil {
-			return nil, fmt.Errorf("redisbucket: FailLocal limit %q: %w", l.name, err)
+			return nil, fmt.Errorf("%w: redisbucket: FailLocal rate %v for limit %q: %w", throttle.ErrInvalidOption, r, l.name, err)
 		}
 		bs[i] = b
 	}

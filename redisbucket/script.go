@@ -65,7 +65,9 @@ import "github.com/redis/go-redis/v9"
 // until it could pass; for a lease granted short of its most, until the
 // most could be had), -1 denied forever (a limit without refill cannot
 // cover its cost), 2 the permit was already applied (idempotent retry).
-// amount is the lease size, now the time the script used, flags 1 when a
+// amount is the lease size (for mode s, the first limit, from 1, whose
+// charge stopped at a debt of one capacity; 0 for none), now the time the
+// script used, flags 1 when a
 // garbage state was reset and 2 when the key was rebuilt from the client's
 // view, plus 4 << (i-1) when limit i (i <= 50) runs at a server's quota
 // (mode t), live the fleet's live members (0 when not registering).
@@ -634,6 +636,9 @@ if mode == 's' then
     if flags ~= 0 or A[7] ~= '' then save() end
     return reply(2, 0, 0)
   end
+  -- capped: the first limit (1-based) whose charge stopped at the debt
+  -- bound, reported to the caller as an error; 0 for none.
+  local capped = 0
   for i = 1, n do
     local l = L[i]
     local d = l.b - l.a
@@ -645,12 +650,13 @@ if mode == 's' then
       end
     elseif d > 0 then
       -- Debt is bounded by one capacity, which bounds every product above.
+      if l.tok - d < -l.cap and capped == 0 then capped = i end
       l.tok = math.max(l.tok - d, -l.cap)
     end
   end
   save()
   redis.call('SET', KEYS[2], 's', 'PX', tonumber(A[4]))
-  return reply(1, 0, 0)
+  return reply(1, 0, capped)
 end
 
 local permit = A[4] ~= ''
