@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,8 +30,12 @@ func (answerHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		now := time.Now().UnixMicro()
 		switch c := cmd.(type) {
-		case *redis.IntSliceCmd: // redisbucket: status, wait, now, tokens
-			c.SetVal([]int64{1, 0, now, decisionRate - 1})
+		case *redis.IntSliceCmd:
+			if slices.Contains(cmd.Args(), any("p")) { // redisbucket's check at New: a peek, the general reply
+				c.SetVal([]int64{1, 0, 0, now, 0, 1, decisionRate, 0})
+				return nil
+			}
+			c.SetVal([]int64{1, 0, now, decisionRate - 1}) // redisbucket's fast path: status, wait, now, tokens
 		case *redis.Cmd: // redis_rate: allowed, remaining, retry_after, reset_after
 			c.SetVal([]any{int64(1), int64(decisionRate - 1), "-1", "1e-06"})
 		default:
