@@ -154,6 +154,7 @@ type fleetRun struct {
 	scriptCalls                 int64
 	redisCPU                    float64 // seconds
 	breakerOpens                int64
+	startFailures               int   // constructors that failed with ErrUnavailable
 	procsFailure                int   // processes that took a decision in failure mode
 	failureDecisions            int64 // decisions the failure policy took, all processes
 	faultAt, backAt             time.Time
@@ -251,7 +252,7 @@ func TestFleet38(t *testing.T) {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "calls %d a process, %d workers each; fault at +%v; injected 429: %v; medians [min-max] of %d runs\n", calls, workers, faultAt, inject, runs)
-	sb.WriteString("| N | fault | failed | vendor 429s (% calls) | time / floor | script calls / HTTP call | Redis CPU µs / HTTP call | breaker opens (procs in failure) | 429s fault→back+3s | back on Redis after it answers (slowest proc) | past deadline | others in 429 pause (>20ms) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	sb.WriteString("| N | fault | failed | vendor 429s (% calls) | time / floor | script calls / HTTP call | Redis CPU µs / HTTP call | constructors failed | breaker opens (procs in failure) | 429s fault→back+3s | back on Redis after it answers (slowest proc) | past deadline | others in 429 pause (>20ms) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range cells {
 		rs := results[c]
 		col := func(f func(fleetRun) float64, format string) string { return fleetSpread(rs, f, format) }
@@ -267,6 +268,7 @@ func TestFleet38(t *testing.T) {
 			}, "%.3fx"),
 			col(func(r fleetRun) float64 { return float64(r.scriptCalls) / float64(r.requests) }, "%.2f"),
 			col(func(r fleetRun) float64 { return 1e6 * r.redisCPU / float64(r.requests) }, "%.0f"),
+			col(func(r fleetRun) float64 { return float64(r.startFailures) }, "%.0f"),
 			col(func(r fleetRun) float64 { return float64(r.breakerOpens) }, "%.0f") + " (" +
 				col(func(r fleetRun) float64 { return float64(r.procsFailure) }, "%.0f") + ")",
 			"-", "-",
@@ -274,19 +276,19 @@ func TestFleet38(t *testing.T) {
 			"-",
 		}
 		if c.fault != "none" {
-			row[8] = col(func(r fleetRun) float64 { return float64(r.fault429) }, "%.0f")
-			row[9] = col(func(r fleetRun) float64 {
+			row[9] = col(func(r fleetRun) float64 { return float64(r.fault429) }, "%.0f")
+			row[10] = col(func(r fleetRun) float64 {
 				if len(r.backOnRedis) == 0 {
 					return math.NaN()
 				}
 				return slices.Max(r.backOnRedis).Seconds()
 			}, "%.2fs")
 			if nb := col(func(r fleetRun) float64 { return float64(r.notBack) }, "%.0f"); nb != "0" {
-				row[9] += " (lower bound: procs never back " + nb + ")"
+				row[10] += " (lower bound: procs never back " + nb + ")"
 			}
 		}
 		if inject > 0 {
-			row[11] = col(func(r fleetRun) float64 { return float64(r.inPause) }, "%.0f") + " (" +
+			row[12] = col(func(r fleetRun) float64 { return float64(r.inPause) }, "%.0f") + " (" +
 				col(func(r fleetRun) float64 { return float64(r.inPauseLate) }, "%.0f") + ")"
 		}
 		sb.WriteString("| " + strings.Join(row, " | ") + " |\n")
@@ -550,6 +552,7 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 		r.pastDeadline += cr.PastDeadline
 		r.maxLate = max(r.maxLate, cr.MaxLate)
 		r.breakerOpens += cr.Stats.BreakerOpens
+		r.startFailures += cr.StartFailures
 		r.failureDecisions += cr.Stats.FailureDecisions
 		if cr.FailureEvents > 0 {
 			r.procsFailure++
@@ -622,12 +625,12 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 		return "+" + tm.Sub(t0).Round(time.Millisecond).String()
 	}
 	t.Logf("N=%d fault=%s: %d calls, %d failed, %d vendor 429s (%.2f%%), last admitted at +%v, floor %v (%.3fx); "+
-		"%d script calls (%.2f per HTTP call), Redis CPU %.0f µs per HTTP call; breaker opens %d, %d processes took %d decisions in failure mode; "+
+		"%d script calls (%.2f per HTTP call), Redis CPU %.0f µs per HTTP call; constructors failed %d; breaker opens %d, %d processes took %d decisions in failure mode; "+
 		"past deadline %d (latest return vs deadline %v)",
 		n, fault, r.calls, r.failed, r.vendor429, 100*float64(r.vendor429)/float64(r.calls), r.elapsed.Round(time.Millisecond),
 		floor.Round(time.Millisecond), r.elapsed.Seconds()/floor.Seconds(),
 		r.scriptCalls, float64(r.scriptCalls)/float64(r.requests), 1e6*r.redisCPU/float64(r.requests),
-		r.breakerOpens, r.procsFailure, r.failureDecisions, r.pastDeadline, r.maxLate.Round(time.Millisecond))
+		r.startFailures, r.breakerOpens, r.procsFailure, r.failureDecisions, r.pastDeadline, r.maxLate.Round(time.Millisecond))
 	if fault != "none" && r.faultAt.After(last) {
 		t.Logf("the run's last admitted call came before the fault: nothing of the fault measured")
 	}

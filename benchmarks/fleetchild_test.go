@@ -42,16 +42,17 @@ type fleetChildConfig struct {
 
 // fleetChildResult is the child's one line of JSON on stdout at the end.
 type fleetChildResult struct {
-	Proc         int
-	Err          string         // set when the child could not run (the constructor failed)
-	Calls        int            // calls made
-	OK           int            // answered 200
-	Failed       int            // an error or a status other than 200
-	Status       map[string]int // answers by status ("err" for a transport error)
-	FirstErr     string         // the first failure's error or status
-	PastDeadline int            // calls that returned more than fleetLate after their deadline
-	MaxLate      time.Duration  // the latest return past a deadline
-	Stats        redisbucket.Stats
+	Proc          int
+	Err           string         // set when the child could not run (the constructor failed fleetStarts times)
+	StartFailures int            // constructor calls that failed with ErrUnavailable
+	Calls         int            // calls made
+	OK            int            // answered 200
+	Failed        int            // an error or a status other than 200
+	Status        map[string]int // answers by status ("err" for a transport error)
+	FirstErr      string         // the first failure's error or status
+	PastDeadline  int            // calls that returned more than fleetLate after their deadline
+	MaxLate       time.Duration  // the latest return past a deadline
+	Stats         redisbucket.Stats
 	// From the observer, in Unix nanoseconds (0: never): the first and last
 	// decision the failure policy took, and the first Redis decision after
 	// the last failure decision.
@@ -60,6 +61,13 @@ type fleetChildResult struct {
 	LastDecision                          int64
 	LastMode                              string
 }
+
+// A child whose limiter cannot be built is started again after
+// fleetRestart, at most fleetStarts times in all.
+const (
+	fleetStarts  = 10
+	fleetRestart = 200 * time.Millisecond
+)
 
 // fleetLate is how late past its deadline a call may return before it
 // counts as past its deadline.
@@ -116,10 +124,24 @@ func runFleetChild(v string) {
 		ContextTimeoutEnabled: true,
 	})
 	obs := &fleetObserver{}
-	lim, err := redisbucket.NewLimiter(rdb, "openai:fleet38", []redisbucket.Limit{
-		{Name: "requests", Capacity: fleetBurst, Rate: throttle.Per(fleetRPM, time.Minute)},
-		{Name: "tokens", Capacity: fleetTPM, Rate: throttle.Per(fleetTPM, time.Minute)},
-	}, redisbucket.WithObserver(obs))
+	// A constructor that finds Redis unavailable fails, as the docs tell a
+	// new user to handle: the process exits, and its supervisor starts it
+	// again. Here it is tried again after fleetRestart, counted, up to
+	// fleetStarts times.
+	var lim *redisbucket.Limiter
+	var err error
+	for range fleetStarts {
+		lim, err = redisbucket.NewLimiter(rdb, "openai:fleet38", []redisbucket.Limit{
+			{Name: "requests", Capacity: fleetBurst, Rate: throttle.Per(fleetRPM, time.Minute)},
+			{Name: "tokens", Capacity: fleetTPM, Rate: throttle.Per(fleetTPM, time.Minute)},
+		}, redisbucket.WithObserver(obs))
+		if !errors.Is(err, redisbucket.ErrUnavailable) {
+			break
+		}
+		res.StartFailures++
+		res.FirstErr = "NewLimiter: " + err.Error()
+		time.Sleep(fleetRestart)
+	}
 	if err != nil {
 		res.Err = "NewLimiter: " + err.Error()
 		out(3)
