@@ -13,5 +13,8 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(envProxyChild); v != "" {
 		runProxyChild(v)
 	}
+	if v := os.Getenv(envFleetChild); v != "" {
+		runFleetChild(v)
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { stopRedis(); os.Exit(code) }))
 }

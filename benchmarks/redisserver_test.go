@@ -54,25 +54,41 @@ func startRedis(bin string) (string, error) {
 		return "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", benchRedis.dir, "--logfile", benchRedis.dir+"/redis.log")
-	if err := cmd.Start(); err != nil {
+	cmd, err := spawnRedis(bin, port, benchRedis.dir)
+	if err != nil {
 		return "", err
 	}
 	benchRedis.cmd = cmd
-	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
+	if err := waitRedis(addr, 5*time.Second, 20*time.Millisecond); err != nil {
+		stopRedis()
+		return "", err
+	}
+	return addr, nil
+}
+
+// spawnRedis starts a redis-server without persistence on 127.0.0.1:port,
+// its files in dir.
+func spawnRedis(bin string, port int, dir string) (*exec.Cmd, error) {
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", dir+"/redis.log")
+	return cmd, cmd.Start()
+}
+
+// waitRedis polls addr every poll until a PING is answered, for at most
+// limit.
+func waitRedis(addr string, limit, poll time.Duration) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1})
 	defer c.Close()
-	for range 250 {
+	var err error
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(poll) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		err = c.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return addr, nil
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	stopRedis()
-	return "", fmt.Errorf("redis-server on %s did not answer: %v", addr, err)
+	return fmt.Errorf("redis-server on %s did not answer: %v", addr, err)
 }
 
 // stopRedis stops the server the benchmarks started, if any.
@@ -95,12 +111,22 @@ type serverStats struct {
 	rejected int64
 }
 
-func readServerStats(b *testing.B, c *redis.Client) serverStats {
+func readServerStats(b testing.TB, c *redis.Client) serverStats {
+	s, err := fetchServerStats(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// fetchServerStats is readServerStats for a goroutine that cannot fail
+// the test.
+func fetchServerStats(c *redis.Client) (serverStats, error) {
 	ctx := context.Background()
 	s := serverStats{calls: map[string]int64{}, usec: map[string]int64{}}
 	info, err := c.Info(ctx, "cpu", "commandstats").Result()
 	if err != nil {
-		b.Fatal(err)
+		return s, err
 	}
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
@@ -125,5 +151,5 @@ func readServerStats(b *testing.B, c *redis.Client) serverStats {
 			}
 		}
 	}
-	return s
+	return s, nil
 }

@@ -1,0 +1,247 @@
+package benchmarks
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/redisbucket"
+)
+
+// envFleetChild makes the benchmark binary run as one process of the
+// fleet harness (fleet_test.go); its value is a fleetChildConfig in JSON.
+// The test binary re-executes itself, as the delay proxy does, rather than
+// building a separate program: no go build at run time, and the child
+// links exactly the redisbucket the test was built with.
+const envFleetChild = "THROTTLE_BENCH_FLEET_CHILD"
+
+// fleetChildConfig is what the parent tells one child.
+type fleetChildConfig struct {
+	Redis    string        // address of the redis-server
+	Vendor   string        // the vendor's base URL
+	Proc     int           // this process's index, sent as X-Proc
+	Calls    int           // chat calls to make
+	Workers  int           // goroutines making them
+	Deadline time.Duration // each call's deadline
+	Limit    time.Duration // the child exits by itself this long after the start
+}
+
+// fleetChildResult is the child's one line of JSON on stdout at the end.
+type fleetChildResult struct {
+	Proc          int
+	Err           string         // set when the child could not run (the constructor failed fleetStarts times)
+	StartFailures int            // constructor calls that failed with ErrUnavailable
+	Calls         int            // calls made
+	OK            int            // answered 200
+	Failed        int            // an error or a status other than 200
+	Status        map[string]int // answers by status ("err" for a transport error)
+	FirstErr      string         // the first failure's error or status
+	PastDeadline  int            // calls that returned more than fleetLate after their deadline
+	MaxLate       time.Duration  // the latest return past a deadline
+	Stats         redisbucket.Stats
+	// From the observer, in Unix nanoseconds (0: never): the first and last
+	// decision the failure policy took, and the first Redis decision after
+	// the last failure decision.
+	FirstFailure, LastFailure, RedisAfter int64
+	FailureEvents                         int64
+	LastDecision                          int64
+	LastMode                              string
+}
+
+// A child whose limiter cannot be built is started again after
+// fleetRestart, at most fleetStarts times in all.
+const (
+	fleetStarts  = 10
+	fleetRestart = 200 * time.Millisecond
+)
+
+// fleetLate is how late past its deadline a call may return before it
+// counts as past its deadline.
+const fleetLate = 20 * time.Millisecond
+
+// fleetObserver records when decisions left Redis and came back to it.
+type fleetObserver struct {
+	mu                                      sync.Mutex
+	firstFail, lastFail, redisAfter, lastAt int64
+	failures                                int64
+	lastMode                                redisbucket.Mode
+}
+
+func (o *fleetObserver) Observe(e redisbucket.Event) {
+	if e.Kind != throttle.EventGranted && e.Kind != throttle.EventRejected {
+		return
+	}
+	now := time.Now().UnixNano()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lastAt, o.lastMode = now, e.Mode
+	if e.Mode.Failure() {
+		o.failures++
+		if o.firstFail == 0 {
+			o.firstFail = now
+		}
+		o.lastFail, o.redisAfter = now, 0
+	} else if e.Mode == redisbucket.ModeRedis && o.lastFail != 0 && o.redisAfter == 0 {
+		o.redisAfter = now
+	}
+}
+
+// runFleetChild is one process of the fleet: a redisbucket.Limiter built
+// as docs/redis.md shows a new user (its go-redis options, the default
+// failure policy), under httpthrottle's Transport with WithLLM. It prints
+// "ready", waits for the start instant (Unix nanoseconds) on stdin, makes
+// its calls and prints its fleetChildResult. It never returns.
+func runFleetChild(v string) {
+	var cfg fleetChildConfig
+	if err := json.Unmarshal([]byte(v), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "fleet child:", err)
+		os.Exit(2)
+	}
+	res := fleetChildResult{Proc: cfg.Proc, Status: map[string]int{}}
+	out := func(code int) {
+		b, _ := json.Marshal(res)
+		fmt.Println(string(b))
+		os.Exit(code)
+	}
+	rdb := redis.NewClient(&redis.Options{
+		Addr:        cfg.Redis,
+		DialTimeout: 50 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
+		WriteTimeout: 50 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
+		ContextTimeoutEnabled: true,
+	})
+	obs := &fleetObserver{}
+	// A constructor that finds Redis unavailable fails, as the docs tell a
+	// new user to handle: the process exits, and its supervisor starts it
+	// again. Here it is tried again after fleetRestart, counted, up to
+	// fleetStarts times.
+	var lim *redisbucket.Limiter
+	var err error
+	for range fleetStarts {
+		lim, err = redisbucket.NewLimiter(rdb, "openai:fleet38", []redisbucket.Limit{
+			{Name: "requests", Capacity: fleetBurst, Rate: throttle.Per(fleetRPM, time.Minute)},
+			{Name: "tokens", Capacity: fleetTPM, Rate: throttle.Per(fleetTPM, time.Minute)},
+		}, redisbucket.WithObserver(obs))
+		if !errors.Is(err, redisbucket.ErrUnavailable) {
+			break
+		}
+		res.StartFailures++
+		res.FirstErr = "NewLimiter: " + err.Error()
+		time.Sleep(fleetRestart)
+	}
+	if err != nil {
+		res.Err = "NewLimiter: " + err.Error()
+		out(3)
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = cfg.Workers
+	tr, err := httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{}))
+	if err != nil {
+		res.Err = "NewTransport: " + err.Error()
+		out(3)
+	}
+	client := &http.Client{Transport: tr}
+	fmt.Println("ready")
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil {
+		os.Exit(2) // the parent gave up
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet child: start:", err)
+		os.Exit(2)
+	}
+	start := time.Unix(0, ns)
+	time.AfterFunc(time.Until(start.Add(cfg.Limit)), func() {
+		fmt.Fprintf(os.Stderr, "fleet child %d: not done %v after the start\n", cfg.Proc, cfg.Limit)
+		pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		os.Exit(4)
+	})
+	go func() { io.Copy(io.Discard, os.Stdin); os.Exit(5) }() // the parent closed stdin: it gave up
+	time.Sleep(time.Until(start))
+	var mu sync.Mutex
+	next := make(chan struct{})
+	go func() {
+		for range cfg.Calls {
+			next <- struct{}{}
+		}
+		close(next)
+	}()
+	var wg sync.WaitGroup
+	for range cfg.Workers {
+		wg.Go(func() {
+			for range next {
+				status, late, err := fleetCall(client, cfg)
+				mu.Lock()
+				res.Calls++
+				if err != nil {
+					res.Status["err"]++
+				} else {
+					res.Status[strconv.Itoa(status)]++
+				}
+				if err != nil || status != http.StatusOK {
+					res.Failed++
+					if res.FirstErr == "" {
+						res.FirstErr = fmt.Sprint(status, " ", err)
+					}
+				} else {
+					res.OK++
+				}
+				if late > fleetLate {
+					res.PastDeadline++
+				}
+				res.MaxLate = max(res.MaxLate, late)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	res.Stats = lim.Stats()
+	obs.mu.Lock()
+	res.FirstFailure, res.LastFailure, res.RedisAfter = obs.firstFail, obs.lastFail, obs.redisAfter
+	res.FailureEvents, res.LastDecision, res.LastMode = obs.failures, obs.lastAt, obs.lastMode.String()
+	obs.mu.Unlock()
+	base.CloseIdleConnections()
+	rdb.Close()
+	out(0)
+}
+
+// fleetCall makes one small chat completion with max_tokens set; late is
+// how long after its deadline it returned (negative if before).
+func fleetCall(c *http.Client, cfg fleetChildConfig) (status int, late time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline)
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	defer func() { late = time.Since(dl) }()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.Vendor+"/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-4o-mini","max_tokens":100,"messages":[{"role":"user","content":"Say ok."}]}`))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-fleet38")
+	req.Header.Set(fleetProcHeader, strconv.Itoa(cfg.Proc))
+	resp, err := c.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return 0, 0, fmt.Errorf("deadline: %w", err)
+		}
+		return 0, 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, 0, nil
+}
