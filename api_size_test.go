@@ -1,0 +1,75 @@
+package throttle_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"strings"
+	"testing"
+)
+
+// TestAPISize holds the packages to the size issue 36 brought them to, so
+// that a second way to do a job does not creep back unnoticed. A name is a
+// top-level exported func, type, const or var, or an exported method of an
+// exported type, as counted for x/time/rate's 28: interface methods and
+// struct fields are not counted.
+func TestAPISize(t *testing.T) {
+	for dir, most := range map[string]int{".": 70, "httpthrottle": 55} {
+		if n := exportedNames(t, dir); n > most {
+			t.Errorf("package %s exports %d names, at most %d: fold the new one into an existing way, or raise the bound with the reason", dir, n, most)
+		}
+	}
+}
+
+func exportedNames(t *testing.T, dir string) int {
+	t.Helper()
+	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					if d.Name.IsExported() && (d.Recv == nil || exportedRecv(d.Recv.List[0].Type)) {
+						n++
+					}
+				case *ast.GenDecl:
+					for _, s := range d.Specs {
+						switch s := s.(type) {
+						case *ast.TypeSpec:
+							if s.Name.IsExported() {
+								n++
+							}
+						case *ast.ValueSpec:
+							for _, id := range s.Names {
+								if id.IsExported() {
+									n++
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// exportedRecv reports whether a method's receiver type is exported.
+func exportedRecv(e ast.Expr) bool {
+	if s, ok := e.(*ast.StarExpr); ok {
+		e = s.X
+	}
+	switch x := e.(type) {
+	case *ast.IndexExpr:
+		e = x.X
+	case *ast.IndexListExpr:
+		e = x.X
+	}
+	id, ok := e.(*ast.Ident)
+	return ok && id.IsExported()
+}
