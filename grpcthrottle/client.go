@@ -114,6 +114,7 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 	var last error  // the server's refusal, to return if no re-send follows
 	tk := c.taker(g, false)
 	for {
+		t, ep := c.epoch(g, costs)
 		var p throttle.Permit
 		if tk != nil {
 			err = tk.Wait(ctx, costs...)
@@ -130,6 +131,9 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		if err == nil {
 			if p != nil {
 				c.settleReply(method, reply, p)
+			}
+			if t != nil {
+				c.succeeded(t, ep)
 			}
 			return nil
 		}
@@ -149,6 +153,11 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			_ = tk.Refund(costs...)
 		}
 		c.level(g, r, costs)
+		c.stats.refused.Add(1)
+		if r.RetryDelay > 0 {
+			// The server admits less than the Gate lets through.
+			c.lower(g, t, ep, costs, r.RetryDelay)
+		}
 		round := policyAttempts(cc, method, r.Code)
 		sent += round
 		if r.RetryDelay < 0 || r.RetryDelay > c.maxPause || sent+round > 1+c.retries || !c.fits(ctx, r.RetryDelay) {
@@ -161,6 +170,7 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 				return last
 			}
 		}
+		c.stats.resent.Add(1)
 		if !resend {
 			// The call was first in line when it was sent: it goes back
 			// ahead of the calls that queued after it (see
