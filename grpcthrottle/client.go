@@ -55,9 +55,24 @@ import (
 // server's status as it is. Any other error is returned as it is, and the
 // call keeps its permit: the server may have spent it.
 //
+// A refused call slows its Gate down when the Gate lets through more than
+// the server admits, a congestion-control rule: a RetryInfo longer than
+// the time the Gate's rate takes to refill the call's costs halves every
+// limit's rate and capacity (the capacity never below the largest cost
+// seen), once for all the calls sent before the halving, since they are
+// refused together; a shorter one, which a Gate at exactly the server's
+// rate meets by timing alone, is forgiven once in every 16 answers and
+// otherwise lowers the rates by a sixteenth of the configuration. After
+// RecoverAfter without a slow-down, each success raises them a sixteenth,
+// up to the configuration, which the Gate then has exactly. The Gate must
+// be a *throttle.Limiter whose limits have distinct names (its buckets'
+// rates and capacities are set) or a throttle.Tuner; Stats counts what
+// the rule did. At most 1024 Gates are slowed at once.
+//
 // A stream takes a permit for its costs (req nil) when it opens, given back
 // if it cannot open or its server refuses it; it is never re-sent, since
-// its messages are the caller's. WithMessageCost meters its messages too.
+// its messages are the caller's: a stream refused when it opens fails with
+// the server's status. WithMessageCost meters its messages too.
 //
 // Time (pauses, deadlines) is read on the WithClock clock, which should be
 // the clock of the Gates' buckets.
