@@ -3,6 +3,7 @@ package grpcthrottle
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,18 +27,24 @@ import (
 // (a Limiter) gives its costs without a Permit, so that a call admitted
 // at once allocates nothing. A call refused by its server (see Refused: a
 // codes.ResourceExhausted, or a codes.Unavailable carrying a
-// google.rpc.RetryInfo) gives its permit back, since the server spent
-// nothing on it, and:
+// google.rpc.RetryInfo), in this order:
 //   - with a RetryInfo, pauses the Gate, if it is a throttle.Pauser, until
 //     the retry_delay, capped at the MaxPause, so that every call of the
 //     Gate waits, not only the refused one;
-//   - with a google.rpc.QuotaFailure, empties each limit its violations
-//     name (by quota_id, quota_metric or subject, against the limits'
-//     names), if the Gate is a throttle.Leveler: the server says it is
-//     spent, whatever the local level says.
+//   - gives its permit back, since the server spent nothing on it: after
+//     the pause, so that no call waiting for it is sent before the pause;
+//   - if the Gate is a throttle.Leveler: with a google.rpc.QuotaFailure,
+//     empties each limit its violations name (by quota_id, quota_metric or
+//     subject, against the limits' names), since the server says it is
+//     spent, whatever the local level says; after a pause, brings every
+//     other limit the call costs down to that cost, so that one call goes
+//     when the pause ends and the others follow at the Gate's rate, not in
+//     a burst of what the refused calls gave back.
 //
 // A refused unary call is then sent again, taking a new permit behind the
-// pause, when all of these hold: it carried a RetryInfo whose delay is
+// pause, ahead of the calls that queued after it was first sent (with
+// throttle.WithPriority's highest priority, and its bound: it passes no
+// waiter already passed 16 times), when all of these hold: it carried a RetryInfo whose delay is
 // within the MaxPause; the delay fits the context's deadline; and the
 // attempts made so far, grpc-go's own retries included, leave room for
 // another round within 1+WithRetries attempts. A round counts as one
@@ -48,9 +55,24 @@ import (
 // server's status as it is. Any other error is returned as it is, and the
 // call keeps its permit: the server may have spent it.
 //
+// A refused call slows its Gate down when the Gate lets through more than
+// the server admits, a congestion-control rule: a RetryInfo longer than
+// the time the Gate's rate takes to refill the call's costs halves every
+// limit's rate and capacity (the capacity never below the largest cost
+// seen), once for all the calls sent before the halving, since they are
+// refused together; a shorter one, which a Gate at exactly the server's
+// rate meets by timing alone, is forgiven once in every 16 answers and
+// otherwise lowers the rates by a sixteenth of the configuration. After
+// RecoverAfter without a slow-down, each success raises them a sixteenth,
+// up to the configuration, which the Gate then has exactly. The Gate must
+// be a *throttle.Limiter whose limits have distinct names (its buckets'
+// rates and capacities are set) or a throttle.Tuner; Stats counts what
+// the rule did. At most 1024 Gates are slowed at once.
+//
 // A stream takes a permit for its costs (req nil) when it opens, given back
 // if it cannot open or its server refuses it; it is never re-sent, since
-// its messages are the caller's. WithMessageCost meters its messages too.
+// its messages are the caller's: a stream refused when it opens fails with
+// the server's status. WithMessageCost meters its messages too.
 //
 // Time (pauses, deadlines) is read on the WithClock clock, which should be
 // the clock of the Gates' buckets.
@@ -103,9 +125,11 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		ctx = rec
 	}
 	sent := 0
-	var last error // the server's refusal, to return if no re-send follows
+	resend := false // ctx carries resendPriority
+	var last error  // the server's refusal, to return if no re-send follows
 	tk := c.taker(g, false)
 	for {
+		t, ep := c.epoch(g, costs)
 		var p throttle.Permit
 		if tk != nil {
 			err = tk.Wait(ctx, costs...)
@@ -123,19 +147,31 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			if p != nil {
 				c.settleReply(method, reply, p)
 			}
+			if t != nil {
+				c.succeeded(t, ep)
+			}
 			return nil
 		}
 		r, refused := Refused(err)
 		if !refused {
 			return err
 		}
+		// The pause comes before the give-back: a give-back serves the
+		// queue, and a waiter served before the pause began would be sent
+		// into the refusal.
+		if rec == nil || !rec.heeded.Swap(false) {
+			c.pause(g, r)
+		}
 		if p != nil {
 			p.Cancel()
 		} else {
 			_ = tk.Refund(costs...)
 		}
-		if rec == nil || !rec.heeded.Swap(false) {
-			c.heed(g, r)
+		c.level(g, r, costs)
+		c.stats.refused.Add(1)
+		if r.RetryDelay > 0 {
+			// The server admits less than the Gate lets through.
+			c.lower(g, t, ep, costs, r.RetryDelay)
 		}
 		round := policyAttempts(cc, method, r.Code)
 		sent += round
@@ -149,8 +185,19 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 				return last
 			}
 		}
+		c.stats.resent.Add(1)
+		if !resend {
+			// The call was first in line when it was sent: it goes back
+			// ahead of the calls that queued after it (see
+			// throttle.WithPriority for the bound on overtaking).
+			ctx, resend = throttle.WithPriority(ctx, resendPriority), true
+		}
 	}
 }
+
+// resendPriority is the priority of a re-sent call: above any a caller
+// gives, since every call queued now came after it.
+const resendPriority = math.MaxInt
 
 // settleReply settles p from a unary call's reply, if WithSettle asks to.
 // An error of Settle (a SettleFunc giving the wrong number of costs, a
@@ -164,13 +211,30 @@ func (c *config) settleReply(method string, reply any, p throttle.Permit) {
 	}
 }
 
-// heed applies a server's refusal to g: the pause of its RetryInfo, capped
-// at the MaxPause, and the limits its QuotaFailure names, emptied.
+// heed applies a server's refusal to g at once, as grpc-go's attempt
+// ends: the pause first, then the levels (see pause and level).
 func (c *config) heed(g throttle.Gate, r Refusal) {
+	c.pause(g, r)
+	c.level(g, r, nil)
+}
+
+// pause pauses g, if it is a throttle.Pauser, for the delay of a refusal's
+// RetryInfo, capped at the MaxPause.
+func (c *config) pause(g throttle.Gate, r Refusal) {
 	if p, ok := g.(throttle.Pauser); ok && r.RetryDelay > 0 {
 		p.PauseUntil(c.clock.Now().Add(min(r.RetryDelay, c.maxPause)))
 	}
-	if len(r.Violations) == 0 {
+}
+
+// level lowers the limits of g, if it is a throttle.Leveler, after a
+// refusal: those its QuotaFailure names to 0, since the server says they
+// are spent; and, after a pause (a RetryInfo), each limit the refused call
+// costs to that cost, so that when the pause ends one call goes, not a
+// burst of what the refused calls gave back, which the server would refuse
+// in turn. costs nil (a refusal seen by the StatsHandler, whose call still
+// holds its costs) lowers only the named limits.
+func (c *config) level(g throttle.Gate, r Refusal, costs []int64) {
+	if len(r.Violations) == 0 && (costs == nil || r.RetryDelay <= 0) {
 		return
 	}
 	lv, ok := g.(throttle.Leveler)
@@ -178,11 +242,18 @@ func (c *config) heed(g throttle.Gate, r Refusal) {
 		return
 	}
 	for i, l := range g.Limits() {
+		named := false
 		for _, v := range r.Violations {
 			if names(v, l.Name) {
-				lv.Lower(i, 0)
+				named = true
 				break
 			}
+		}
+		switch {
+		case named:
+			lv.Lower(i, 0)
+		case r.RetryDelay > 0 && i < len(costs) && costs[i] > 0:
+			lv.Lower(i, costs[i])
 		}
 	}
 }

@@ -115,8 +115,10 @@ func TestClientHeedsRetryInfo(t *testing.T) {
 	}()
 	// The refused call is queued behind the pause.
 	waitForWaiters(t, clk, 1)
-	if got := lim.Bucket("requests").Status().Level; got != 10 {
-		t.Errorf("level %v after the refusal, want 10: the refused permit given back", got)
+	// The refused permit is given back, and the level brought down to its
+	// cost: one call goes when the pause ends, not a burst.
+	if got := lim.Bucket("requests").Status().Level; got != 1 {
+		t.Errorf("level %v after the refusal, want 1, the refused call's cost", got)
 	}
 	mu.Lock()
 	if len(paused) != 1 || !paused[0].Equal(start.Add(3*time.Second)) {

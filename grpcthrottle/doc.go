@@ -50,5 +50,7 @@
 // for any other caller: a permit granted or a call refused
 // (throttle.EventGranted, EventRejected), a permit given back or settled
 // (EventSettled), a server's RetryInfo pausing the Gate (EventPaused with
-// the pause's end).
+// the pause's end). A Client's congestion control changes its Gates'
+// rates without an event: Client.Stats counts the slow-downs and
+// recoveries.
 package grpcthrottle

@@ -72,7 +72,7 @@ func Example() {
 		done <- err
 	}()
 	_ = clk.BlockUntilContext(ctx, 1) // the re-send waits behind the pause
-	wait, _ := clientGate.WaitTime(1)
+	wait := clientGate.Status(nil)[0].Paused.Sub(clk.Now())
 	fmt.Printf("client Gate paused for %v\n", wait)
 	clk.Advance(wait)
 	if err := <-done; err == nil {

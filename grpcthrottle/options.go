@@ -50,6 +50,8 @@ type config struct {
 	side     side   // the side being configured
 	wrong    string // the first option given that only the other side reads
 	last     atomic.Pointer[gateCount]
+	tunes    tunings     // the Gates a client slowed down
+	stats    clientStats // what a client did
 }
 
 func newConfig(sd side, pick Pick, opts []Option) *config {

@@ -2,6 +2,7 @@ package grpcthrottle
 
 import (
 	"context"
+	"hash/maphash"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
@@ -28,10 +29,32 @@ type KeyFunc func(ctx context.Context, method string) string
 
 // PerKey returns a Pick that gives each key, as key says, its own limits
 // from k: k.Limiter(key(ctx, method)), a full Limiter per key in use
-// (several hundred bytes) until k drops the key.
-func PerKey(k *throttle.Keyed[string], key KeyFunc) Pick {
+// (several hundred bytes, the key's own bytes besides) until k drops the
+// key. key is a KeyFunc for a Keyed[string], or HashedMetadataKey's
+// function for a Keyed[uint64], whose keys cost eight bytes however long
+// the values clients send: prefer it on a server, where clients choose
+// their keys.
+func PerKey[K comparable](k *throttle.Keyed[K], key func(ctx context.Context, method string) K) Pick {
 	return func(ctx context.Context, method string, _ any) (throttle.Gate, error) {
 		return k.Limiter(key(ctx, method)), nil
+	}
+}
+
+// HashedMetadataKey returns a key function like MetadataKey(name), but
+// one that keys by a 64-bit hash of the value instead of the value
+// itself, so that a Keyed used by PerKey holds no API key or token a
+// client sent, and a key costs eight bytes however long the value, as
+// httpthrottle.HashedHeaderKey does for HTTP. The hash is hash/maphash's,
+// seeded at random by each call of HashedMetadataKey: the keys of one
+// function are not those of another, nor of another process, and a client
+// cannot choose values that collide with another client's key without
+// knowing the seed. Two values share a key with probability about 2^-64.
+// A call without the metadata gets the key of the empty value.
+func HashedMetadataKey(name string) func(ctx context.Context, method string) uint64 {
+	get := MetadataKey(name)
+	seed := maphash.MakeSeed()
+	return func(ctx context.Context, method string) uint64 {
+		return maphash.String(seed, get(ctx, method))
 	}
 }
 
