@@ -794,3 +794,23 @@ func autoOf(l *throttle.Limiter) *autoQuota {
 	q, _ := core.Ext(l).(*autoQuota)
 	return q
 }
+
+// serverRate is the server's rate for b, a bucket of q: the limit over the
+// window the server reported, which Auto's share of it never exceeds; 0
+// tokens for a limit not learned yet, whose rate nobody knows. A bucket
+// that is not one of q's (AutoWithin's) has its own rate.
+func (q *autoQuota) serverRate(b *throttle.Bucket) (tokens int64, period time.Duration) {
+	q.mu.Lock()
+	for _, ln := range q.lanes {
+		if ln.b == b {
+			defer q.mu.Unlock()
+			if !ln.learned || ln.window <= 0 {
+				return 0, 0
+			}
+			return ln.limit, ln.window
+		}
+	}
+	q.mu.Unlock()
+	r := b.Status().Rate
+	return r.Tokens(), r.Period()
+}

@@ -35,18 +35,22 @@ const defaultRetries = 3
 // Gate (see LimiterFunc) with the request's context, which waits out any
 // pause and queues in FIFO order; a context that ends first, or whose
 // deadline is too near for the permit, fails the request before it is sent
-// and spends nothing (a *WaitError matches context.DeadlineExceeded). With
-// WithLLM the deadline decision counts what the permits in flight will
-// likely give back when they settle: for each bucket whose wait passes the
-// deadline, the tokens its unsettled attempts reserved, times the share of
-// their reservations that this Transport's settled attempts on that bucket
-// did not use (all of it before any has settled), turned into time at the
-// bucket's rate and taken off its wait. Likewise, with or without WithLLM,
+// and spends nothing (a *WaitError matches context.DeadlineExceeded), but
+// only when that wait is certain: a pause the server named, or exact
+// arithmetic on settled state. A wait that rests on an estimate is no
+// grounds to refuse: with WithLLM, the reservations queued and in flight
+// (prompt plus max_tokens, settled later to the usage); on Auto's buckets,
+// a rate it is still learning. Such a request queues, is served as the
+// estimates settle, and fails with the context's error if its deadline
+// comes first; it is refused at once only when even the least its wait can
+// be passes the deadline: the pause in force, then the refill, at the
+// bucket's rate (the server's, for Auto; none before it is known), of what
+// the request needs beyond the bucket's level and every unsettled
+// reservation, as if they and the calls queued ahead used nothing. The
+// WaitError then names that limit and that wait. With or without WithLLM,
 // a bucket emptied by a window's "remaining: 0" whose reset is scheduled
-// (see the pause below) counts the limit the reset restores, from
-// the reset on. When every bucket then fits the deadline the request
-// queues instead of failing, and fails with the context's error if its
-// deadline comes first. With WithInFlight it then
+// (see the pause below) counts the limit the reset restores, from the
+// reset on. With WithInFlight it then
 // waits for one of a fixed number of in-flight slots, released when the
 // response body is closed.
 //
@@ -123,8 +127,9 @@ const defaultRetries = 3
 // gave. A Gate without a capability goes without its reaction: one that is
 // no Pauser is paced by its own rate, the refused request still retried
 // after the server's wait. On a Gate that is not a Limiter the deadline
-// decision is the Gate's own (no count of what permits in flight or window
-// resets will give back), and the window resets are left to the Gate (a
+// decision is the Gate's own (redisbucket's refuses on its projection,
+// estimates included: no count of what permits in flight or window resets
+// will give back), and the window resets are left to the Gate (a
 // Pauser's level comes back at its rate after the pause).
 //
 // Time (pauses, back-off, deadlines) is read on the clock of the request's
@@ -577,11 +582,14 @@ func costsFree(costs []int64) bool {
 }
 
 // takeLater is what follows a Limiter's refusal err of the costs: a wait
-// past the deadline that what is in flight will likely give back, or a
-// window reset restore, in time queues the request instead (takeHoping).
+// past the deadline is refused only when its certain part passes the
+// deadline too (sureWait); otherwise the request queues (takeHoping).
 func (x *exchange) takeLater(err error) (int64, error) {
 	var wait *throttle.WaitError
-	if !errors.As(err, &wait) || !x.t.fitsLater(x.ctx, x.l, x.costs, x.clock) {
+	if !errors.As(err, &wait) {
+		return 0, err
+	}
+	if err := x.t.sureWait(x.ctx, x.l, x.costs, x.clock, err); err != nil {
 		return 0, err
 	}
 	return x.takeHoping()

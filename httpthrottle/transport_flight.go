@@ -3,6 +3,8 @@ package httpthrottle
 import (
 	"context"
 	"errors"
+	"math"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -13,18 +15,24 @@ import (
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
-// What permits in flight will give back.
+// Which waits are certain.
 //
-// With WithLLM a call reserves an estimate, the prompt plus max_tokens, and
-// gives back what it did not use when it settles; most calls use far less
-// output than their maximum. A deadline decision that ignored this would
-// refuse, at once, a call that the refunds of the calls ahead of it will
-// serve in time. So when a permit cannot be had before the context's
-// deadline, the Transport asks what the permits in flight are likely to give
-// back (flightBook.giveBack), and what a window reset already scheduled will
-// restore (windowResets.due), and when that would bring the wait within the
-// deadline it queues the request instead of refusing it; a queued request
-// whose deadline comes first fails then with the context's error.
+// A request is refused before its deadline (a *WaitError, at once, nothing
+// sent) only on a wait that is certain: one the server named (a pause), or
+// exact arithmetic on settled state (a bucket of known rate and exact
+// costs). A wait that rests on an estimate is not grounds for a refusal:
+// with WithLLM the costs queued and in flight are reservations, prompt plus
+// max_tokens, that settle to what the calls use, most far less; on Auto's
+// buckets the rate is Auto's share of a quota it is still learning, or a
+// guess before the server said anything. Such a request waits its turn,
+// its wait shrinking as the estimates settle, and fails with the context's
+// error if its deadline comes first. What is certain of such a wait is
+// its least: the pause in force, then the time the bucket's rate (the
+// server's, for Auto; none before it is learned) takes to refill what the
+// request needs beyond what the bucket holds and what its reservations in
+// flight could give back, as if every one of them and every call queued
+// ahead used nothing. A window reset already scheduled (windowResets)
+// counts, from the reset on.
 
 // flightBook counts, for each bucket, what the attempts of a Transport
 // with WithLLM have reserved and not yet settled, and over the settled
@@ -80,42 +88,31 @@ func (f *flightBook) Settled(bs []*throttle.Bucket, costs, actual []int64) {
 	f.mu.Unlock()
 }
 
-// giveBack is what the attempts in flight on b are likely to give back:
-// what they reserved, times the share of what was reserved that settled
-// attempts did not use (used / reserved over the attempts settled while
-// some were in flight). Before any has settled, that share is taken to be
-// all of it: nothing is known yet, the first settlement corrects it, and a
-// request queued on that hope fails at its deadline at worst.
-func (f *flightBook) giveBack(b *throttle.Bucket) int64 {
+// unsettled is what the attempts in flight on b reserved and have not
+// settled: at most what they can give back.
+func (f *flightBook) unsettled(b *throttle.Bucket) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e := f.m[b]
-	if e == nil || e.inFlight <= 0 {
-		return 0
-	}
-	if e.reserved == 0 {
+	if e := f.m[b]; e != nil && e.inFlight > 0 {
 		return e.inFlight
 	}
-	unused := float64(e.reserved-e.used) / float64(e.reserved)
-	return int64(float64(e.inFlight) * unused)
+	return 0
 }
 
-// fitsLater reports whether costs on l, refused for a wait past the
-// context's deadline, would be served before it once the permits in flight
-// give back what they are likely to and the window resets pending restore
-// their buckets: for each bucket, its wait (WaitTime, behind the queue and
-// any pause) less the time its rate takes to refill those tokens, but not
-// before the reset that brings them, against the time left.
-func (t *Transport) fitsLater(ctx context.Context, l *throttle.Limiter, costs []int64, clock interface{ Now() time.Time }) bool {
+// sureWait returns the refusal of costs on l, refused by the Limiter for a
+// wait past the context's deadline, when the part of the wait that is
+// certain (see "Which waits are certain") passes the deadline too: the
+// first such bucket's, its name and that wait; or nil when the request may
+// still be served in time, and queues. refused is the Limiter's error,
+// returned as it is when the decision cannot be made.
+func (t *Transport) sureWait(ctx context.Context, l *throttle.Limiter, costs []int64, clock interface{ Now() time.Time }, refused error) error {
 	dl, ok := ctx.Deadline()
 	if !ok {
-		return false
+		return refused
 	}
 	now := clock.Now()
 	left := dl.Sub(now)
-	if left <= 0 {
-		return false
-	}
+	q := autoOf(l)
 	for i, b := range core.Buckets(l) {
 		if costs[i] == 0 {
 			continue
@@ -123,31 +120,74 @@ func (t *Transport) fitsLater(ctx context.Context, l *throttle.Limiter, costs []
 		// The raise to come is read before the bucket: a raise that is no
 		// longer due has put its tokens in already (windowResets.at).
 		n, at, due := t.resets.due(b)
+		due = due && at.Before(dl)
 		w, err := b.WaitTime(costs[i])
 		if err != nil {
-			return false
+			return refused
 		}
 		if w <= left {
 			continue
 		}
-		back := t.inFlight.giveBack(b)
-		var from time.Duration
-		if due && at.Before(dl) {
-			back = satAdd(back, n)
-			from = at.Sub(now)
+		st := b.Status()
+		var sure time.Duration
+		if t.settle == nil && q == nil {
+			// Exact costs at a configured rate: the queue's projection is
+			// certain, less what a reset will restore.
+			sure = w
+			if due {
+				sure = max(w-refillTime(n, st.Rate.Tokens(), st.Rate.Period()), at.Sub(now))
+			}
+		} else {
+			tokens, period := st.Rate.Tokens(), st.Rate.Period()
+			if q != nil {
+				tokens, period = q.serverRate(b)
+			}
+			var pause time.Duration
+			if !st.Paused.IsZero() {
+				pause = max(st.Paused.Sub(now), 0)
+			}
+			need := costs[i] - satAdd(st.Remaining, t.inFlight.unsettled(b))
+			sure = pause
+			if need > 0 && tokens > 0 && period > 0 {
+				sure = satAddDur(pause, refillTime(need, tokens, period))
+				if due {
+					sure = min(sure, satAddDur(max(pause, at.Sub(now)), refillTime(need-n, tokens, period)))
+				}
+			}
 		}
-		r := b.Status().Rate
-		if back == 0 || r.Tokens() <= 0 {
-			return false
-		}
-		// A decision, not a level: float64 is precise enough.
-		gain := time.Duration(float64(back) * float64(r.Period()) / float64(r.Tokens()))
-		if max(w-gain, from) > left {
-			return false
+		if sure > left {
+			return &throttle.WaitError{Wait: sure, Limit: st.Name}
 		}
 	}
-	return true
+	return nil
 }
+
+// refillTime is how long a rate of tokens per period takes to refill n
+// tokens, rounded up, exact in integers; 0 for n <= 0, and the longest
+// Duration when that does not fit one.
+func refillTime(n, tokens int64, period time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	if tokens <= 0 || period <= 0 {
+		return math.MaxInt64
+	}
+	hi, lo := bits.Mul64(uint64(n), uint64(period))
+	if hi >= uint64(tokens) {
+		return math.MaxInt64
+	}
+	d, r := bits.Div64(hi, lo, uint64(tokens))
+	if r != 0 {
+		d++
+	}
+	if d > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
+}
+
+// satAddDur adds two non-negative durations, saturating.
+func satAddDur(a, b time.Duration) time.Duration { return time.Duration(satAdd(int64(a), int64(b))) }
 
 // takeHoping takes costs without the fail-fast of the deadline: the
 // request queues, and leaves the queue when ctx ends.
