@@ -20,11 +20,18 @@ const maxReserveWait = int64(1) << 52
 // call whatever the number of waiters in the fleet, where deciding again
 // after each sleep costs one call per waiter per grant. A wait cut short by
 // ctx gives the reservation back in one more call. While the failure
-// policy decides (the breaker open, the call failed) it falls back to
-// acquire, which decides step by step.
+// policy decides (the breaker open, the call failed), and while a limit
+// runs at a server's quota (Tune), it falls back to acquire, which decides
+// step by step.
 func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string, dec func(context.Context) (decision, error)) (decision, error) {
 	if err := e.check(costs); err != nil {
 		return decision{}, err
+	}
+	if !e.o.reserve || e.tuned.Load() != 0 {
+		// A server's quota is in force: it may change again with any
+		// response, and instants handed out now would not follow it.
+		// Deciding after each sleep follows it.
+		return e.acquire(ctx, costs, permit, dec)
 	}
 	start := e.o.clock.Now()
 	for {
@@ -104,13 +111,18 @@ func (e *engine) giveBack(ctx context.Context, res result, costs []int64, permit
 }
 
 // pauses is the latest end of a pause (mode d) that a reply reported, and
-// a channel closed when a later one arrives: a sleeper whose reservation
-// was made before a pause hears of it without a call of its own, from
-// whichever call of its process brings it.
+// the latest lowering of a rate this process told Redis of (Tune), with a
+// channel closed when either changes: a sleeper whose reservation was made
+// before hears of them without a call of its own.
 type pauses struct {
 	mu    sync.Mutex
 	until int64 // server µs
 	ch    chan struct{}
+	// gen counts slowdowns; the latest multiplies the waits that remain at
+	// local time at by factor.
+	gen    int64
+	factor float64
+	at     time.Time
 }
 
 // saw records a reply's pause end (0 for none).
@@ -121,20 +133,34 @@ func (p *pauses) saw(until int64) {
 		return
 	}
 	p.until = until
+	p.wake()
+}
+
+// slowed records that a rate fell by factor (above 1) at local time at.
+func (p *pauses) slowed(factor float64, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	p.factor, p.at = factor, at
+	p.wake()
+}
+
+func (p *pauses) wake() {
 	if p.ch != nil {
 		close(p.ch)
 		p.ch = nil
 	}
 }
 
-// get returns the latest pause end and a channel closed when it changes.
-func (p *pauses) get() (int64, <-chan struct{}) {
+// get returns the latest pause end, the slowdowns so far, and a channel
+// closed when either changes.
+func (p *pauses) get() (until, gen int64, factor float64, at time.Time, changed <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ch == nil {
 		p.ch = make(chan struct{})
 	}
-	return p.until, p.ch
+	return p.until, p.gen, p.factor, p.at, p.ch
 }
 
 // heardFresh is how recent a reply must be for a waking sleeper to trust
@@ -145,24 +171,45 @@ const heardFresh = time.Millisecond
 // sleepReserved sleeps until a reservation's instant: res.wait after the
 // reply, on the injected clock. A pause this process hears of meanwhile
 // that ends after the reservation was made, and that the reservation's
-// own reply did not carry, was stored after it: the reservation's tokens
-// are covered only after the pause, so its wait starts again at the
-// pause's end (a bound, since the pause may have begun after the
-// reservation). A process that has heard nothing from Redis for longer
-// than heardFresh when the instant comes asks once, so that a pause
-// another process stored meanwhile holds this caller too.
+// own reply did not carry, was stored after it. While no limit runs at a
+// server's quota the pause holds the refill too, so the reservation's
+// instant moves by the pause's length (a bound: the pause may have begun
+// after the reservation); while one does, the script refills it over the
+// pause as the server does, so the instant stays and only the pause's end
+// holds it. A rate this process lowers meanwhile (Tune) stretches what
+// remains of the wait in proportion, since the queue ahead drains at the
+// new rate. A process that has heard nothing from Redis for longer than
+// heardFresh when the instant comes asks once, so that a pause another
+// process stored meanwhile holds this caller too.
 func (e *engine) sleepReserved(ctx context.Context, res result) error {
 	base := e.o.clock.Now()
-	target := res.wait // after base
+	// All after base: the reservation's own instant (stretched), what
+	// pauses added to it, and the end of the latest pause that holds it.
+	own, shift, hold := res.wait, time.Duration(0), time.Duration(0)
+	target := own
+	applied := max(res.paused, res.now)
+	_, gen, _, _, _ := e.pz.get()
 	t := e.o.clock.NewTimer(target)
 	defer t.Stop()
 	for {
-		until, changed := e.pz.get()
-		if until > res.now && until > res.paused {
-			if moved := time.Duration(until-res.now)*time.Microsecond + res.wait; moved > target {
-				target = moved
-				t.Reset(target - e.o.clock.Since(base))
+		until, g, factor, at, changed := e.pz.get()
+		if until > applied {
+			if !e.o.reserve || e.tuned.Load() != 0 {
+				hold = time.Duration(until-res.now) * time.Microsecond
+			} else {
+				shift += time.Duration(until-applied) * time.Microsecond
 			}
+			applied = until
+		}
+		if g != gen {
+			gen = g
+			if left := own - at.Sub(base); left > 0 {
+				own = at.Sub(base) + time.Duration(float64(left)*factor)
+			}
+		}
+		if next := max(own+shift, hold); next != target {
+			target = next
+			t.Reset(target - e.o.clock.Since(base))
 		}
 		select {
 		case <-ctx.Done():
@@ -175,14 +222,10 @@ func (e *engine) sleepReserved(ctx context.Context, res result) error {
 			return nil
 		}
 		e.confirm(ctx)
-		again, _ := e.pz.get()
-		if again == until {
-			return nil
-		}
-		// A pause came with the answer: the loop moves the target past
-		// it (the timer has fired, so Reset re-arms it) or, if it ended
-		// before this reservation was made, lets the caller go.
-		if again <= res.now || again <= res.paused {
+		// A pause that came with the answer and ends after this
+		// reservation was made moves the target (the timer has fired,
+		// so Reset re-arms it); otherwise the caller goes.
+		if again, _, _, _, _ := e.pz.get(); again <= applied {
 			return nil
 		}
 	}

@@ -55,7 +55,8 @@ import "github.com/redis/go-redis/v9"
 //     none.
 //   - ARGV[7]: tokens granted without Redis to charge first, "c_1 ... c_n",
 //     or "": a process back from its failure policy reconciles what it
-//     spent meanwhile. The charge stops at a debt of one capacity.
+//     spent meanwhile. The charge stops at a debt of one capacity (one
+//     below the queued reservations: owe).
 //   - ARGV[8], ARGV[9]: a fleet member id and the registration's lifetime
 //     in ms, or "": the member is registered in the fleet key (a sorted
 //     set scored by expiry) and the reply counts the live members.
