@@ -194,7 +194,7 @@ func (e *engine) sleepReserved(ctx context.Context, res result) error {
 	for {
 		until, g, factor, at, changed := e.pz.get()
 		if until > applied {
-			if !e.o.reserve || e.tuned.Load() != 0 {
+			if e.tuned.Load() != 0 {
 				hold = time.Duration(until-res.now) * time.Microsecond
 			} else {
 				shift += time.Duration(until-applied) * time.Microsecond

@@ -501,9 +501,10 @@ local function reply(status, w, amount)
   -- The end of a pause (mode d) the levels are held for, or 0: a
   -- process that reserved before the pause learns of it here and moves
   -- its sleepers' instants past it.
+  -- (Not a stored time ahead of the clock: calls in flight together, or
+  -- a server clock that went back, put it there without a pause.)
   local paused = 0
-  if last > now then paused = last end
-  if hold > now and hold > paused then paused = hold end
+  if hold > now then paused = hold end
   local out = {status, w, amount, now, flags, live, paused}
   for i = 1, n do
     local l = L[i]
@@ -620,8 +621,9 @@ if mode == 'd' then
     end
   end
   last = math.max(last, untl)
-  -- Every limit held until the pause's end, those refilled over it too.
-  if refills then hold = math.max(hold, untl) end
+  -- Every limit held until the pause's end, those refilled over it too;
+  -- the hold is stored, so that replies can name the pause.
+  if refills or pause > 0 then hold = math.max(hold, untl) end
   save()
   return reply(1, 0, 0)
 end
