@@ -122,7 +122,7 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 		})
 		return err
 	}
-	_, err := b.e.acquire(ctx, costs, "", func(ctx context.Context) (decision, error) {
+	_, err := b.e.acquireQueued(ctx, costs, "", func(ctx context.Context) (decision, error) {
 		return b.e.decide(ctx, costs, "")
 	})
 	return err

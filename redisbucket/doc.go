@@ -53,7 +53,12 @@
 // the probe backoff), processes still on their local shares grant beside
 // those back on Redis, and their grants are charged only as each returns,
 // so a short window right after a recovery can see about twice what it
-// should (docs/redis.md has the figures). Lease mode (WithLease) takes
+// should (docs/redis.md has the figures). WithReservations makes Acquire
+// reserve: one call takes the costs in the fleet's arrival order and
+// returns the instant they are covered, and the caller sleeps locally, so
+// waiting costs one call per decision (two in a process that heard
+// nothing from Redis at the instant) whatever the number of waiters.
+// Lease mode (WithLease) takes
 // tokens in batches to cut round trips by about ten at high demand, at the
 // price of a looser burst bound.
 //

@@ -52,7 +52,9 @@ type engine struct {
 	// said run at a server's quota (Limiter.Tune).
 	tuned atomic.Int64
 	fl    *fleet
-	batch batcher // coalesces concurrent fast-path calls (coalesce.go)
+	pz    pauses       // the latest pause a reply reported, for reserved sleepers
+	heard atomic.Int64 // when the last reply's call was sent, local Unix ns
+	batch batcher      // coalesces concurrent fast-path calls (coalesce.go)
 
 	st counters
 }
@@ -136,10 +138,11 @@ type result struct {
 	now    int64   // the server time the script used, µs
 	flags  int64   // 1 garbage state reset, 2 key rebuilt from the client's view
 	live   int64   // live fleet members, when this call registered
+	paused int64   // the end of a pause in force, server µs, or 0
 	levels []int64 // tok, rem per limit
 }
 
-const replyHead = 6
+const replyHead = 7
 
 // call runs the script once, bounded by the call timeout. It brings the
 // client's view of the levels (for a key that vanished), what the failure
@@ -206,7 +209,9 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		}
 		return result{}, err
 	}
-	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], now: v[3], flags: v[4], live: v[5], levels: v[replyHead:]}
+	res := result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], now: v[3], flags: v[4], live: v[5], paused: v[6], levels: v[replyHead:]}
+	e.pz.saw(res.paused)
+	e.heard.Store(local.UnixNano())
 	e.seen.set(e.limits, local, res.now, res.levels, owed, sent)
 	e.tuned.Store(res.flags >> 2)
 	if res.flags&1 != 0 {
@@ -248,6 +253,7 @@ func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint
 	}
 	e.tuned.Store(res.flags >> 2)
 	e.seen.set(e.limits, local, res.now, res.levels, nil, sent)
+	e.heard.Store(local.UnixNano())
 	if res.flags&1 != 0 {
 		e.st.stateResets.Add(1)
 	}

@@ -39,7 +39,10 @@ type options struct {
 	// startWithout builds the limiter when Redis does not answer the
 	// constructor's check (WithStartWithoutRedis).
 	startWithout bool
-	nilClock     bool // WithClock(nil), refused
+	// reserve makes Acquire reserve (queue.go) instead of deciding again
+	// after each sleep.
+	reserve  bool
+	nilClock bool // WithClock(nil), refused
 	// serverTime replaces the server's TIME; tests use it to run exact
 	// traces on a real server. Nil in production.
 	serverTime func() time.Time
@@ -169,3 +172,19 @@ func WithProbeBackoff(min, max time.Duration) Option {
 // as limits that quietly hold only per process. Errors that waiting does
 // not cure (an ACL refusal, say) fail the constructors either way.
 func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout = true } }
+
+// WithReservations makes Acquire (a Bucket's without lease, and every
+// permit's) reserve its place in the fleet's queue: one script call takes
+// the costs in arrival order, below zero if need be, and returns the
+// instant they are covered; the caller sleeps locally until then. Waiting
+// then costs one call per decision whatever the number of waiters in the
+// fleet, plus one at the instant when the process has heard nothing from
+// Redis in the last millisecond (to see a pause another process stored
+// meanwhile), and one more when a wait is cancelled (it gives back what
+// nobody reserved behind it). Without it, a refused Acquire sleeps and
+// decides again, one call per waiter per grant. Every window still admits
+// at most capacity + rate × w at the reserved instants. While a limit runs
+// at a server's quota (Limiter.Tune), Acquire decides step by step as
+// without the option; a rate lowered while reservations sleep stretches
+// their waits only in the processes that heard the lower rate.
+func WithReservations() Option { return func(o *options) { o.reserve = true } }

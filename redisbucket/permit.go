@@ -32,7 +32,7 @@ type Permit struct {
 
 func acquirePermit(ctx context.Context, e *engine, costs []int64) (*Permit, error) {
 	id := newPermitID()
-	d, err := e.acquire(ctx, costs, id, func(ctx context.Context) (decision, error) {
+	d, err := e.acquireQueued(ctx, costs, id, func(ctx context.Context) (decision, error) {
 		return e.decide(ctx, costs, id)
 	})
 	if err != nil {

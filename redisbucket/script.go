@@ -28,21 +28,25 @@ import "github.com/redis/go-redis/v9"
 // through to the general path.
 //
 // Keys and arguments:
-//   - KEYS[2]: the permit key when ARGV[4] is not "" (mode a with a permit,
-//     modes l and s). The last key is the fleet key when ARGV[8] is not "".
+//   - KEYS[2]: the permit key when ARGV[4] is not "" (modes a and r with a
+//     permit, modes c, l and s). The last key is the fleet key when ARGV[8] is not "".
 //   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
 //     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
 //     a charge and the fleet's registration), s settle, d drain (a server's
 //     word for the fleet: lower the limits with a = 1 to at most b, and
 //     with ARGV[5] above 0 pause every limit for that many µs), t tune (a
 //     server's size of one limit, in ARGV[10+6n...], see mode t below:
-//     stored with the levels, read by every decision). With five or six
+//     stored with the levels, read by every decision), r reserve (mode a
+//     that takes the costs now, below zero if need be, and replies the
+//     wait until they are covered; see mode r below), c give a
+//     reservation back (see mode c below). With five or six
 //     arguments the call is the fast path's (below), not this layout;
 //     with more and a number first, a batch of fast-path calls (below).
 //   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only).
 //   - ARGV[3]: the number of limits n.
 //   - ARGV[4]: the permit record lifetime in ms, or "" for no permit key.
-//   - ARGV[5]: lease share: a lease takes at most floor(level/share) beyond
+//   - ARGV[5]: mode r: the longest wait in µs a reservation may have.
+//     Otherwise the lease share: a lease takes at most floor(level/share) beyond
 //     its minimum.
 //   - ARGV[6]: the client's view, used only when the key is missing:
 //     "t tok_1 ... tok_n", the levels it last saw and the server time it
@@ -51,7 +55,8 @@ import "github.com/redis/go-redis/v9"
 //     none.
 //   - ARGV[7]: tokens granted without Redis to charge first, "c_1 ... c_n",
 //     or "": a process back from its failure policy reconciles what it
-//     spent meanwhile. The charge stops at a debt of one capacity.
+//     spent meanwhile. The charge stops at a debt of one capacity (one
+//     below the queued reservations: owe).
 //   - ARGV[8], ARGV[9]: a fleet member id and the registration's lifetime
 //     in ms, or "": the member is registered in the fleet key (a sorted
 //     set scored by expiry) and the reply counts the live members.
@@ -60,8 +65,9 @@ import "github.com/redis/go-redis/v9"
 //     cost (0 leaves the limit out). Mode l: a is the minimum and b the most
 //     to take. Mode s: a is the estimate taken, b the actual.
 //
-// Reply: {status, wait_us, amount, now, flags, live, tok_1, rem_1, ...,
-// tok_n, rem_n} where status is 1 granted (or settled), 0 denied (wait_us
+// Reply: {status, wait_us, amount, now, flags, live, paused, tok_1, rem_1, ...,
+// tok_n, rem_n} where status is 1 granted (or settled; for mode r reserved,
+// granted wait_us from now), 0 denied (wait_us
 // until it could pass; for a lease granted short of its most, until the
 // most could be had), -1 denied forever (a limit without refill cannot
 // cover its cost), 2 the permit was already applied (idempotent retry).
@@ -70,7 +76,8 @@ import "github.com/redis/go-redis/v9"
 // script used, flags 1 when a
 // garbage state was reset and 2 when the key was rebuilt from the client's
 // view, plus 4 << (i-1) when limit i (i <= 50) runs at a server's quota
-// (mode t), live the fleet's live members (0 when not registering).
+// (mode t), live the fleet's live members (0 when not registering),
+// paused the end of a pause in force (mode d), in µs, or 0.
 const scriptSrc = `
 local A = ARGV
 local mode = 'F'
@@ -242,6 +249,27 @@ local function ceildiv(a, b)
   return q
 end
 
+-- deep returns the deepest debt limit l may hold: reservations (mode r)
+-- queue below zero, and from there every product this script forms,
+-- (cap - tok) * den + num at most, stays below 2^52. The shape's check
+-- (2 * cap * den + den + num within 2^52) makes it at least one capacity;
+-- a level stays within 2^50 (int, below).
+local function deep(l)
+  local d = divmod(4503599627370496 - l.den - l.num, l.den) - l.cap
+  if d > 1125899906842624 then d = 1125899906842624 end
+  if d < l.cap then d = l.cap end
+  return d
+end
+
+-- owe returns the lowest level a charge may take limit l to: one capacity
+-- of debt, or one capacity below the reservations queued there, and never
+-- above the level it is at (forgiving a charge must not mint a token).
+local function owe(l)
+  local f = -l.cap
+  if l.tok < f then f = math.max(l.tok - l.cap, -deep(l)) end
+  return math.min(f, l.tok)
+end
+
 -- int returns x as an integer within +-2^50 (levels), or within 0..2^53
 -- for a time, or nil.
 local function int(x, time)
@@ -379,7 +407,7 @@ if raw then
           break
         end
         if den ~= l.den then rem = 0 end
-        if tok < -l.cap then tok, rem = -l.cap, 0 end
+        if tok < -deep(l) then tok, rem = -deep(l), 0 end
         l.tok, l.rem = tok, rem
       end
     end
@@ -420,7 +448,7 @@ if A[7] ~= '' then
   for x in string.gmatch(A[7], '%S+') do
     i = i + 1
     local l, c = L[i], int(x)
-    if l and c and c > 0 then l.tok = math.max(l.tok - c, -l.cap) end
+    if l and c and c > 0 then l.tok = math.max(l.tok - c, owe(l)) end
   end
 end
 
@@ -470,7 +498,14 @@ local function reply(status, w, amount)
     -- fifth value.
     return {status, w, now, L[1].tok, flags}
   end
-  local out = {status, w, amount, now, flags, live}
+  -- The end of a pause (mode d) the levels are held for, or 0: a
+  -- process that reserved before the pause learns of it here and moves
+  -- its sleepers' instants past it.
+  -- (Not a stored time ahead of the clock: calls in flight together, or
+  -- a server clock that went back, put it there without a pause.)
+  local paused = 0
+  if hold > now then paused = hold end
+  local out = {status, w, amount, now, flags, live, paused}
   for i = 1, n do
     local l = L[i]
     out[#out + 1] = l.tok
@@ -586,8 +621,9 @@ if mode == 'd' then
     end
   end
   last = math.max(last, untl)
-  -- Every limit held until the pause's end, those refilled over it too.
-  if refills then hold = math.max(hold, untl) end
+  -- Every limit held until the pause's end, those refilled over it too;
+  -- the hold is stored, so that replies can name the pause.
+  if refills or pause > 0 then hold = math.max(hold, untl) end
   save()
   return reply(1, 0, 0)
 end
@@ -626,7 +662,7 @@ if mode == 't' then
   shape(l)
   if l.den ~= den then l.rem = 0 end
   if l.tok >= l.cap then l.tok, l.rem = l.cap, 0 end
-  if l.tok < -l.cap then l.tok, l.rem = -l.cap, 0 end
+  if l.tok < -deep(l) then l.tok, l.rem = -deep(l), 0 end
   save()
   return reply(1, 0, 0)
 end
@@ -649,9 +685,10 @@ if mode == 's' then
         l.rem = 0
       end
     elseif d > 0 then
-      -- Debt is bounded by one capacity, which bounds every product above.
-      if l.tok - d < -l.cap and capped == 0 then capped = i end
-      l.tok = math.max(l.tok - d, -l.cap)
+      -- Debt is bounded (owe), which bounds every product above.
+      local f = owe(l)
+      if l.tok - d < f and capped == 0 then capped = i end
+      l.tok = math.max(l.tok - d, f)
     end
   end
   save()
@@ -660,9 +697,50 @@ if mode == 's' then
 end
 
 local permit = A[4] ~= ''
+
+-- Mode c: a reservation (mode r) given back before its instant, the
+-- reservation's server time and the levels its reply carried (tok rem per
+-- limit) in ARGV[10+6n...]. Each limit gets back the cost less what was
+-- taken after the reservation (its own level refilled to now, less the
+-- level now), so that no later reservation's instant is overtaken: the
+-- queue behind it keeps its place, and only a reservation at the tail
+-- gives back all it took. A limit whose shape changed since gets nothing.
+if mode == 'c' then
+  if permit and redis.call('GET', KEYS[2]) == 's' then
+    if flags ~= 0 or A[7] ~= '' then save() end
+    return reply(2, 0, 0)
+  end
+  local b = 10 + 6 * n
+  local at = int(A[b], true)
+  for i = 1, n do
+    local l = L[i]
+    local pt, pr = int(A[b + 2 * i - 1]), int(A[b + 2 * i])
+    if l.a > 0 and at and pt and pr and at <= now and l.den == l.cfg[3] and pr >= 0 and pr < l.den
+      and pt >= -deep(l) and pt <= l.cap then
+      local v = {tok = pt, rem = pr, cap = l.cap, num = l.num, den = l.den, unit = l.unit}
+      refill(v, at)
+      local after = (v.tok - l.tok) * l.den + v.rem - l.rem
+      local back = l.a - ceildiv(math.max(after, 0), l.den)
+      if back > 0 then
+        l.tok = l.tok + back
+        if l.tok >= l.cap then l.tok, l.rem = l.cap, 0 end
+      end
+    end
+  end
+  save()
+  if permit then redis.call('SET', KEYS[2], 's', 'PX', tonumber(A[4])) end
+  return reply(1, 0, 0)
+end
+
 if permit and redis.call('EXISTS', KEYS[2]) == 1 then
   if flags ~= 0 or A[7] ~= '' then save() end
-  return reply(2, 0, 0)
+  -- A retried reservation learns its instant again.
+  local w = 0
+  if mode == 'r' then
+    local at = tonumber(redis.call('GET', KEYS[2]))
+    if at and at > now then w = at - now end
+  end
+  return reply(2, w, 0)
 end
 
 local w = 0
@@ -684,6 +762,32 @@ if mode == 'p' then
   if w < 0 then return reply(-1, 0, 0) end
   return reply(w == 0 and 1 or 0, w, 0)
 end
+-- Mode r: a reservation. The costs are taken now, below zero if need be,
+-- and the reply's wait is the instant they are covered: the level after
+-- every reservation is the fleet's queue, so instants follow arrival order
+-- and every window sees at most cap + rate * w of them, as with grants.
+-- ARGV[5] is the longest wait the caller can use (its deadline): a
+-- reservation that would end later is not made (status 0, the wait), nor
+-- one that would take a level below its deepest debt (the wait until it
+-- could be made outright).
+if mode == 'r' and w >= 0 then
+  local fits = w <= tonumber(A[5])
+  for i = 1, n do
+    local l = L[i]
+    if l.a > 0 and l.tok - l.a < -deep(l) then fits = false end
+  end
+  if not fits then
+    if flags ~= 0 or A[7] ~= '' then save() end
+    return reply(0, w, 0)
+  end
+  for i = 1, n do L[i].tok = L[i].tok - L[i].a end
+  save()
+  if permit then
+    redis.call('SET', KEYS[2], string.format('%d', now + w), 'PX', tonumber(A[4]))
+  end
+  return reply(1, w, 0)
+end
+
 if w ~= 0 then
   -- A refusal writes only what it learned: a reset, a rebuilt key, a charge.
   if flags ~= 0 or A[7] ~= '' then save() end

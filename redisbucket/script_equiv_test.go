@@ -81,11 +81,11 @@ func TestScriptPathsAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 			// old {status, wait, amount, tok, rem}; general {status, wait,
-			// amount, now, flags, live, tok, rem}; fast {status, wait, now,
+			// amount, now, flags, live, paused, tok, rem}; fast {status, wait, now,
 			// tok}. The fast path's fraction is checked through the state
 			// it wrote.
 			o := [4]int64{vo[0], vo[1], vo[3], vo[4]}
-			g := [4]int64{vg[0], vg[1], vg[6], vg[7]}
+			g := [4]int64{vg[0], vg[1], vg[7], vg[8]}
 			f := [4]int64{vf[0], vf[1], vf[3], fastRem(t, c, kFast, vf, vo[4], r.be.Mini != nil)}
 			if o != g || o != f {
 				t.Fatalf("trace %d step %d: cap %d rate %v cost %d: old %v, general %v, fast %v (status, wait, tok, rem)",

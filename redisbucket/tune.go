@@ -62,6 +62,15 @@ func (l *Limiter) Tune(i int, limit int64, window time.Duration) {
 	if fail || err != nil || res.status != 1 {
 		return
 	}
+	if lower && !l.tm.known(i, t) {
+		// Reservations sleeping in this process were timed at the
+		// configured rate: the queue ahead of them drains at this one.
+		cfg := e.limits[i]
+		old := float64(cfg.num) / float64(cfg.den*cfg.unit)
+		if f := old / (float64(t[1]) / float64(t[2]*t[3])); f > 1 {
+			e.pz.slowed(f, now)
+		}
+	}
 	l.tm.sent(i, t, now)
 }
 
@@ -104,6 +113,14 @@ func (m *tuneMemo) fresh(i int, t [4]int64, now time.Time) bool {
 	defer m.mu.Unlock()
 	s, ok := m.last[i]
 	return ok && s.shape == t && now.Sub(s.at) < TuneTTL/4
+}
+
+// known reports whether limit i was last tuned to t by this process.
+func (m *tuneMemo) known(i int, t [4]int64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.last[i]
+	return ok && s.shape == t
 }
 
 func (m *tuneMemo) sent(i int, t [4]int64, now time.Time) {

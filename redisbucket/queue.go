@@ -1,0 +1,239 @@
+package redisbucket
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/throttlekit/throttle"
+)
+
+// maxReserveWait is the longest wait a reservation may have when the
+// caller has no deadline: far beyond any real wait, and an exact integer in
+// the script.
+const maxReserveWait = int64(1) << 52
+
+// acquireQueued is acquire by reservation: one script call (mode r) takes
+// the costs in the fleet's arrival order and returns the instant they are
+// covered, and the caller sleeps locally until then. Waiting costs one
+// call whatever the number of waiters in the fleet, where deciding again
+// after each sleep costs one call per waiter per grant. A wait cut short by
+// ctx gives the reservation back in one more call. While the failure
+// policy decides (the breaker open, the call failed), and while a limit
+// runs at a server's quota (Tune), it falls back to acquire, which decides
+// step by step.
+func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string, dec func(context.Context) (decision, error)) (decision, error) {
+	if err := e.check(costs); err != nil {
+		return decision{}, err
+	}
+	if !e.o.reserve || e.tuned.Load() != 0 {
+		// A server's quota is in force: it may change again with any
+		// response, and instants handed out now would not follow it.
+		// Deciding after each sleep follows it.
+		return e.acquire(ctx, costs, permit, dec)
+	}
+	start := e.o.clock.Now()
+	for {
+		now := e.o.clock.Now()
+		most := maxReserveWait
+		if dl, ok := ctx.Deadline(); ok {
+			most = max(min(dl.Sub(now).Microseconds(), most), 0)
+		}
+		res, fail, _, err := e.attempt(ctx, now, "r", permit, costs, nil, most, e.o.permitTTL)
+		if err != nil {
+			if ctxErr(ctx) != nil {
+				e.count(decision{}, costs, throttle.EventCancelled, e.o.clock.Since(start))
+			}
+			return decision{}, err
+		}
+		if fail {
+			return e.acquire(ctx, costs, permit, dec)
+		}
+		d := e.fromResult(res, costs)
+		if !d.granted {
+			// Never, a deadline the instant would miss, or (rarely) a
+			// queue at its deepest: then the wait is until the costs are
+			// covered outright, and the next call reserves.
+			d.wait = max(d.wait, time.Microsecond)
+			if err := e.hopeless(ctx, d, costs); err != nil {
+				return d, err
+			}
+			if err := e.sleep(ctx, d.wait); err != nil {
+				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+				return d, err
+			}
+			continue
+		}
+		if res.wait > 0 {
+			if err := e.sleepReserved(ctx, res); err != nil {
+				e.giveBack(ctx, res, costs, permit)
+				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+				return d, err
+			}
+		}
+		e.count(d, costs, throttle.EventGranted, e.o.clock.Since(start))
+		return d, nil
+	}
+}
+
+// sleep waits d on the injected clock, or until ctx ends.
+func (e *engine) sleep(ctx context.Context, d time.Duration) error {
+	t := e.o.clock.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	case <-t.Chan():
+		return nil
+	}
+}
+
+// giveBack returns a reservation whose wait was cut short (mode c): the
+// script gives each limit back what nobody reserved behind it since. It
+// runs after the caller's context ended, so on a context of its own,
+// bounded by the call timeout. A reply to a retried reservation (status 2)
+// carries today's levels, not the reservation's: it gives nothing back
+// but still marks the permit settled. If Redis cannot be reached the
+// tokens stay spent, which errs on the side of the quota.
+func (e *engine) giveBack(ctx context.Context, res result, costs []int64, permit string) {
+	extra := make([]any, 0, 1+2*len(e.limits))
+	at := ""
+	if res.status == 1 {
+		at = strconv.FormatInt(res.now, 10)
+	}
+	extra = append(extra, at)
+	for i := range e.limits {
+		extra = append(extra, res.levels[2*i], res.levels[2*i+1])
+	}
+	// The error is in Stats (CallErrors) and changes nothing here.
+	_, _ = e.call(context.WithoutCancel(ctx), "c", permit, costs, nil, 1, e.o.permitTTL, extra...)
+}
+
+// pauses is the latest end of a pause (mode d) that a reply reported, and
+// the latest lowering of a rate this process told Redis of (Tune), with a
+// channel closed when either changes: a sleeper whose reservation was made
+// before hears of them without a call of its own.
+type pauses struct {
+	mu    sync.Mutex
+	until int64 // server µs
+	ch    chan struct{}
+	// gen counts slowdowns; the latest multiplies the waits that remain at
+	// local time at by factor.
+	gen    int64
+	factor float64
+	at     time.Time
+}
+
+// saw records a reply's pause end (0 for none).
+func (p *pauses) saw(until int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until <= p.until {
+		return
+	}
+	p.until = until
+	p.wake()
+}
+
+// slowed records that a rate fell by factor (above 1) at local time at.
+func (p *pauses) slowed(factor float64, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	p.factor, p.at = factor, at
+	p.wake()
+}
+
+func (p *pauses) wake() {
+	if p.ch != nil {
+		close(p.ch)
+		p.ch = nil
+	}
+}
+
+// get returns the latest pause end, the slowdowns so far, and a channel
+// closed when either changes.
+func (p *pauses) get() (until, gen int64, factor float64, at time.Time, changed <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+	return p.until, p.gen, p.factor, p.at, p.ch
+}
+
+// heardFresh is how recent a reply must be for a waking sleeper to trust
+// that no pause was stored since: about the longest loopback round trip
+// under load. A staler process asks once (confirm) before it goes.
+const heardFresh = time.Millisecond
+
+// sleepReserved sleeps until a reservation's instant: res.wait after the
+// reply, on the injected clock. A pause this process hears of meanwhile
+// that ends after the reservation was made, and that the reservation's
+// own reply did not carry, was stored after it. While no limit runs at a
+// server's quota the pause holds the refill too, so the reservation's
+// instant moves by the pause's length (a bound: the pause may have begun
+// after the reservation); while one does, the script refills it over the
+// pause as the server does, so the instant stays and only the pause's end
+// holds it. A rate this process lowers meanwhile (Tune) stretches what
+// remains of the wait in proportion, since the queue ahead drains at the
+// new rate. A process that has heard nothing from Redis for longer than
+// heardFresh when the instant comes asks once, so that a pause another
+// process stored meanwhile holds this caller too.
+func (e *engine) sleepReserved(ctx context.Context, res result) error {
+	base := e.o.clock.Now()
+	// All after base: the reservation's own instant (stretched), what
+	// pauses added to it, and the end of the latest pause that holds it.
+	own, shift, hold := res.wait, time.Duration(0), time.Duration(0)
+	target := own
+	applied := max(res.paused, res.now)
+	_, gen, _, _, _ := e.pz.get()
+	t := e.o.clock.NewTimer(target)
+	defer t.Stop()
+	for {
+		until, g, factor, at, changed := e.pz.get()
+		if until > applied {
+			if e.tuned.Load() != 0 {
+				hold = time.Duration(until-res.now) * time.Microsecond
+			} else {
+				shift += time.Duration(until-applied) * time.Microsecond
+			}
+			applied = until
+		}
+		if g != gen {
+			gen = g
+			if left := own - at.Sub(base); left > 0 {
+				own = at.Sub(base) + time.Duration(float64(left)*factor)
+			}
+		}
+		if next := max(own+shift, hold); next != target {
+			target = next
+			t.Reset(target - e.o.clock.Since(base))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+			continue
+		case <-t.Chan():
+		}
+		if e.o.clock.Since(time.Unix(0, e.heard.Load())) <= heardFresh {
+			return nil
+		}
+		e.confirm(ctx)
+		// A pause that came with the answer and ends after this
+		// reservation was made moves the target (the timer has fired,
+		// so Reset re-arms it); otherwise the caller goes.
+		if again, _, _, _, _ := e.pz.get(); again <= applied {
+			return nil
+		}
+	}
+}
+
+// confirm reads the limiter's state once (mode p, no cost), for the pause
+// its reply carries. An error leaves things as they were: the breaker and
+// the failure policy take the next decisions.
+func (e *engine) confirm(ctx context.Context) {
+	_, _, _, _ = e.attempt(ctx, e.o.clock.Now(), "p", "", make([]int64, len(e.limits)), nil, 1, e.o.permitTTL)
+}
