@@ -130,11 +130,15 @@ func runFleetChild(v string) {
 	// fleetStarts times.
 	var lim *redisbucket.Limiter
 	var err error
+	opts := []redisbucket.Option{redisbucket.WithObserver(obs)}
+	if os.Getenv("THROTTLE_FLEET_RESERVE") == "1" { // the opt-in reservations of issue 38
+		opts = append(opts, redisbucket.WithReservations())
+	}
 	for range fleetStarts {
 		lim, err = redisbucket.NewLimiter(rdb, "openai:fleet38", []redisbucket.Limit{
 			{Name: "requests", Capacity: fleetBurst, Rate: throttle.Per(fleetRPM, time.Minute)},
 			{Name: "tokens", Capacity: fleetTPM, Rate: throttle.Per(fleetTPM, time.Minute)},
-		}, redisbucket.WithObserver(obs))
+		}, opts...)
 		if !errors.Is(err, redisbucket.ErrUnavailable) {
 			break
 		}
