@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"sync"
@@ -159,6 +160,8 @@ type Transport struct {
 	secondary atomic.Int64
 	resets    windowResets
 	inFlight  flightBook
+	// pauses are the refusals without a usable wait (see refusalPauses).
+	pauses refusalPauses
 }
 
 // TransportOption configures a Transport. NewTransport fails, with an
@@ -268,6 +271,7 @@ func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOpt
 
 		refusalWait: refusalWait,
 	}
+	t.pauses.seed = maphash.MakeSeed()
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, invalidOption("NewTransport given a nil TransportOption (option %d)", i)
@@ -444,12 +448,16 @@ func (x *exchange) send() (*http.Response, error) {
 	if taken {
 		var w int64
 		var err error
-		if x.l != nil {
+		until, retry := t.pauses.retryOf(x.req)
+		switch {
+		case x.l != nil && retry:
+			w, err = x.takeRetry(until)
+		case x.l != nil:
 			w, err = core.Take(x.ctx, x.l, x.costs)
 			if err != nil {
 				w, err = x.takeLater(err)
 			}
-		} else {
+		default:
 			w, err = x.takeGate()
 		}
 		if err != nil {
@@ -528,8 +536,11 @@ func (x *exchange) send() (*http.Response, error) {
 		if x.refusal.Secondary {
 			t.secondaryWait(&x.sig)
 		}
-	} else if status < 300 && t.secondary.Load() != 0 {
-		t.secondary.Store(0)
+	} else if status < 300 {
+		if t.secondary.Load() != 0 {
+			t.secondary.Store(0)
+		}
+		t.pauses.succeeded()
 	}
 	x.aboutRequest = false
 	if t.settle != nil && taken {
@@ -551,10 +562,10 @@ func (x *exchange) send() (*http.Response, error) {
 		noRetryForSDK(x.req, resp)
 	}
 	if x.l == nil {
-		t.heedGate(x.gate.g, x.costs, status, &x.sig, x.clock)
+		t.heedGate(x.req, x.gate.g, x.costs, status, &x.sig, x.clock)
 		return resp, nil
 	}
-	t.heed(x.l, x.costs, status, &x.sig, x.clock)
+	t.heed(x.req, x.l, x.costs, status, &x.sig, x.clock)
 	if q := autoOf(x.l); q != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		q.response(x.req, x.l, x.costs, status, &x.sig, t.maxPause)
