@@ -70,9 +70,20 @@ const defaultRetries = 3
 // secondary limit; one that names no wait, its body saying "secondary rate
 // limit", waits a minute, doubling with each such refusal in a row until a
 // success, within the MaxPause), and a 503 or 529 with Retry-After pause
-// the whole Limiter until the instant the server named (or, with no hint,
-// the initial back-off), capped at the MaxPause, so that every goroutine
-// waits, not only the one that was refused. A reset that is the time until
+// the whole Limiter until the instant the server named, capped at the
+// MaxPause, so that every goroutine waits, not only the one that was
+// refused. A refusal that names no usable wait (no Retry-After, or one
+// that is zero, negative, past or garbage) pauses it on the back-off
+// schedule of the SDKs that retry on their own (openai-go and
+// anthropic-sdk-go back off 0.5 s, doubling per retry up to 8 s, less up
+// to a quarter of jitter), at the low end of their jitter, so that the
+// pause ends before the SDK's own retry comes; the step is the refused
+// call's own refusals so far (the same method, URL and body, or its
+// X-Stainless-Retry-Count), and a success starts the schedule again. The
+// retry of such a call, recognised by its method, URL and body, waits only
+// its own call's pause, not other calls' pauses nor the queue behind them
+// (its cost is taken as debt if need be), so that a call the server keeps
+// refusing costs no more time than the SDK alone spends on it. A reset that is the time until
 // the quota is full again (OpenAI's, Anthropic's) is not waited whole: the
 // pause lasts one unit's refill (see headers.Quota.Wait). The pause sets
 // each bucket to the refused request's cost, or to the remaining count the
