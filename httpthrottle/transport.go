@@ -78,8 +78,8 @@ const defaultRetries = 3
 // anthropic-sdk-go back off 0.5 s, doubling per retry up to 8 s, less up
 // to a quarter of jitter), at the low end of their jitter, so that the
 // pause ends before the SDK's own retry comes; the step is the refused
-// call's own refusals so far (the same method, URL and body, or its
-// X-Stainless-Retry-Count), and a success starts the schedule again. The
+// call's own (its X-Stainless-Retry-Count, else its refusals so far, by
+// method, URL and body), and a success starts the schedule again. The
 // retry of such a call, recognised by its method, URL and body, waits only
 // its own call's pause, not other calls' pauses nor the queue behind them
 // (its cost is taken as debt if need be), so that a call the server keeps

@@ -27,11 +27,13 @@ import (
 // so the retry finds the Limiter open, while every other caller waits the
 // pause out.
 //
-// The step on that schedule is the refused call's own: how many such
-// refusals the same call has had (the same method, URL and body, as an
-// SDK resends it; or the retry count X-Stainless-Retry-Count carries, if
-// more), so that calls refused together in a burst pause once, not once
-// each on a growing schedule. A success forgets every refused call: the
+// The step on that schedule is the refused call's own: the retry count
+// X-Stainless-Retry-Count carries, or for a request without it how many
+// such refusals the same call has had (the same method, URL and body, as
+// a client resends it), so that calls refused together in a burst pause
+// once, not once each on a growing schedule, and a new call of an SDK
+// (count 0) starts the schedule even when its body repeats an earlier
+// call's. A success forgets every refused call: the
 // next refusal starts the schedule again.
 //
 // The retry of a refused call (one the Transport recognises by its method,
@@ -131,7 +133,9 @@ func (p *refusalPauses) refused(req *http.Request, now time.Time) time.Duration 
 	if p.calls == nil || len(p.calls) >= refusedCallsMax {
 		p.calls = make(map[uint64]refusedCall)
 	}
-	step = max(step, p.calls[key].refusals)
+	if sdkRetry(req) < 0 {
+		step = p.calls[key].refusals
+	}
 	d := p.pause(step)
 	p.calls[key] = refusedCall{refusals: step + 1, until: now.Add(d)}
 	p.active.Store(int64(len(p.calls)))
@@ -181,8 +185,14 @@ func (p *refusalPauses) retryOf(req *http.Request) (until time.Time, ok bool) {
 	if p.active.Load() == 0 {
 		return time.Time{}, false
 	}
+	// An SDK's count says which attempt this is: its first is a new call,
+	// however like an earlier one.
+	n := sdkRetry(req)
+	if n == 0 {
+		return time.Time{}, false
+	}
 	key, hasBody, ok := p.callKey(req)
-	if !ok || !hasBody && sdkRetry(req) < 1 {
+	if !ok || !hasBody && n < 1 {
 		return time.Time{}, false
 	}
 	p.mu.Lock()
