@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -271,4 +272,62 @@ func (r vendorRecord) attemptsWithin(d time.Duration) int {
 		}
 	}
 	return n
+}
+
+// calls returns each call's attempts, in the order they came.
+func (r vendorRecord) calls() [][]vendorAttempt {
+	idx := map[string]int{}
+	var out [][]vendorAttempt
+	for _, a := range r.attempts {
+		i, ok := idx[a.call]
+		if !ok {
+			i = len(out)
+			idx[a.call] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], a)
+	}
+	return out
+}
+
+// medianSpan is the median over calls of the time from a call's first
+// attempt to its last.
+func (r vendorRecord) medianSpan() time.Duration {
+	var spans []time.Duration
+	for _, c := range r.calls() {
+		spans = append(spans, c[len(c)-1].at.Sub(c[0].at))
+	}
+	if len(spans) == 0 {
+		return 0
+	}
+	slices.Sort(spans)
+	return spans[len(spans)/2]
+}
+
+// slowestRetry returns the retry (1 for a call's second attempt) that came
+// furthest past bound(retry) after the attempt before it, and by how much
+// it came after that attempt; gap is 0 when every retry came within its
+// bound.
+func (r vendorRecord) slowestRetry(bound func(retry int) time.Duration) (retry int, gap time.Duration) {
+	var worst time.Duration
+	for _, c := range r.calls() {
+		for k := 1; k < len(c); k++ {
+			d := c[k].at.Sub(c[k-1].at)
+			if over := d - bound(k); over > worst {
+				worst, retry, gap = over, k, d
+			}
+		}
+	}
+	return retry, gap
+}
+
+// firstHeld is the longest time from the first attempt the vendor saw to
+// another call's first attempt.
+func (r vendorRecord) firstHeld() time.Duration {
+	var held time.Duration
+	cs := r.calls()
+	for _, c := range cs {
+		held = max(held, c[0].at.Sub(cs[0][0].at))
+	}
+	return held
 }
