@@ -1,6 +1,7 @@
 package httpthrottle
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"testing"
 	"time"
@@ -60,4 +61,30 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// SeedRefusalJitter makes the jitter of t's pauses after a refusal with no
+// usable wait come from a generator seeded with seed, so that a test knows
+// each pause.
+func SeedRefusalJitter(t *Transport, seed uint64) {
+	t.pauses.mu.Lock()
+	t.pauses.rand = rand.New(rand.NewPCG(seed, seed))
+	t.pauses.mu.Unlock()
+}
+
+// RefusalPause returns the pause of the step-th refusal of a call that a
+// Transport seeded with seed would make first.
+func RefusalPause(seed uint64, step int) time.Duration {
+	p := refusalPauses{rand: rand.New(rand.NewPCG(seed, seed))}
+	return p.pause(step)
+}
+
+// RefusalPauseAt returns the pause a Transport seeded with seed makes at
+// its n-th refusal (0 the first) when that one is at step of the schedule.
+func RefusalPauseAt(seed uint64, n, step int) time.Duration {
+	p := refusalPauses{rand: rand.New(rand.NewPCG(seed, seed))}
+	for range n {
+		p.pause(0)
+	}
+	return p.pause(step)
 }

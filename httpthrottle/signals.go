@@ -32,20 +32,20 @@ const statusOverloaded = 529
 // A success that carries no signal, most responses, needs nothing; that
 // test is kept small enough to inline, so that such a response makes no
 // call here at all.
-func (t *Transport) heed(l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heed(req *http.Request, l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
 		return
 	}
-	t.heedSignals(l, costs, status, sig, clock)
+	t.heedSignals(req, l, costs, status, sig, clock)
 }
 
 // heedSignals is heed for a response that said something.
-func (t *Transport) heedSignals(l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heedSignals(req *http.Request, l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	t.countMalformed(sig)
 	bs := core.Buckets(l)
 	name := func(i int) string { return bs[i].Status().Name }
 	t.lowerToReported(sig, len(bs), name, l.Lower)
-	d, refused := t.refusal(status, sig)
+	d, refused := t.refusal(req, status, sig, clock)
 	if !refused {
 		return
 	}
@@ -81,17 +81,18 @@ func (t *Transport) lowerToReported(sig *headers.Signals, n int, name func(i int
 	}
 }
 
-// refusal reports whether a response says the client went over the quota,
-// counting it, and for how long the server says to wait: its own wait, or
-// the Transport's initial back-off when it names none.
-func (t *Transport) refusal(status int, sig *headers.Signals) (time.Duration, bool) {
+// refusal reports whether a response to req says the client went over the
+// quota, counting it, and for how long to pause: the server's own wait, or
+// when it names none that is usable (none, zero, negative, past, garbage)
+// the back-off of refusalPauses.
+func (t *Transport) refusal(req *http.Request, status int, sig *headers.Signals, clock clockwork.Clock) (time.Duration, bool) {
 	if !throttledBy(status, sig) {
 		return 0, false
 	}
 	t.throttled.Add(1)
 	d, ok := serverWait(status, sig)
-	if !ok {
-		d = t.initial
+	if !usableWait(d, ok) {
+		d = t.pauses.refused(req, clock.Now())
 	}
 	return d, true
 }
@@ -220,7 +221,7 @@ func (t *Transport) quotaIndex(n int, name func(i int) string, q *headers.Quota)
 // size of each quota reported with a known window (learnable); a Pauser
 // is paused for the server's wait. A Gate with neither is paced by its
 // own rate; the refused request is still retried after the server's wait.
-func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heedGate(req *http.Request, g throttle.Gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
 		return
 	}
@@ -245,7 +246,7 @@ func (t *Transport) heedGate(g throttle.Gate, costs []int64, status int, sig *he
 			}
 		}
 	}
-	d, refused := t.refusal(status, sig)
+	d, refused := t.refusal(req, status, sig, clock)
 	if !refused {
 		return
 	}

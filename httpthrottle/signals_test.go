@@ -60,7 +60,7 @@ func TestTransportHeedsSignals(t *testing.T) {
 		{"429 Retry-After-Ms", 429, http.Header{"Retry-After-Ms": {"1500"}, "Retry-After": {"9"}}, 1, 1, 1500 * time.Millisecond, 0},
 		{"429 HTTP-date", 429, http.Header{"Retry-After": {epoch.Add(-time.Hour + 30*time.Second).UTC().Format(http.TimeFormat)}, "Date": {epoch.Add(-time.Hour).UTC().Format(http.TimeFormat)}}, 1, 1, 30 * time.Second, 0},
 		{"429 quota reset", 429, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"12"}}, 0, 1, 12 * time.Second, 0},
-		{"429 no hint", 429, nil, 1, 1, 500 * time.Millisecond, 0},
+		{"429 no hint", 429, nil, 1, 1, httpthrottle.RefusalPause(1, 0), 0},
 		{"429 huge", 429, retryAfter("1000000"), 1, 1, 60 * time.Second, 0},
 		{"403 remaining 0", 403, http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"20"}}, 0, 1, 20 * time.Second, 0},
 		{"403", 403, nil, 9, 999, 0, 0},
@@ -80,6 +80,7 @@ func TestTransportHeedsSignals(t *testing.T) {
 			})
 			l := twoBuckets(t, fc)
 			tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithRetries(0)))
+			httpthrottle.SeedRefusalJitter(tr, 1)
 			req, _ := http.NewRequest(http.MethodPost, rec.srv.URL, http.NoBody)
 			resp, err := tr.RoundTrip(req)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"sync"
@@ -73,9 +74,20 @@ const defaultRetries = 3
 // secondary limit; one that names no wait, its body saying "secondary rate
 // limit", waits a minute, doubling with each such refusal in a row until a
 // success, within the MaxPause), and a 503 or 529 with Retry-After pause
-// the whole Limiter until the instant the server named (or, with no hint,
-// the initial back-off), capped at the MaxPause, so that every goroutine
-// waits, not only the one that was refused. A reset that is the time until
+// the whole Limiter until the instant the server named, capped at the
+// MaxPause, so that every goroutine waits, not only the one that was
+// refused. A refusal that names no usable wait (no Retry-After, or one
+// that is zero, negative, past or garbage) pauses it on the back-off
+// schedule of the SDKs that retry on their own (openai-go and
+// anthropic-sdk-go back off 0.5 s, doubling per retry up to 8 s, less up
+// to a quarter of jitter), at the low end of their jitter, so that the
+// pause ends before the SDK's own retry comes; the step is the refused
+// call's own (its X-Stainless-Retry-Count, else its refusals so far, by
+// method, URL and body), and a success starts the schedule again. The
+// retry of such a call, recognised by its method, URL and body, waits only
+// its own call's pause, not other calls' pauses nor the queue behind them
+// (its cost is taken as debt if need be), so that a call the server keeps
+// refusing costs no more time than the SDK alone spends on it. A reset that is the time until
 // the quota is full again (OpenAI's, Anthropic's) is not waited whole: the
 // pause lasts one unit's refill (see headers.Quota.Wait). The pause sets
 // each bucket to the refused request's cost, or to the remaining count the
@@ -164,6 +176,8 @@ type Transport struct {
 	secondary atomic.Int64
 	resets    windowResets
 	inFlight  flightBook
+	// pauses are the refusals without a usable wait (see refusalPauses).
+	pauses refusalPauses
 }
 
 // TransportOption configures a Transport. NewTransport fails, with an
@@ -273,6 +287,7 @@ func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOpt
 
 		refusalWait: refusalWait,
 	}
+	t.pauses.seed = maphash.MakeSeed()
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, invalidOption("NewTransport given a nil TransportOption (option %d)", i)
@@ -449,12 +464,16 @@ func (x *exchange) send() (*http.Response, error) {
 	if taken {
 		var w int64
 		var err error
-		if x.l != nil {
+		until, retry := t.pauses.retryOf(x.req)
+		switch {
+		case x.l != nil && retry:
+			w, err = x.takeRetry(until)
+		case x.l != nil:
 			w, err = core.Take(x.ctx, x.l, x.costs)
 			if err != nil {
 				w, err = x.takeLater(err)
 			}
-		} else {
+		default:
 			w, err = x.takeGate()
 		}
 		if err != nil {
@@ -533,8 +552,11 @@ func (x *exchange) send() (*http.Response, error) {
 		if x.refusal.Secondary {
 			t.secondaryWait(&x.sig)
 		}
-	} else if status < 300 && t.secondary.Load() != 0 {
-		t.secondary.Store(0)
+	} else if status < 300 {
+		if t.secondary.Load() != 0 {
+			t.secondary.Store(0)
+		}
+		t.pauses.succeeded()
 	}
 	x.aboutRequest = false
 	if t.settle != nil && taken {
@@ -556,10 +578,10 @@ func (x *exchange) send() (*http.Response, error) {
 		noRetryForSDK(x.req, resp)
 	}
 	if x.l == nil {
-		t.heedGate(x.gate.g, x.costs, status, &x.sig, x.clock)
+		t.heedGate(x.req, x.gate.g, x.costs, status, &x.sig, x.clock)
 		return resp, nil
 	}
-	t.heed(x.l, x.costs, status, &x.sig, x.clock)
+	t.heed(x.req, x.l, x.costs, status, &x.sig, x.clock)
 	if q := autoOf(x.l); q != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		q.response(x.req, x.l, x.costs, status, &x.sig, t.maxPause)
