@@ -606,6 +606,8 @@ type autoQuota struct {
 	pauseSeen    int64
 	pauseSpread  time.Duration
 	adoptedUntil int64
+	// stretched is the end of the last pause stretchPause set.
+	stretched time.Time
 	// maxPause is the Transport's MaxPause, as its last response said.
 	maxPause atomic.Int64
 }
