@@ -54,6 +54,18 @@ import (
 //     quota of its own; requests are assigned to a resource by the first
 //     segment of their path, as its responses report it.
 //
+// GitHub's counts are exact until x-ratelimit-reset: r left with the
+// window ending at T is r more calls until T, then the whole limit. Its
+// bucket holds the limit and is raised to r by the first count of a window
+// (the window lets the r go at once), lowered by each later count, paused
+// to T when a count says none is left, and given the whole limit at T; a
+// count of a window already over is ignored, and a reset past the
+// Transport's MaxPause is not waited for (the server's refusal will say).
+// A refusal under such a count (a secondary limit while the count holds)
+// pauses the quota for the wait the server asked and cuts nothing. The
+// calls queued on the host's quota before a response named their resource
+// are of that resource: the host's quota learns the same limit for them.
+//
 // A limit is its name and its window, whatever family reports it: an IETF
 // policy "requests" over 60 seconds and OpenAI's per-minute requests are
 // one limit. When several families report one limit on a response, the
@@ -170,8 +182,9 @@ import (
 // once it has held long enough that room has probably been made (other
 // clients done). A client alone pays for it
 // with a 429 every 5-8 s at its quota. The Transport's shared pause
-// on a refusal applies as always, lengthened by a random part of up to a
-// quarter of it, never past the Transport's MaxPause.
+// on a refusal applies as always, lengthened once by a random part of up
+// to a quarter of it, never past the Transport's MaxPause: the refusals of
+// the calls in flight with the first do not lengthen it again.
 //
 // # Bounds
 //
@@ -606,6 +619,8 @@ type autoQuota struct {
 	pauseSeen    int64
 	pauseSpread  time.Duration
 	adoptedUntil int64
+	// stretched is the end of the last pause stretchPause set.
+	stretched time.Time
 	// maxPause is the Transport's MaxPause, as its last response said.
 	maxPause atomic.Int64
 }

@@ -63,6 +63,10 @@ type lane struct {
 	fleet   *fleetCount    // under the fleet's congestion control: what was seen since the last sync
 	ceil    float64        // the server's rate, tokens per second
 	seen    int64          // the most the server was seen to hold: remaining + cost
+	// A limit restored whole at the end of each window (GitHub's): its
+	// counts are exact until the window's end, resetAt on a's time line.
+	windowed bool
+	resetAt  int64
 
 	// The client's own rate and capacity, as last applied to b.
 	rate     float64
@@ -108,7 +112,7 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, costs []int
 	}
 	throttled := throttledBy(status, sig)
 	if throttled {
-		a.stretchPause(l, maxPause)
+		q.stretchPause(l, maxPause)
 	}
 	if res := githubResource(sig); res != "" && res != q.key.resource {
 		// The response names the resource its quota belongs to: requests
@@ -124,7 +128,21 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, costs []int
 		a.quota(base, now).mapResource(firstSegment(req), res)
 		target := a.quota(k, now)
 		a.mu.Unlock()
+		target.maxPause.Store(int64(maxPause))
 		target.learnFrom(nil, nil, status, sig, now)
+		if autoOf(l) == q && q.key.resource == "" {
+			// The calls queued on q before the response named their
+			// resource are of that resource: left at the starting rate
+			// they would crawl while the server has the resource's quota
+			// for them.
+			q.learnFrom(l, costs, status, sig, now)
+			if throttled {
+				// The pause the server asked for is the resource's.
+				if until := latestPause(l); !until.IsZero() {
+					target.pauseUntil(until)
+				}
+			}
+		}
 		return
 	}
 	q.learnFrom(l, costs, status, sig, now)
@@ -187,6 +205,12 @@ func (q *autoQuota) learnFrom(l *throttle.Limiter, costs []int64, status int, si
 		switch {
 		case !ln.learned:
 			ln.congestion(a, status < 400 && !throttled, throttled, cost, now)
+		case ln.cur != nil && ln.cur.Remaining >= 0 && q.windowOf(ln.cur):
+			// The server's own count until its window's end: a refusal
+			// under it is the server's pause (a secondary limit while
+			// the count holds, or the count spent until the reset), not
+			// a sign that the client's share is too large.
+			q.windowCount(ln, ln.cur, cost, now)
 		case ln.cur != nil && ln.cur.Remaining >= 0:
 			ln.heard(a, ln.cur.Remaining, cost, now)
 			if throttled {
@@ -194,7 +218,7 @@ func (q *autoQuota) learnFrom(l *throttle.Limiter, costs []int64, status int, si
 			}
 		case ln.counts:
 			// A limit whose counts this response lacks.
-			if throttled {
+			if throttled && !ln.windowed {
 				ln.refused(a, now)
 			}
 		case ln.cur != nil || throttled:
@@ -574,6 +598,105 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 	ln.lim.Lower(0, int64(float64(rem)*share))
 }
 
+// windowOf reports whether a reported quota is restored whole at the end
+// of a window whose end the response names (GitHub's x-ratelimit-reset):
+// its remaining count is then exact until that end.
+func (q *autoQuota) windowOf(qu *headers.Quota) bool {
+	return qu.Family == headers.FamilyXRateLimit && !qu.RefillsToFull() && qu.Reset > 0
+}
+
+// endKnown reports whether a window's reset is its true end, not the
+// Transport's MaxPause that capped it: a pause to a capped end, or a
+// restore at it, would come before the server's.
+func (q *autoQuota) endKnown(qu *headers.Quota) bool {
+	mp := time.Duration(q.maxPause.Load())
+	return mp <= 0 || qu.Reset < mp
+}
+
+// windowSlack is how far apart two reports of one window's end may be:
+// GitHub's reset is in whole seconds.
+const windowSlack = int64(time.Second)
+
+// windowCount applies an exact count of a window (see windowOf): rem more
+// calls until the window's end, then the whole limit. The client may
+// spend all of rem at once, since the server's window allows it; its
+// bucket holds the limit, is raised to rem by the first count of a
+// window, lowered by each later one, paused to the window's end when the
+// count is spent, and restored whole at that end. A count of a window
+// already over is stale and ignored. The rate between is the server's
+// average, which no call waits on while the counts and the reset rule.
+// q.mu is held.
+func (q *autoQuota) windowCount(ln *lane, qu *headers.Quota, cost, now int64) {
+	a := q.a
+	rem := qu.Remaining
+	ln.windowed, ln.counts, ln.rem = true, true, rem
+	ln.maxCost = max(ln.maxCost, cost)
+	ln.seen = max(ln.seen, rem+cost)
+	ln.nCounts++
+	ln.rate = a.clamp(ln.ceil, true)
+	if !q.endKnown(qu) {
+		// The end is past what the Transport waits for: the count
+		// holds, and the server's refusal will say when to come back.
+		if !ln.measured {
+			ln.measured, ln.grant = true, rem
+		}
+		ln.lim.Lower(0, rem)
+		return
+	}
+	end := now + int64(qu.Reset)
+	switch {
+	case !ln.measured || end > ln.resetAt+windowSlack:
+		ln.measured = true
+		ln.resetAt = end
+		ln.grant = rem
+		q.restoreAt(ln, end)
+	case end < ln.resetAt-windowSlack:
+		return
+	}
+	ln.lim.Lower(0, rem)
+	if rem == 0 {
+		ln.lim.PauseUntil(a.epoch.Add(time.Duration(end)))
+	}
+}
+
+// restoreAt gives ln's bucket the whole limit at end, on a's time line,
+// unless a later window has been reported by then (its own count raised
+// the bucket).
+func (q *autoQuota) restoreAt(ln *lane, end int64) {
+	d := time.Duration(end - q.a.now())
+	restore := func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if ln.resetAt == end {
+			core.Give(ln.b, ln.limit)
+		}
+	}
+	if c := q.a.cfg.clock; c != nil {
+		c.AfterFunc(d, restore)
+		return
+	}
+	time.AfterFunc(d, restore)
+}
+
+// latestPause is the end of the latest pause on l's buckets, or zero.
+func latestPause(l *throttle.Limiter) time.Time {
+	var until time.Time
+	for _, b := range core.Buckets(l) {
+		if u := b.Status().Paused; u.After(until) {
+			until = u
+		}
+	}
+	return until
+}
+
+// pauseUntil pauses q's Limiter until t.
+func (q *autoQuota) pauseUntil(t time.Time) {
+	q.mu.Lock()
+	l := q.lim
+	q.mu.Unlock()
+	l.PauseUntil(t)
+}
+
 // refused halves the rate of a learned lane, once per interval, never
 // below the floor.
 func (ln *lane) refused(a *AutoLimiter, now int64) {
@@ -622,6 +745,10 @@ func (ln *lane) apply(a *AutoLimiter) {
 			c = max(c, math.Ceil(ln.burst()*share))
 		}
 		c = min(c, max(ln.burst(), float64(ln.maxCost)))
+		if ln.windowed {
+			// The window restores the whole limit at once.
+			c = float64(max(ln.limit, ln.maxCost))
+		}
 		if ln.tokens {
 			c = max(c, float64(ln.capacity))
 		}
@@ -660,16 +787,20 @@ func (ln *lane) apply(a *AutoLimiter) {
 // stretchPause lengthens the pause the Transport put on l after a refusal
 // by a random part of up to a quarter of it, so that clients refused at
 // the same instant do not resume at the same instant; never past maxPause
-// from now, the Transport's cap on any wait a server imposes.
-func (a *AutoLimiter) stretchPause(l *throttle.Limiter, maxPause time.Duration) {
+// from now, the Transport's cap on any wait a server imposes. A pause is
+// lengthened once: the refusals of the calls that were in flight with the
+// first find it already lengthened, and lengthening it again for each
+// would compound (a dozen refusals of a 2 s pause made it 7 s).
+func (q *autoQuota) stretchPause(l *throttle.Limiter, maxPause time.Duration) {
+	a := q.a
 	now := a.wall()
-	var until time.Time
-	for _, b := range core.Buckets(l) {
-		if u := b.Status().Paused; u.After(until) {
-			until = u
-		}
-	}
+	until := latestPause(l)
 	if until.IsZero() {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if until.Equal(q.stretched) {
 		return
 	}
 	d := until.Sub(now)
@@ -678,6 +809,8 @@ func (a *AutoLimiter) stretchPause(l *throttle.Limiter, maxPause time.Duration) 
 		stretch = min(stretch, maxPause-d)
 	}
 	if stretch > 0 {
-		l.PauseUntil(until.Add(stretch))
+		until = until.Add(stretch)
+		l.PauseUntil(until)
 	}
+	q.stretched = until
 }

@@ -279,8 +279,6 @@ func TestVendorsOutside(t *testing.T) {
 	// issue 42 stays open for them. Their time is reported, not checked;
 	// every other check of theirs still is.
 	slow := map[string]string{
-		"github-primary-auto":   "issue 42 part 2: Auto does not yet pace by GitHub's remaining over its reset",
-		"github-secondary-auto": "issue 42 part 2",
 		"anthropic-output-auto": "issue 42 part 4: Auto+WithLLM on output tokens",
 	}
 	cases := []struct {
