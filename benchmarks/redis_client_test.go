@@ -32,7 +32,7 @@ func (answerHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		switch c := cmd.(type) {
 		case *redis.IntSliceCmd:
 			if slices.Contains(cmd.Args(), any("p")) { // redisbucket's check at New: a peek, the general reply
-				c.SetVal([]int64{1, 0, 0, now, 0, 1, decisionRate, 0})
+				c.SetVal([]int64{1, 0, 0, now, 0, 1, 0, decisionRate, 0}) // status, wait, amount, now, flags, live, paused; tok, rem
 				return nil
 			}
 			c.SetVal([]int64{1, 0, now, decisionRate - 1}) // redisbucket's fast path: status, wait, now, tokens
