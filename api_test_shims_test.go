@@ -11,22 +11,15 @@ import (
 // path say so.
 
 // Tokens returns the level right now, fractions and debt included.
-func (b *Bucket) Tokens() float64 {
-	g := b.lock()
-	defer g.Mu.Unlock()
-	now := g.Now()
-	g.serve(now)
-	b.Advance(&b.lvl, now)
-	return b.Value(&b.lvl)
-}
+func (b *Bucket) Tokens() float64 { return b.Status().Level }
 
-func (b *Bucket) Name() string    { return b.Status().Name }
-func (b *Bucket) Capacity() int64 { return b.Status().Capacity }
+func (b *Bucket) Name() string    { return b.name }
+func (b *Bucket) Capacity() int64 { return b.capacity() }
 func (b *Bucket) Rate() Rate      { return b.Status().Rate }
 
 func (b *Bucket) PausedUntil() (time.Time, bool) {
-	st := b.Status()
-	return st.Paused, !st.Paused.IsZero()
+	u := b.pausedUntil()
+	return u, !u.IsZero()
 }
 
 func (b *Bucket) PauseUntil(t time.Time) { b.pauseUntil(t) }

@@ -33,9 +33,7 @@ func (b *Bucket) Status() LimitStatus {
 	g.serve(now)
 	b.Advance(&b.lvl, now)
 	st := LimitStatus{Name: b.name, Capacity: b.Cap, Rate: b.rate, Remaining: max(b.lvl.Tokens, 0), Reset: -1, Level: b.Value(&b.lvl)}
-	if b.paused > now {
-		st.Paused = g.Epoch.Add(time.Duration(b.paused))
-	}
+	st.Paused = b.pausedAt(g, now)
 	if b.Cap > 0 {
 		bs, costs := [1]*Bucket{b}, [1]int64{b.Cap}
 		if t := g.waitUntil(bs[:], costs[:], now); t != exact.Never {
@@ -60,4 +58,26 @@ func limitStatus(l *Limiter, dst []LimitStatus) []LimitStatus {
 		dst = append(dst, b.Status())
 	}
 	return dst
+}
+
+// capacity returns b's capacity.
+func (b *Bucket) capacity() int64 {
+	g := b.lock()
+	defer g.Mu.Unlock()
+	return b.Cap
+}
+
+// pausedUntil returns the end of b's pause in force, zero if none.
+func (b *Bucket) pausedUntil() time.Time {
+	g := b.lock()
+	defer g.Mu.Unlock()
+	return b.pausedAt(g, g.Now())
+}
+
+// pausedAt is pausedUntil with g locked, at now.
+func (b *Bucket) pausedAt(g *group, now int64) time.Time {
+	if b.paused <= now {
+		return time.Time{}
+	}
+	return g.Epoch.Add(time.Duration(b.paused))
 }

@@ -768,9 +768,10 @@ func (a *AutoLimiter) Stats() []AutoQuotaStats {
 		q.mu.Lock()
 		s := AutoQuotaStats{Key: q.key.String(), Throttled: q.throttled}
 		for _, ln := range q.lanes {
+			st := ln.b.Status()
 			s.Limits = append(s.Limits, AutoLimitStats{
 				Name: ln.name, Policy: ln.policy, Learned: ln.learned, Quota: ln.limit, Window: ln.window,
-				Rate: ln.b.Status().Rate, Capacity: ln.b.Status().Capacity,
+				Rate: st.Rate, Capacity: st.Capacity,
 			})
 		}
 		q.mu.Unlock()

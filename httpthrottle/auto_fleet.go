@@ -228,7 +228,7 @@ func (q *autoQuota) merge(st *fleetState, now int64, joining bool) {
 	}
 	var pause int64
 	for _, ln := range q.lanes {
-		if u := ln.b.Status().Paused; !u.IsZero() {
+		if u := core.Paused(ln.b); !u.IsZero() {
 			p := u.UnixNano()
 			if p == q.adoptedUntil {
 				// The fleet's pause with this member's spread (see
@@ -365,7 +365,7 @@ func (q *autoQuota) beforeSend() bool {
 	lim := q.lim
 	q.mu.Unlock()
 	for _, b := range core.Buckets(lim) {
-		if !b.Status().Paused.IsZero() {
+		if !core.Paused(b).IsZero() {
 			return true
 		}
 	}

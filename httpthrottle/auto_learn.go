@@ -682,7 +682,7 @@ func (q *autoQuota) restoreAt(ln *lane, end int64) {
 func latestPause(l *throttle.Limiter) time.Time {
 	var until time.Time
 	for _, b := range core.Buckets(l) {
-		if u := b.Status().Paused; u.After(until) {
+		if u := core.Paused(b); u.After(until) {
 			until = u
 		}
 	}
@@ -759,12 +759,12 @@ func (ln *lane) apply(a *AutoLimiter) {
 	if d := capacity - ln.capacity; d > -ln.capacity/4 && d < max(ln.capacity/4, 1) && ln.grant == 0 {
 		capacity = ln.capacity
 	}
-	cur := perSecond(ln.b.Status().Rate)
+	r := ln.b.Status().Rate
+	cur := perSecond(r)
 	rateChanged := math.Abs(ln.rate-cur) > 0.02*cur
 	if !rateChanged && capacity == ln.capacity && ln.grant == 0 {
 		return
 	}
-	r := ln.b.Status().Rate
 	if rateChanged {
 		r = rateOf(ln.rate)
 		ln.b.SetRate(r)

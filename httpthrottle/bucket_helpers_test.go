@@ -1,25 +1,13 @@
 package httpthrottle
 
-// Helpers for the tests: the state and operations of a single bucket, which
-// users reach through Status and a Limiter over the bucket.
-
 import (
 	"time"
 
 	"github.com/throttlekit/throttle"
 )
 
-// bucketsOf returns l's buckets in cost order, by their names.
-func bucketsOf(l *throttle.Limiter) []*throttle.Bucket {
-	var bs []*throttle.Bucket
-	for _, lim := range l.Limits() {
-		bs = append(bs, l.Bucket(lim.Name))
-	}
-	return bs
-}
-
 // pausedUntil returns the end of b's pause, and whether one is in force.
 func pausedUntil(b *throttle.Bucket) (time.Time, bool) {
-	u := b.Status().Paused
+	u := core.Paused(b)
 	return u, !u.IsZero()
 }

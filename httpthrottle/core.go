@@ -39,7 +39,7 @@ type corePermit interface {
 	LimitName(i int) string
 }
 
-func (s limiterSettler) LimitCapacity(i int) int64 { return s.bs[i].Status().Capacity }
+func (s limiterSettler) LimitCapacity(i int) int64 { return core.Capacity(s.bs[i]) }
 
 // gatePermit is the settler of a Permit taken from a Gate that is not a
 // Limiter.

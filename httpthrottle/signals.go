@@ -43,7 +43,7 @@ func (t *Transport) heed(req *http.Request, l *throttle.Limiter, costs []int64, 
 func (t *Transport) heedSignals(req *http.Request, l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	t.countMalformed(sig)
 	bs := core.Buckets(l)
-	name := func(i int) string { return bs[i].Status().Name }
+	name := func(i int) string { return core.Name(bs[i]) }
 	t.lowerToReported(sig, len(bs), name, l.Lower)
 	d, refused := t.refusal(req, status, sig, clock)
 	if !refused {
@@ -156,7 +156,7 @@ func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
 // (see quotaIndex), or nil when none matches.
 func (t *Transport) quotaBucket(l *throttle.Limiter, q *headers.Quota) *throttle.Bucket {
 	bs := core.Buckets(l)
-	if i := t.quotaIndex(len(bs), func(i int) string { return bs[i].Status().Name }, q); i >= 0 {
+	if i := t.quotaIndex(len(bs), func(i int) string { return core.Name(bs[i]) }, q); i >= 0 {
 		return bs[i]
 	}
 	return nil

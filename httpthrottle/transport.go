@@ -682,12 +682,7 @@ func (x *exchange) waitPause() error {
 		return nil
 	}
 	for {
-		var until time.Time
-		for _, b := range core.Buckets(x.l) {
-			if u := b.Status().Paused; u.After(until) {
-				until = u
-			}
-		}
+		until := latestPause(x.l)
 		d := x.clock.Until(until)
 		if until.IsZero() || d <= 0 {
 			return nil

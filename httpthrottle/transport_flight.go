@@ -295,7 +295,7 @@ func (t *Transport) secondaryWait(sig *headers.Signals) {
 func observeRefused(bs []*throttle.Bucket, costs []int64, code string) {
 	for i, b := range bs {
 		if costs[i] != 0 {
-			core.Observe(b, throttle.Event{Kind: throttle.EventRejected, Limit: b.Status().Name, Cost: costs[i], Reason: code})
+			core.Observe(b, throttle.Event{Kind: throttle.EventRejected, Limit: core.Name(b), Cost: costs[i], Reason: code})
 		}
 	}
 }

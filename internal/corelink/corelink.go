@@ -48,6 +48,13 @@ type Core[L, B, P, E any] struct {
 	// LevelTo sets the level of b to n, at most its capacity, debt
 	// included.
 	LevelTo func(b B, n int64)
+	// Name, Capacity and Paused read what their names say of b (Paused the
+	// end of a pause in force, zero if none): one field under the lock, for
+	// the response path, where a whole Status would serve and project the
+	// queue.
+	Name     func(b B) string
+	Capacity func(b B) int64
+	Paused   func(b B) time.Time
 	// Give returns n tokens to b, never above its capacity, with no event:
 	// a server's window that restored its quota.
 	Give func(b B, n int64)
