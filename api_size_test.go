@@ -13,9 +13,12 @@ import (
 // that a second way to do a job does not creep back unnoticed. A name is a
 // top-level exported func, type, const or var, or an exported method of an
 // exported type, as counted for x/time/rate's 28: interface methods and
-// struct fields are not counted.
+// struct fields are not counted. The root's bound is 71, one above issue
+// 36's 70, for Limiter.Clock: issue 37 has the HTTP layer read every
+// Gate's clock through a public method, as redisbucket's, instead of a
+// table the core registered at init.
 func TestAPISize(t *testing.T) {
-	for dir, most := range map[string]int{".": 70, "httpthrottle": 55} {
+	for dir, most := range map[string]int{".": 71, "httpthrottle": 55} {
 		if n := exportedNames(t, dir); n > most {
 			t.Errorf("package %s exports %d names, at most %d: fold the new one into an existing way, or raise the bound with the reason", dir, n, most)
 		}

@@ -58,8 +58,13 @@ type Permit interface {
 // type assertion; a Gate without it is paced by its own rate alone.
 type Pauser interface {
 	// PauseUntil holds every call until t; a later pause extends an
-	// earlier one, an earlier one changes nothing.
-	PauseUntil(t time.Time)
+	// earlier one, an earlier one changes nothing. levels, if given, are
+	// what a server that refused a call says is left of each limit (in
+	// Limits order; a negative value says nothing of its limit) for when
+	// the pause ends: the Gate sets them as its own rules allow (an
+	// in-process Limiter sets them, a level shared by a fleet is only
+	// lowered).
+	PauseUntil(t time.Time, levels ...int64)
 }
 
 // Leveler is a Gate whose level a server's count of what is left can
@@ -92,15 +97,18 @@ type Meter interface {
 // Taker is a Gate that can take costs without recording a Permit, for
 // calls that are never settled: a caller that keeps no Permit allocates
 // nothing when the costs are there at once. That allocation is the one
-// reason Wait and TryAcquire exist beside Acquire and TryAcquirePermit. The gRPC interceptors use it
-// when no settlement is asked for.
+// reason Take and TryAcquire exist beside Acquire and TryAcquirePermit.
+// The gRPC interceptors and the HTTP Transport use it when no settlement
+// is asked for.
 type Taker interface {
-	// Wait is Acquire without the Permit: it waits its turn, under the
-	// same rules, and takes the costs.
-	Wait(ctx context.Context, costs ...int64) error
+	// Take is Acquire without the Permit: it waits its turn, under the
+	// same rules, takes the costs, and reports how long the call waited
+	// in the queue (0 for a call served at once), so that a caller that
+	// keeps the total reads no clock of its own.
+	Take(ctx context.Context, costs ...int64) (waited time.Duration, err error)
 	// TryAcquire is TryAcquirePermit without the Permit.
 	TryAcquire(costs ...int64) (bool, error)
-	// Refund gives back costs that Wait or TryAcquire took for a call that
+	// Refund gives back costs that Take or TryAcquire took for a call that
 	// was never made, as Permit.Cancel does: never above a limit's
 	// capacity.
 	Refund(costs ...int64) error

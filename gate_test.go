@@ -287,7 +287,7 @@ func TestMarkerGate(t *testing.T) {
 	}
 }
 
-// TestLimiterTaker: Wait and TryAcquire take what Acquire and
+// TestLimiterTaker: Take and TryAcquire take what Acquire and
 // TryAcquirePermit would, in the same FIFO order, without a Permit; Refund
 // gives it back as Cancel does; a grant at once allocates nothing.
 func TestLimiterTaker(t *testing.T) {
@@ -295,11 +295,11 @@ func TestLimiterTaker(t *testing.T) {
 	l := gateKinds[0].make(t, clk).(*throttle.Limiter)
 	req, tok := l.Bucket("requests"), l.Bucket("tokens")
 	ctx := context.Background()
-	if err := l.Wait(ctx, 5, 50); err != nil {
-		t.Fatal(err)
+	if waited, err := l.Take(ctx, 5, 50); err != nil || waited != 0 {
+		t.Fatal(waited, err)
 	}
 	if req.Tokens() != 0 || tok.Tokens() != 50 {
-		t.Fatalf("levels %v and %v after Wait(5, 50), want 0 and 50", req.Tokens(), tok.Tokens())
+		t.Fatalf("levels %v and %v after Take(5, 50), want 0 and 50", req.Tokens(), tok.Tokens())
 	}
 	// FIFO with Acquire: a Permit's call queued first is served first.
 	first := make(chan error, 1)
@@ -309,7 +309,12 @@ func TestLimiterTaker(t *testing.T) {
 	}()
 	clk.BlockUntilContext(ctx, 1)
 	second := make(chan error, 1)
-	go func() { second <- l.Wait(ctx, 1, 10) }()
+	var secondWaited time.Duration
+	go func() {
+		var err error
+		secondWaited, err = l.Take(ctx, 1, 10)
+		second <- err
+	}()
 	for deadline := time.Now().Add(20 * time.Second); throttle.QueuedFor(l) != 2; runtime.Gosched() {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out waiting for two calls queued")
@@ -318,8 +323,8 @@ func TestLimiterTaker(t *testing.T) {
 	dl, cancel := clockwork.WithTimeout(ctx, clk, 300*time.Millisecond)
 	defer cancel()
 	var wait *throttle.WaitError
-	if err := l.Wait(dl, 1, 1); !errors.As(err, &wait) {
-		t.Errorf("Wait behind two calls with 300 ms left: %v, want a *WaitError", err)
+	if _, err := l.Take(dl, 1, 1); !errors.As(err, &wait) {
+		t.Errorf("Take behind two calls with 300 ms left: %v, want a *WaitError", err)
 	}
 	clk.Advance(200 * time.Millisecond)
 	if err := <-first; err != nil {
@@ -327,12 +332,15 @@ func TestLimiterTaker(t *testing.T) {
 	}
 	select {
 	case err := <-second:
-		t.Fatalf("Wait served out of turn (%v)", err)
+		t.Fatalf("Take served out of turn (%v)", err)
 	default:
 	}
 	clk.Advance(200 * time.Millisecond)
 	if err := <-second; err != nil {
 		t.Fatal(err)
+	}
+	if secondWaited != 400*time.Millisecond {
+		t.Errorf("Take queued from 0 to 400 ms reports a wait of %v", secondWaited)
 	}
 	if req.Tokens() != 0 || tok.Tokens() != 70 {
 		t.Fatalf("levels %v and %v, want 0 and 70", req.Tokens(), tok.Tokens())
@@ -356,13 +364,53 @@ func TestLimiterTaker(t *testing.T) {
 	if ok, err := l.TryAcquire(5, 1); !ok || err != nil {
 		t.Errorf("TryAcquire(5, 1) on a full limiter: %v, %v", ok, err)
 	}
-	if err := new(throttle.Limiter).Wait(ctx, 1); !errors.Is(err, throttle.ErrInvalidCost) {
-		t.Errorf("Wait on a zero Limiter: %v, want ErrInvalidCost", err)
+	if _, err := new(throttle.Limiter).Take(ctx, 1); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("Take on a zero Limiter: %v, want ErrInvalidCost", err)
 	}
 
 	big := must(throttle.New(1<<60, throttle.Per(1<<40, time.Second), throttle.WithClock(clk)))
 	bl := must(throttle.NewLimiter(big))
-	if n := testing.AllocsPerRun(1000, func() { _ = bl.Wait(ctx, 1) }); n != 0 {
-		t.Errorf("Wait granted at once: %v allocations, want 0", n)
+	if n := testing.AllocsPerRun(1000, func() { _, _ = bl.Take(ctx, 1) }); n != 0 {
+		t.Errorf("Take granted at once: %v allocations, want 0", n)
+	}
+}
+
+// TestPauseUntilLevels: a pause given levels sets them, for when it ends:
+// a bucket in debt is raised to its level, a level above capacity is cut
+// to it, a negative value leaves its bucket as it was; nothing refills
+// during the pause. Clock is the clock WithClock gave.
+func TestPauseUntilLevels(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(time.Unix(0, 0))
+	mk := func(name string) *throttle.Bucket {
+		b, err := throttle.New(10, throttle.Per(10, time.Second), throttle.WithClock(clk), throttle.WithName(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b, c := mk("a"), mk("b"), mk("c")
+	l, err := throttle.NewLimiter(a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Clock() != clk {
+		t.Error("Clock is not the clock WithClock gave")
+	}
+	p, err := l.Acquire(context.Background(), 10, 10, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Settle(15, 10, 4); err != nil { // a 5 in debt
+		t.Fatal(err)
+	}
+	l.PauseUntil(clk.Now().Add(time.Second), 2, 50, -1)
+	clk.Advance(time.Second)
+	for _, w := range []struct {
+		b    *throttle.Bucket
+		want float64
+	}{{a, 2}, {b, 10}, {c, 6}} {
+		if got := w.b.Status().Level; got != w.want {
+			t.Errorf("bucket %s at %v after the pause, want %v", w.b.Status().Name, got, w.want)
+		}
 	}
 }

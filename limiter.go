@@ -163,38 +163,23 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
 	return &permit{bs: l.bs, costs: owned}, nil
 }
 
-// take is Acquire without the Permit, for the Transport, which needs one
-// only to settle; it reports how long the call waited in the queue, and
-// reads no clock for that when it did not queue. costs must stay unchanged
-// until take returns.
-func (l *Limiter) take(ctx context.Context, costs []int64) (waited int64, err error) {
-	if len(l.bs) == 0 {
-		return 0, errNoLimits(len(costs), "Limiter", "NewLimiter")
-	}
-	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
-	if done {
-		return 0, err
-	}
-	w.bs, w.costs = l.bs, costs
-	queued, err := enqueue(ctx, w, g, now)
-	if queued {
-		err = w.await(ctx, g, now)
-	}
-	if w.queued {
-		waited = l.bs[0].g.Load().Now() - w.Since
-	}
-	g.recycle(w)
-	return waited, err
-}
-
 // PauseUntil grants nothing from the limiter's buckets before t, to
 // Acquire or TryAcquire, as a server's 429 with Retry-After asks. The
 // buckets do not refill while paused, so when the pause ends waiters are
 // released at the configured rates from the levels the buckets had, not in
 // a burst banked during the pause. A later pause extends the current one;
 // an earlier one never shortens it.
-func (l *Limiter) PauseUntil(t time.Time) {
-	for _, b := range l.bs {
+//
+// levels, if given, one per bucket in cost order, set each bucket whose
+// value is not negative to that level, at most its capacity, debt
+// forgiven: what a server that refused a call says is left for when the
+// pause ends (the refused call's cost, say, so that it goes first and the
+// rest follow at the rate, not in a burst and not after a refill of debt).
+func (l *Limiter) PauseUntil(t time.Time, levels ...int64) {
+	for i, b := range l.bs {
 		b.pauseUntil(t)
+		if i < len(levels) && levels[i] >= 0 {
+			b.levelTo(levels[i])
+		}
 	}
 }

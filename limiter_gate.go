@@ -3,6 +3,9 @@ package throttle
 import (
 	"context"
 	"slices"
+	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // TryAcquirePermit is TryAcquire returning the Permit for the costs taken:
@@ -40,15 +43,16 @@ func (l *Limiter) Status(dst []LimitStatus) []LimitStatus {
 	return limitStatus(l, dst)
 }
 
-// Wait is Acquire without the Permit, for a call that will not be settled
-// (Taker): a grant at once allocates nothing.
-func (l *Limiter) Wait(ctx context.Context, costs ...int64) error {
+// Take is Acquire without the Permit, for a call that will not be settled
+// (Taker); it reports how long the call waited in the queue. A grant at
+// once allocates nothing and reads the clock once, for the decision.
+func (l *Limiter) Take(ctx context.Context, costs ...int64) (time.Duration, error) {
 	if len(l.bs) == 0 {
-		return errNoLimits(len(costs), "Limiter", "NewLimiter")
+		return 0, errNoLimits(len(costs), "Limiter", "NewLimiter")
 	}
 	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {
-		return err
+		return 0, err
 	}
 	// A copy, so that costs does not escape: only a call that queues
 	// allocates.
@@ -57,11 +61,24 @@ func (l *Limiter) Wait(ctx context.Context, costs ...int64) error {
 	if queued {
 		err = w.await(ctx, g, now)
 	}
+	var waited time.Duration
+	if w.queued {
+		waited = time.Duration(l.bs[0].g.Load().Now() - w.Since)
+	}
 	g.recycle(w)
-	return err
+	return waited, err
 }
 
-// Refund gives back costs taken by Wait or TryAcquire for a call that was
+// Clock returns the clock the limiter's buckets sleep on and read time
+// from: the one WithClock gave, or the real clock.
+func (l *Limiter) Clock() clockwork.Clock {
+	if len(l.bs) == 0 {
+		return clockwork.NewRealClock()
+	}
+	return l.bs[0].g.Load().Timers
+}
+
+// Refund gives back costs taken by Take or TryAcquire for a call that was
 // never made, one per bucket in cost order, as Permit.Cancel does: never
 // above a bucket's capacity, and queued waiters are served. A number of
 // costs other than one per bucket fails with ErrInvalidCost, a negative one

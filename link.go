@@ -1,8 +1,6 @@
 package throttle
 
 import (
-	"context"
-
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle/internal/corelink"
@@ -18,19 +16,15 @@ func init() {
 	corelink.Register(&parts)
 	corelink.Register(&link{
 		Buckets: func(l *Limiter) []*Bucket { return l.bs },
-		Take: func(ctx context.Context, l *Limiter, costs []int64) (int64, error) {
-			return l.take(ctx, costs)
-		},
-		Now:    func(l *Limiter) int64 { return l.bs[0].g.Load().Now() },
-		Ext:    func(l *Limiter) any { return l.ext },
-		SetExt: func(l *Limiter, v any) { l.ext = v },
+		Now:     func(l *Limiter) int64 { return l.bs[0].g.Load().Now() },
+		Ext:     func(l *Limiter) any { return l.ext },
+		SetExt:  func(l *Limiter, v any) { l.ext = v },
 		NewPermit: func(bs []*Bucket, costs []int64, book corelink.Book[*Bucket]) Permit {
 			p := newPermit(bs, costs)
 			p.booked = book
 			return p
 		},
 		Settle:       settle,
-		LevelTo:      (*Bucket).levelTo,
 		Give:         (*Bucket).give,
 		Name:         func(b *Bucket) string { return b.name },
 		Capacity:     (*Bucket).capacity,

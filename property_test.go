@@ -320,7 +320,7 @@ var propertyTargets = map[string]func(clockwork.Clock, []plimit) ptarget{
 			acquire: func(ctx context.Context, c []int64) (Permit, error) { return l.Acquire(ctx, c...) },
 			setRate: func(i int, r Rate) error { return bs[i].SetRate(r) },
 			reserve: func(c []int64) (*Reservation, error) { return l.Reserve(c...) },
-			pause:   l.PauseUntil,
+			pause:   func(t time.Time) { l.PauseUntil(t) },
 			drain:   func(i int, n int64) { bs[i].Drain(n) },
 			queued:  func() int { return sleepers(bs[0]) },
 			events:  rec,

@@ -132,7 +132,7 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		t, ep := c.epoch(g, costs)
 		var p throttle.Permit
 		if tk != nil {
-			err = tk.Wait(ctx, costs...)
+			_, err = tk.Take(ctx, costs...)
 		} else {
 			p, err = g.Acquire(ctx, costs...)
 		}

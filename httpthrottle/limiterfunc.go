@@ -81,19 +81,16 @@ func limitCount(g throttle.Gate, l *throttle.Limiter) int {
 }
 
 // gateClock returns the clock the Transport reads pauses and deadlines on
-// for g: a Limiter's own, a trtcm.Marker's or an htb.Limiter's, else that of a
-// Gate with a Clock method, else the real clock.
-func gateClock(g throttle.Gate, l *throttle.Limiter) clockwork.Clock {
-	if l != nil {
-		return corelink.Clock(l)
-	}
-	if c := corelink.Clock(g); c != nil {
-		return c
-	}
+// for g: its own, through its Clock method (a Limiter's, redisbucket's),
+// else an htb.Limiter's or a trtcm.Marker's, else the real clock.
+func gateClock(g throttle.Gate) clockwork.Clock {
 	if c, ok := g.(interface{ Clock() clockwork.Clock }); ok {
 		if clk := c.Clock(); clk != nil {
 			return clk
 		}
+	}
+	if c := corelink.Clock(g); c != nil {
+		return c
 	}
 	return clockwork.NewRealClock()
 }

@@ -49,12 +49,15 @@ func (t *Transport) heedSignals(req *http.Request, l *throttle.Limiter, costs []
 	if !refused {
 		return
 	}
-	l.PauseUntil(clock.Now().Add(d))
-	for i, b := range bs {
-		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return t.quotaIndex(len(bs), name, q) == i }); !holds {
-			core.LevelTo(b, n)
+	levels := make([]int64, len(bs))
+	for i := range bs {
+		n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return t.quotaIndex(len(bs), name, q) == i })
+		if holds {
+			n = -1
 		}
+		levels[i] = n
 	}
+	l.PauseUntil(clock.Now().Add(d), levels...)
 	t.restoreAtReset(l, sig, d, clock)
 }
 

@@ -400,7 +400,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	// literal is built in a temporary and copied over, and reading back the
 	// temporary's fresh 8-byte stores as 16-byte moves stalls the CPU.
 	var x exchange
-	x.t, x.req, x.ctx, x.l, x.costs, x.clock = t, req, req.Context(), l, costs, gateClock(g, l)
+	x.t, x.req, x.ctx, x.l, x.costs, x.clock = t, req, req.Context(), l, costs, gateClock(g)
 	if l == nil {
 		x.gate = &gateSide{g: g}
 	}
@@ -469,7 +469,9 @@ func (x *exchange) send() (*http.Response, error) {
 		case x.l != nil && retry:
 			w, err = x.takeRetry(until)
 		case x.l != nil:
-			w, err = core.Take(x.ctx, x.l, x.costs)
+			var d time.Duration
+			d, err = x.l.Take(x.ctx, x.costs...)
+			w = int64(d)
 			if err != nil {
 				w, err = x.takeLater(err)
 			}
@@ -618,7 +620,7 @@ func (x *exchange) takeLater(err error) (int64, error) {
 }
 
 // takeGate takes the costs on a Gate that is not a Limiter: Acquire,
-// keeping the Permit for the settlement WithLLM makes, or a Taker's Wait
+// keeping the Permit for the settlement WithLLM makes, or a Taker's Take
 // when nothing will settle. The Gate decides about the deadline: the Transport knows
 // nothing of what its permits in flight will give back.
 func (x *exchange) takeGate() (int64, error) {
@@ -626,7 +628,7 @@ func (x *exchange) takeGate() (int64, error) {
 	var err error
 	gs := x.gate
 	if tk, ok := gs.g.(throttle.Taker); ok && x.t.settle == nil {
-		err = tk.Wait(x.ctx, x.costs...)
+		_, err = tk.Take(x.ctx, x.costs...)
 	} else {
 		gs.p, err = gs.g.Acquire(x.ctx, x.costs...)
 	}

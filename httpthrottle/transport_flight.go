@@ -198,7 +198,8 @@ func (x *exchange) takeHoping() (int64, error) {
 		stop()
 		cancel()
 	}()
-	w, err := core.Take(ctx, x.l, x.costs)
+	d, err := x.l.Take(ctx, x.costs...)
+	w := int64(d)
 	if err != nil && errors.Is(err, context.Canceled) {
 		select {
 		case <-x.ctx.Done():

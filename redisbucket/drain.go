@@ -24,8 +24,11 @@ const MaxPause = time.Minute
 // call under the call timeout. When Redis is unavailable only this
 // process pauses: under FailLocal its local buckets pause until t; other
 // processes, and this one under FailOpen, go on. With PauseUntil and
-// Lower, a Limiter is a throttle.Pauser and a throttle.Leveler.
-func (l *Limiter) PauseUntil(t time.Time) {
+// Lower, a Limiter is a throttle.Pauser and a throttle.Leveler. levels,
+// what a server that refused a call says is left, change nothing: the
+// pause already empties every level, and a level the fleet shares is
+// never raised by one process.
+func (l *Limiter) PauseUntil(t time.Time, _ ...int64) {
 	d := t.Sub(l.e.o.clock.Now())
 	if d <= 0 {
 		return

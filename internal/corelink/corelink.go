@@ -15,7 +15,6 @@
 package corelink
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 
@@ -29,9 +28,6 @@ type Core[L, B, P, E any] struct {
 	// Buckets returns the Limiter's buckets, in cost order; not to be
 	// written.
 	Buckets func(l L) []B
-	// Take is the Limiter's Wait reporting how long it waited, in the
-	// nanoseconds of its time line, with costs not copied.
-	Take func(ctx context.Context, l L, costs []int64) (waited int64, err error)
 	// Now reads the Limiter's monotonic time line, in nanoseconds.
 	Now func(l L) int64
 	// Ext and SetExt read and set a value the HTTP layer keeps on a
@@ -45,9 +41,6 @@ type Core[L, B, P, E any] struct {
 	// Settle corrects costs taken from bs to actual, as a Permit's Settle
 	// does.
 	Settle func(bs []B, costs, actual []int64) error
-	// LevelTo sets the level of b to n, at most its capacity, debt
-	// included.
-	LevelTo func(b B, n int64)
 	// Name, Capacity and Paused read what their names say of b (Paused the
 	// end of a pause in force, zero if none): one field under the lock, for
 	// the response path, where a whole Status would serve and project the
