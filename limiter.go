@@ -21,7 +21,6 @@ import (
 type Limiter struct {
 	bs  []*Bucket
 	obs bool // some bucket has an observer; fixed, as observers are
-	ext any  // the HTTP layer's (Auto's quota, told of every response); never read here
 }
 
 // NewLimiter returns a Limiter over buckets, whose costs are given in this

@@ -17,8 +17,6 @@ func init() {
 	corelink.Register(&link{
 		Buckets: func(l *Limiter) []*Bucket { return l.bs },
 		Now:     func(l *Limiter) int64 { return l.bs[0].g.Load().Now() },
-		Ext:     func(l *Limiter) any { return l.ext },
-		SetExt:  func(l *Limiter, v any) { l.ext = v },
 		NewPermit: func(bs []*Bucket, costs []int64, book corelink.Book[*Bucket]) Permit {
 			p := newPermit(bs, costs)
 			p.booked = book

@@ -601,10 +601,10 @@ type autoQuota struct {
 
 	mu        sync.Mutex
 	lanes     []*lane
-	lim       *throttle.Limiter  // over the lanes' buckets
-	comb      *throttle.Limiter  // lim joined with the user's buckets combUser
+	lim       *autoGate          // over the lanes' buckets
+	comb      *autoGate          // lim joined with the user's buckets combUser
 	combUser  []*throttle.Bucket //
-	combOf    *throttle.Limiter  // the lim comb was made from
+	combOf    *autoGate          // the lim comb was made from
 	resources []resource         // GitHub: path segment to resource, on the base quota
 	throttled int64
 
@@ -632,8 +632,16 @@ type resource struct{ segment, name string }
 // maxResources bounds the path segments remembered per quota.
 const maxResources = 32
 
-// limiter returns the Limiter for a request whose explicit limits are user.
-func (q *autoQuota) limiter(user *throttle.Limiter) (*throttle.Limiter, error) {
+// autoGate is the Gate Auto gives a request: the Limiter over a quota's
+// learned buckets (joined with AutoWithin's, if any), which the Transport
+// tells of each response through q.
+type autoGate struct {
+	*throttle.Limiter
+	q *autoQuota
+}
+
+// limiter returns the Gate for a request whose explicit limits are user.
+func (q *autoQuota) limiter(user *throttle.Limiter) (*autoGate, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if user == nil {
@@ -642,14 +650,13 @@ func (q *autoQuota) limiter(user *throttle.Limiter) (*throttle.Limiter, error) {
 	if q.comb != nil && q.combOf == q.lim && slices.Equal(q.combUser, core.Buckets(user)) {
 		return q.comb, nil
 	}
-	bs := append(slices.Clone(core.Buckets(user)), core.Buckets(q.lim)...)
+	bs := append(slices.Clone(core.Buckets(user)), core.Buckets(q.lim.Limiter)...)
 	l, err := throttle.NewLimiter(bs...)
 	if err != nil {
 		return nil, fmt.Errorf("throttle: Auto with explicit limits: %w", err)
 	}
-	core.SetExt(l, q)
-	q.comb, q.combUser, q.combOf = l, slices.Clone(core.Buckets(user)), q.lim
-	return l, nil
+	q.comb, q.combUser, q.combOf = &autoGate{l, q}, slices.Clone(core.Buckets(user)), q.lim
+	return q.comb, nil
 }
 
 // rebuild makes the Limiter over the current lanes. q.mu is held (or q is
@@ -663,8 +670,7 @@ func (q *autoQuota) rebuild() {
 	if err != nil {
 		panic("throttle: joining learned buckets failed: " + err.Error())
 	}
-	core.SetExt(l, q)
-	q.lim = l
+	q.lim = &autoGate{l, q}
 }
 
 // horizon is how long q is kept unused.
@@ -799,16 +805,6 @@ func rateOf(v float64) throttle.Rate {
 		m = 1e15
 	}
 	return throttle.Per(int64(m), 1000*time.Second)
-}
-
-// autoOf returns the quota Auto learns for on l, or nil: for a Limiter
-// that is not Auto's, or none.
-func autoOf(l *throttle.Limiter) *autoQuota {
-	if l == nil {
-		return nil
-	}
-	q, _ := core.Ext(l).(*autoQuota)
-	return q
 }
 
 // serverRate is the server's rate for b, a bucket of q: the limit over the

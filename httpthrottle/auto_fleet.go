@@ -364,7 +364,7 @@ func (q *autoQuota) beforeSend() bool {
 	q.share(q.a.now(), false)
 	lim := q.lim
 	q.mu.Unlock()
-	for _, b := range core.Buckets(lim) {
+	for _, b := range core.Buckets(lim.Limiter) {
 		if !core.Paused(b).IsZero() {
 			return true
 		}

@@ -130,7 +130,7 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, costs []int
 		a.mu.Unlock()
 		target.maxPause.Store(int64(maxPause))
 		target.learnFrom(nil, nil, status, sig, now)
-		if autoOf(l) == q && q.key.resource == "" {
+		if q.key.resource == "" {
 			// The calls queued on q before the response named their
 			// resource are of that resource: left at the starting rate
 			// they would crawl while the server has the resource's quota

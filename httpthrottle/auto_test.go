@@ -47,14 +47,14 @@ func get(t *testing.T, url string, hdr ...string) *http.Request {
 
 // tell passes a response with header h and status to the quota of req, as
 // the Transport does after an attempt.
-func tell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header) *throttle.Limiter {
+func tell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header) *autoGate {
 	t.Helper()
 	return tellAs(t, a, clk, req, status, h, false)
 }
 
 // tellAs is tell, with the Transport's heed first (the pause on a
 // refusal) when heed is set.
-func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header, heed bool) *throttle.Limiter {
+func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header, heed bool) *autoGate {
 	t.Helper()
 	l, err := a.limiterOf(req)
 	if err != nil {
@@ -62,14 +62,14 @@ func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request
 	}
 	var sig headers.Signals
 	headers.ParseClock(&sig, h, clk, defaultMaxPause)
-	costs := make([]int64, len(core.Buckets(l)))
+	costs := make([]int64, len(core.Buckets(l.Limiter)))
 	for i := range costs {
 		costs[i] = 1
 	}
 	if heed {
-		must(NewTransport(nil, a.Limiter)).heed(req, l, costs, status, &sig, clk)
+		must(NewTransport(nil, a.Limiter)).heed(req, l.Limiter, costs, status, &sig, clk)
 	}
-	autoOf(l).response(req, l, costs, status, &sig, defaultMaxPause)
+	autoOf(l).response(req, l.Limiter, costs, status, &sig, defaultMaxPause)
 	return l
 }
 
@@ -344,7 +344,7 @@ func TestAutoCongestionEvents(t *testing.T) {
 	if want := r0 * autoStartCut * 0.999999; !near(r1, want) || ln.refusals != 1 {
 		t.Fatalf("first refusal: %v/s, %d cuts; want %v/s, 1", r1, ln.refusals, want)
 	}
-	if until, ok := pausedUntil(core.Buckets(l)[0]); !ok || until.Sub(clk.Now()) < 1249*time.Millisecond {
+	if until, ok := pausedUntil(core.Buckets(l.Limiter)[0]); !ok || until.Sub(clk.Now()) < 1249*time.Millisecond {
 		t.Fatalf("paused until %v, %v from now; want 1.25 s", until, until.Sub(clk.Now()))
 	}
 	// Calls sent as the pause ends, refused before the cut shows: the
@@ -455,8 +455,8 @@ func TestAutoWithinStaysTheCeiling(t *testing.T) {
 	a := must(NewAuto(AutoClock(clk), AutoWithin(Shared(user))))
 	req := get(t, "https://api.example.com/")
 	l := tell(t, a, clk, req, 200, ietf(1000, 1, 1000))
-	if core.Buckets(l)[0] != mine || len(core.Buckets(l)) != 2 {
-		t.Fatalf("limiter over %v; want the configured bucket first, then the learned one", core.Buckets(l))
+	if core.Buckets(l.Limiter)[0] != mine || len(core.Buckets(l.Limiter)) != 2 {
+		t.Fatalf("limiter over %v; want the configured bucket first, then the learned one", core.Buckets(l.Limiter))
 	}
 	l2, _ := a.limiterOf(req)
 	if l2 != l {
@@ -476,7 +476,7 @@ func TestAutoWithinStaysTheCeiling(t *testing.T) {
 		}
 		n++
 	}
-	learned := core.Buckets(l)[1].Status().Capacity
+	learned := core.Buckets(l.Limiter)[1].Status().Capacity
 	if n != int(min(5, learned)) {
 		t.Errorf("%d granted at once; want the least of the configured 5 and the learned %d", n, learned)
 	}

@@ -136,11 +136,10 @@ func TestAutoQueuesOnGuessedRate(t *testing.T) {
 	a := must(httpthrottle.NewAuto(httpthrottle.AutoClock(fc)))
 	tr := must(httpthrottle.NewTransport(newBase(t), a.Limiter))
 	probe, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)
-	g, err := a.Limiter(probe)
+	l, err := a.Limiter(probe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := g.(*throttle.Limiter)
 	parent, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var refused, finished atomic.Int64

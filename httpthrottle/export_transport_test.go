@@ -14,7 +14,10 @@ import (
 // QueuedFor returns the number of waiters queued on l's buckets, for the
 // transport tests of package throttle_test, which drive a fake clock and
 // need to know when every goroutine has either finished or queued.
-func QueuedFor(l *throttle.Limiter) int { return core.Queued(l) }
+func QueuedFor(g throttle.Gate) int {
+	_, l := gateOf(g)
+	return core.Queued(l)
+}
 
 // SetRefusalWait sets how long t waits for a refusal's body, so that a
 // test of a stalled body need not wait the default.
@@ -22,9 +25,9 @@ func SetRefusalWait(t *Transport, d time.Duration) { t.refusalWait = d }
 
 // limiterOf is Limiter as the Limiter it is, for the tests that look
 // inside the learned buckets.
-func (a *AutoLimiter) limiterOf(r *http.Request) (*throttle.Limiter, error) {
+func (a *AutoLimiter) limiterOf(r *http.Request) (*autoGate, error) {
 	g, err := a.Limiter(r)
-	_, l := gateOf(g)
+	l, _ := g.(*autoGate)
 	return l, err
 }
 

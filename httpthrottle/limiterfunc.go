@@ -67,8 +67,22 @@ func gateOf(g throttle.Gate) (throttle.Gate, *throttle.Limiter) {
 			return nil, nil
 		}
 		return v, v
+	case *autoGate:
+		if v == nil {
+			return nil, nil
+		}
+		return v, v.Limiter
 	}
 	return g, nil
+}
+
+// autoOf returns the quota Auto learns for on g, nil for a Gate that is
+// not Auto's.
+func autoOf(g throttle.Gate) *autoQuota {
+	if a, ok := g.(*autoGate); ok && a != nil {
+		return a.q
+	}
+	return nil
 }
 
 // limitCount returns the number of limits of g, l being g as a Limiter

@@ -400,7 +400,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	// literal is built in a temporary and copied over, and reading back the
 	// temporary's fresh 8-byte stores as 16-byte moves stalls the CPU.
 	var x exchange
-	x.t, x.req, x.ctx, x.l, x.costs, x.clock = t, req, req.Context(), l, costs, gateClock(g)
+	x.t, x.req, x.ctx, x.l, x.costs, x.clock, x.auto = t, req, req.Context(), l, costs, gateClock(g), autoOf(g)
 	if l == nil {
 		x.gate = &gateSide{g: g}
 	}
@@ -425,6 +425,7 @@ type exchange struct {
 	ctx   context.Context
 	l     *throttle.Limiter // the Gate, if it is a Limiter: the in-process paths
 	gate  *gateSide         // the Gate otherwise
+	auto  *autoQuota        // the quota Auto learns for on the Gate, if any
 	costs []int64
 	clock clockwork.Clock
 	n     int // attempts sent
@@ -482,7 +483,7 @@ func (x *exchange) send() (*http.Response, error) {
 			return nil, err
 		}
 		waited = w
-		if autoOf(x.l).beforeSend() {
+		if x.auto.beforeSend() {
 			// Auto's fleet paused while the call waited: wait it out.
 			if err := x.waitPause(); err != nil {
 				x.giveBack(taken)
@@ -584,7 +585,7 @@ func (x *exchange) send() (*http.Response, error) {
 		return resp, nil
 	}
 	t.heed(x.req, x.l, x.costs, status, &x.sig, x.clock)
-	if q := autoOf(x.l); q != nil {
+	if q := x.auto; q != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		q.response(x.req, x.l, x.costs, status, &x.sig, t.maxPause)
 	}
@@ -613,7 +614,7 @@ func (x *exchange) takeLater(err error) (int64, error) {
 	if !errors.As(err, &wait) {
 		return 0, err
 	}
-	if err := x.t.sureWait(x.ctx, x.l, x.costs, x.clock, err); err != nil {
+	if err := x.t.sureWait(x.ctx, x.l, x.auto, x.costs, x.clock, err); err != nil {
 		return 0, err
 	}
 	return x.takeHoping()

@@ -105,14 +105,13 @@ func (f *flightBook) unsettled(b *throttle.Bucket) int64 {
 // first such bucket's, its name and that wait; or nil when the request may
 // still be served in time, and queues. refused is the Limiter's error,
 // returned as it is when the decision cannot be made.
-func (t *Transport) sureWait(ctx context.Context, l *throttle.Limiter, costs []int64, clock interface{ Now() time.Time }, refused error) error {
+func (t *Transport) sureWait(ctx context.Context, l *throttle.Limiter, q *autoQuota, costs []int64, clock interface{ Now() time.Time }, refused error) error {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return refused
 	}
 	now := clock.Now()
 	left := dl.Sub(now)
-	q := autoOf(l)
 	for i, b := range core.Buckets(l) {
 		if costs[i] == 0 {
 			continue

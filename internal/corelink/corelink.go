@@ -30,10 +30,6 @@ type Core[L, B, P, E any] struct {
 	Buckets func(l L) []B
 	// Now reads the Limiter's monotonic time line, in nanoseconds.
 	Now func(l L) int64
-	// Ext and SetExt read and set a value the HTTP layer keeps on a
-	// Limiter (Auto's quota); the core never reads it.
-	Ext    func(l L) any
-	SetExt func(l L, v any)
 	// NewPermit records a copy of costs taken from bs; book, if not nil,
 	// is told the costs and the actual use once the permit is settled or
 	// kept (Permit.Keep).
