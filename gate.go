@@ -94,12 +94,12 @@ type Meter interface {
 	Status(dst []LimitStatus) []LimitStatus
 }
 
-// Taker is a Gate that can take costs without recording a Permit, for
-// calls that are never settled: a caller that keeps no Permit allocates
-// nothing when the costs are there at once. That allocation is the one
-// reason Take and TryAcquire exist beside Acquire and TryAcquirePermit.
-// The gRPC interceptors and the HTTP Transport use it when no settlement
-// is asked for.
+// Taker is a Gate that can take costs without recording a Permit: a caller
+// that keeps no Permit allocates nothing when the costs are there at once,
+// and settles what it took itself, with the costs it keeps. That
+// allocation is the one reason Take, TryAcquire and Settle exist beside
+// Acquire, TryAcquirePermit and the Permit. The gRPC interceptors and the
+// HTTP Transport use it.
 type Taker interface {
 	// Take is Acquire without the Permit: it waits its turn, under the
 	// same rules, takes the costs, and reports how long the call waited
@@ -108,8 +108,11 @@ type Taker interface {
 	Take(ctx context.Context, costs ...int64) (waited time.Duration, err error)
 	// TryAcquire is TryAcquirePermit without the Permit.
 	TryAcquire(costs ...int64) (bool, error)
-	// Refund gives back costs that Take or TryAcquire took for a call that
-	// was never made, as Permit.Cancel does: never above a limit's
-	// capacity.
-	Refund(costs ...int64) error
+	// Settle corrects costs that Take or TryAcquire took to the actual
+	// use, as Permit.Settle does: taken beyond actual goes back, never
+	// above a limit's capacity (all of it, actual all zero, for a call
+	// never made); actual beyond taken is charged at once, at most one
+	// capacity into debt. With taken all zero it charges a call made
+	// without waiting its turn.
+	Settle(taken, actual []int64) error
 }

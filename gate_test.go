@@ -345,21 +345,31 @@ func TestLimiterTaker(t *testing.T) {
 	if req.Tokens() != 0 || tok.Tokens() != 70 {
 		t.Fatalf("levels %v and %v, want 0 and 70", req.Tokens(), tok.Tokens())
 	}
-	// Refund: as Cancel, capped at capacity; wrong counts change nothing.
-	if err := l.Refund(1, 10); err != nil {
+	// Settle: a give-back as Cancel, capped at capacity; a charge at once,
+	// into debt; wrong counts change nothing.
+	if err := l.Settle([]int64{1, 10}, []int64{0, 0}); err != nil {
 		t.Fatal(err)
 	}
 	if req.Tokens() != 1 || tok.Tokens() != 80 {
-		t.Errorf("levels %v and %v after Refund(1, 10), want 1 and 80", req.Tokens(), tok.Tokens())
+		t.Errorf("levels %v and %v after giving back 1 and 10, want 1 and 80", req.Tokens(), tok.Tokens())
 	}
-	if err := l.Refund(10, 100); err != nil || req.Tokens() != 5 || tok.Tokens() != 100 {
-		t.Errorf("Refund(10, 100): %v, levels %v and %v, want 5 and 100 (the capacities)", err, req.Tokens(), tok.Tokens())
+	if err := l.Settle([]int64{10, 100}, []int64{0, 0}); err != nil || req.Tokens() != 5 || tok.Tokens() != 100 {
+		t.Errorf("giving back 10 and 100: %v, levels %v and %v, want 5 and 100 (the capacities)", err, req.Tokens(), tok.Tokens())
 	}
-	if err := l.Refund(1); !errors.Is(err, throttle.ErrInvalidCost) {
-		t.Errorf("Refund(1) on two buckets: %v, want ErrInvalidCost", err)
+	if err := l.Settle([]int64{0, 0}, []int64{7, 30}); err != nil || req.Tokens() != -2 || tok.Tokens() != 70 {
+		t.Errorf("charging 7 and 30: %v, levels %v and %v, want -2 and 70", err, req.Tokens(), tok.Tokens())
 	}
-	if err := l.Refund(1, -1); !errors.Is(err, throttle.ErrInvalidCost) {
-		t.Errorf("Refund(1, -1): %v, want ErrInvalidCost", err)
+	if err := l.Settle([]int64{0, 0}, []int64{9, 0}); !errors.Is(err, throttle.ErrCostExceedsCapacity) || req.Tokens() != -5 {
+		t.Errorf("charging 9 more, past one capacity of debt: %v, level %v, want ErrCostExceedsCapacity and -5", err, req.Tokens())
+	}
+	if err := l.Settle([]int64{10, 0}, []int64{0, 0}); err != nil || req.Tokens() != 5 {
+		t.Fatalf("giving back 10: %v, level %v, want 5", err, req.Tokens())
+	}
+	if err := l.Settle([]int64{1}, []int64{0}); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("Settle of one value on two buckets: %v, want ErrInvalidCost", err)
+	}
+	if err := l.Settle([]int64{1, 0}, []int64{0, -1}); !errors.Is(err, throttle.ErrInvalidCost) {
+		t.Errorf("Settle with a negative value: %v, want ErrInvalidCost", err)
 	}
 	if ok, err := l.TryAcquire(5, 1); !ok || err != nil {
 		t.Errorf("TryAcquire(5, 1) on a full limiter: %v, %v", ok, err)

@@ -316,7 +316,7 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (Permit, 
 
 // Limiter returns the Limiter of key, making the key if it is not held, to
 // act on the key as a whole or on one of its limits: PauseUntil pauses the
-// key (as a Transport does when a server refuses it), Lower and Refund act
+// key (as a Transport does when a server refuses it), Lower and Settle act
 // on its levels, and Bucket(name) reaches a limit's Bucket for SetRate,
 // SetCapacity or Status. Its TryAcquire, WaitTime and Acquire are those
 // of the Keyed for this key. Limiter returns nil, and makes no key, when

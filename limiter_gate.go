@@ -78,23 +78,46 @@ func (l *Limiter) Clock() clockwork.Clock {
 	return l.bs[0].g.Load().Timers
 }
 
-// Refund gives back costs taken by Take or TryAcquire for a call that was
-// never made, one per bucket in cost order, as Permit.Cancel does: never
-// above a bucket's capacity, and queued waiters are served. A number of
-// costs other than one per bucket fails with ErrInvalidCost, a negative one
-// with ErrInvalidCost; either changes nothing.
-func (l *Limiter) Refund(costs ...int64) error {
-	if len(costs) != len(l.bs) {
-		return costCount(len(costs), len(l.bs))
+// Settle corrects costs that Take or TryAcquire took to the actual use,
+// one value per bucket in cost order, as a Permit's Settle does for the
+// costs it holds: what was taken beyond actual goes back (never above a
+// bucket's capacity; all of it, with actual all zero, for a call never
+// made), and what actual exceeds was taken by is charged at once, whatever
+// the level (a call already made, or one a caller sends regardless). A
+// charge that would leave a bucket more than its capacity in debt is cut
+// there and reported with an error matching ErrCostExceedsCapacity, the
+// rest settled all the same. Queued waiters are served. A number of values
+// other than one per bucket, or a negative one, fails with ErrInvalidCost
+// and changes nothing.
+func (l *Limiter) Settle(taken, actual []int64) error {
+	n := len(l.bs)
+	if len(taken) != n {
+		return costCount(len(taken), n)
 	}
-	for _, c := range costs {
-		if c < 0 {
+	if len(actual) != n {
+		return costCount(len(actual), n)
+	}
+	for i := range n {
+		if taken[i] < 0 || actual[i] < 0 {
 			return errNegativeCost
 		}
 	}
-	if len(l.bs) == 0 {
+	if n == 0 {
 		return nil
 	}
-	settle(l.bs, costs, make([]int64, len(costs)))
-	return nil
+	return settle(l.bs, taken, actual)
+}
+
+// Observe reports e, an event that happened outside the limiter (a server
+// that refused the account behind the call, say), to the observers of the
+// bucket e.Limit names, so that they hear of it beside the limiter's own
+// decisions: with Observe, a Limiter is an Observer, and the HTTP
+// Transport tells any Gate that is one. An event naming no bucket of the
+// limiter is dropped.
+func (l *Limiter) Observe(e Event) {
+	for _, b := range l.bs {
+		if b.name == e.Limit && b.obs != nil {
+			b.obs.Observe(e)
+		}
+	}
 }

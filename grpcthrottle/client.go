@@ -165,7 +165,7 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		if p != nil {
 			p.Cancel()
 		} else {
-			_ = tk.Refund(costs...)
+			_ = tk.Settle(costs, make([]int64, len(costs)))
 		}
 		c.level(g, r, costs)
 		c.stats.refused.Add(1)

@@ -43,14 +43,14 @@ func (v *vendor) intercept(ctx context.Context, req any, _ *grpc.UnaryServerInfo
 }
 
 // refundSpy is a Limiter that reports what remains right after each
-// Refund: a waiter the give-back served has taken it by then.
+// Settle: a waiter the give-back served has taken it by then.
 type refundSpy struct {
 	*throttle.Limiter
 	remaining chan int64
 }
 
-func (s refundSpy) Refund(costs ...int64) error {
-	err := s.Limiter.Refund(costs...)
+func (s refundSpy) Settle(taken, actual []int64) error {
+	err := s.Limiter.Settle(taken, actual)
 	s.remaining <- s.Status(nil)[0].Remaining
 	return err
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/throttlekit/throttle"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/throttlekit/throttle/internal/headers"
 )
 
 // AutoLimiter keeps one learned Limiter per quota: by default per host and
@@ -638,6 +640,19 @@ const maxResources = 32
 type autoGate struct {
 	*throttle.Limiter
 	q *autoQuota
+}
+
+func (a *autoGate) beforeSend() bool { return a.q.beforeSend() }
+
+func (a *autoGate) response(req *http.Request, costs []int64, status int, sig *headers.Signals, maxPause time.Duration) {
+	a.q.response(req, a.Limiter, costs, status, sig, maxPause)
+}
+
+func (a *autoGate) serverRate(i int) (int64, time.Duration) {
+	if bs := core.Buckets(a.Limiter); i < len(bs) {
+		return a.q.serverRate(bs[i])
+	}
+	return 0, 0
 }
 
 // limiter returns the Gate for a request whose explicit limits are user.

@@ -775,7 +775,7 @@ func (ln *lane) apply(a *AutoLimiter) {
 	}
 	if ln.grant > 0 {
 		if n := min(ln.grant, capacity) - ln.b.Status().Remaining; n > 0 {
-			ln.lim.Refund(n)
+			ln.lim.Settle([]int64{n}, []int64{0})
 		}
 		ln.grant = 0
 	}

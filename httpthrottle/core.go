@@ -1,6 +1,8 @@
 package httpthrottle
 
 import (
+	"sync/atomic"
+
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/corelink"
 )
@@ -9,9 +11,8 @@ import (
 // when the package is initialized, after the core registered it.
 var core = corelink.Load[*corelink.Core[*throttle.Limiter, *throttle.Bucket, throttle.Permit, throttle.Event]]()
 
-// settler is a permit the Transport settles from a response (WithLLM): a
-// Limiter's own (its methods are the core's, on a type it does not
-// export), or a Gate's Permit with the names of its limits (gatePermit).
+// settler is the permit of an attempt that the Transport settles from its
+// response (WithLLM): what the attempt took, on which limits.
 type settler interface {
 	Settle(actual ...int64) error
 	// Keep ends the permit at its costs, without a settlement.
@@ -24,33 +25,58 @@ type settler interface {
 	LimitCapacity(i int) int64
 }
 
-// limiterSettler is the settler of a Limiter's permit: the core's, which
-// knows no capacity, with the buckets.
-type limiterSettler struct {
-	corePermit
-	bs []*throttle.Bucket
-}
-
-// corePermit is the part of settler the core's permit implements.
-type corePermit interface {
-	Settle(actual ...int64) error
-	Keep()
-	TakenCosts() []int64
-	LimitName(i int) string
-}
-
-func (s limiterSettler) LimitCapacity(i int) int64 { return core.Capacity(s.bs[i]) }
-
-// gatePermit is the settler of a Permit taken from a Gate that is not a
-// Limiter.
-type gatePermit struct {
-	p      throttle.Permit
+// attempt is the settler of an attempt: it settles through the Permit the
+// Gate's Acquire gave, or for a Taker, which gave none, through its
+// Settle, and tells the Transport's book of what is in flight.
+type attempt struct {
+	t      *Transport
+	g      *gate
 	costs  []int64
-	limits []throttle.Limit
+	p      throttle.Permit // nil on a Taker
+	done   atomic.Bool
+	limits []throttle.Limit // read once, for LimitCapacity
 }
 
-func (g *gatePermit) Settle(actual ...int64) error { return g.p.Settle(actual...) }
-func (g *gatePermit) Keep()                        {}
-func (g *gatePermit) TakenCosts() []int64          { return g.costs }
-func (g *gatePermit) LimitName(i int) string       { return g.limits[i].Name }
-func (g *gatePermit) LimitCapacity(i int) int64    { return g.limits[i].Capacity }
+func (a *attempt) Settle(actual ...int64) error {
+	if !a.done.CompareAndSwap(false, true) {
+		return throttle.ErrSettled
+	}
+	var err error
+	if a.p != nil {
+		err = a.p.Settle(actual...)
+	} else if len(actual) != len(a.costs) {
+		err = core.CostCount(len(actual), len(a.costs))
+	} else {
+		err = a.g.tk.Settle(a.costs, actual)
+	}
+	if len(actual) == len(a.costs) {
+		a.book(actual)
+	}
+	return err
+}
+
+func (a *attempt) Keep() {
+	if a.done.CompareAndSwap(false, true) {
+		a.book(a.costs)
+	}
+}
+
+// book moves the attempt to the settled ones of the Transport's book.
+func (a *attempt) book(actual []int64) {
+	if a.g.keyed {
+		a.t.inFlight.settled(a.g.g, a.costs, actual)
+	}
+}
+
+func (a *attempt) TakenCosts() []int64    { return a.costs }
+func (a *attempt) LimitName(i int) string { return a.g.names[i] }
+
+func (a *attempt) LimitCapacity(i int) int64 {
+	if a.limits == nil {
+		a.limits = a.g.g.Limits()
+	}
+	if i < len(a.limits) {
+		return a.limits[i].Capacity
+	}
+	return 0
+}

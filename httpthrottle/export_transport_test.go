@@ -91,3 +91,22 @@ func RefusalPauseAt(seed uint64, n, step int) time.Duration {
 	}
 	return p.pause(step)
 }
+
+// autoOf returns the quota Auto learns for on g, nil for a Gate that is
+// not Auto's.
+func autoOf(g throttle.Gate) *autoQuota {
+	if a, ok := g.(*autoGate); ok && a != nil {
+		return a.q
+	}
+	return nil
+}
+
+// takenSettler is the settler of an attempt that took cost from b, as the
+// Transport makes one.
+func takenSettler(b *throttle.Bucket, cost int64) settler {
+	l, err := throttle.NewLimiter(b)
+	if err != nil {
+		panic(err)
+	}
+	return &attempt{t: new(Transport), g: newGate(l), costs: []int64{cost}}
+}

@@ -76,15 +76,6 @@ func gateOf(g throttle.Gate) (throttle.Gate, *throttle.Limiter) {
 	return g, nil
 }
 
-// autoOf returns the quota Auto learns for on g, nil for a Gate that is
-// not Auto's.
-func autoOf(g throttle.Gate) *autoQuota {
-	if a, ok := g.(*autoGate); ok && a != nil {
-		return a.q
-	}
-	return nil
-}
-
 // limitCount returns the number of limits of g, l being g as a Limiter
 // (gateOf), without the copy of Limits for a Limiter.
 func limitCount(g throttle.Gate, l *throttle.Limiter) int {

@@ -314,7 +314,7 @@ func (c LLM) unitOf(name string) llmUnit {
 // checkGate is check for the Gate g of a request: an AutoLimiter's is
 // spared the want of a token limit, which it learns from the server.
 func (c LLM) checkGate(g throttle.Gate, limits []throttle.Limit) error {
-	if autoOf(g) != nil {
+	if _, ok := g.(learner); ok {
 		return c.checkNames(limits)
 	}
 	return c.check(limits)

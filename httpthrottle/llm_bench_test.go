@@ -49,7 +49,7 @@ func BenchmarkStreamChunk(b *testing.B) {
 			var r io.Reader = &chunkReader{chunks: chunks}
 			if through {
 				bucket, _ := throttle.New(1<<40, throttle.Per(1, 1))
-				r = &usageBody{rc: &chunkReader{chunks: chunks}, p: limiterSettler{core.NewPermit([]*throttle.Bucket{bucket}, []int64{1}, nil).(corePermit), []*throttle.Bucket{bucket}}, s: usageScanner{sse: true}}
+				r = &usageBody{rc: &chunkReader{chunks: chunks}, p: takenSettler(bucket, 1), s: usageScanner{sse: true}}
 			}
 			b.SetBytes(int64(len(chunks[0])))
 			b.ReportAllocs()
@@ -65,7 +65,7 @@ func BenchmarkStreamChunk(b *testing.B) {
 // settled once.
 func TestUsageBodyCloseWhileReading(t *testing.T) {
 	bucket, _ := throttle.New(1000, throttle.Per(1, 1), throttle.WithName("tokens"))
-	p := limiterSettler{core.NewPermit([]*throttle.Bucket{bucket}, []int64{500}, nil).(corePermit), []*throttle.Bucket{bucket}}
+	p := takenSettler(bucket, 500)
 	bucket.Acquire(t.Context(), 500)
 	req, _ := http.NewRequest(http.MethodPost, "http://vendor/v1/chat/completions", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 	b := &usageBody{rc: &chunkReader{chunks: chatChunks()}, p: p, req: req, s: usageScanner{sse: true}}

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/throttlekit/throttle"
-
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle/internal/headers"
 )
@@ -13,52 +11,82 @@ import (
 // statusOverloaded is Anthropic's 529: the service is overloaded.
 const statusOverloaded = 529
 
-// heed applies what a response said to l: reported remaining counts lower
-// the matching buckets, and a response that says the client went over the
-// quota pauses the whole limiter and sets each bucket to the cost of the
-// refused request (or to what the server reports remaining, if less), so
-// that every goroutine waits, one call (the refused one's retry, or the
-// next in line) goes when the pause ends, and the others are released at
-// the configured rate after it. A bucket whose quota the server reports
-// still holding the call (GitHub's secondary limit, a 403 with
-// retry-after while 4,990 of the hour remain) keeps its level, lowered to
-// the report: the refusal was another limit's, which the pause heeds, and
-// this quota's rate (5,000 an hour) would hold the calls queued behind the
-// pause for 0.72 s each. Emptied to 0, the buckets would hold even
-// that one call back for a refill at the configured rate (1.2 s at 50 a
-// minute) on top of the pause: an SDK that retries itself would pay it on
-// every attempt.
+// heed applies what a response said to the Gate g, through what it can do
+// (see Transport): reported remaining counts lower the matching limits of
+// a Leveler; a Tuner is told the size of each quota reported with a known
+// window (learnable); and a response that says the client went over the
+// quota pauses a Pauser, every limit set to the cost of the refused
+// request (or to what the server reports remaining, if less), so that
+// every goroutine waits, one call (the refused one's retry, or the next in
+// line) goes when the pause ends, and the others are released at the
+// configured rate after it. A limit whose quota the server reports still
+// holding the call (GitHub's secondary limit, a 403 with retry-after while
+// 4,990 of the hour remain) keeps its level, lowered to the report: the
+// refusal was another limit's, which the pause heeds, and this quota's
+// rate (5,000 an hour) would hold the calls queued behind the pause for
+// 0.72 s each. Emptied to 0, the limits would hold even that one call back
+// for a refill at the configured rate on top of the pause: an SDK that
+// retries itself would pay it on every attempt. A Gate that is a Leveler
+// and no Pauser is lowered to those levels; one with neither is paced by
+// its own rate, the refused request still retried after the server's
+// wait.
 //
 // A success that carries no signal, most responses, needs nothing; that
 // test is kept small enough to inline, so that such a response makes no
 // call here at all.
-func (t *Transport) heed(req *http.Request, l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
 		return
 	}
-	t.heedSignals(req, l, costs, status, sig, clock)
+	t.heedSignals(req, g, costs, status, sig, clock)
 }
 
 // heedSignals is heed for a response that said something.
-func (t *Transport) heedSignals(req *http.Request, l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
 	t.countMalformed(sig)
-	bs := core.Buckets(l)
-	name := func(i int) string { return core.Name(bs[i]) }
-	t.lowerToReported(sig, len(bs), name, l.Lower)
+	n := len(g.names)
+	if g.level != nil {
+		t.lowerToReported(sig, n, g.name, g.level.Lower)
+	}
+	if g.tune != nil {
+		t.tuneToReported(sig, g)
+	}
 	d, refused := t.refusal(req, status, sig, clock)
 	if !refused {
 		return
 	}
-	levels := make([]int64, len(bs))
-	for i := range bs {
-		n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return t.quotaIndex(len(bs), name, q) == i })
+	levels := make([]int64, min(n, len(costs)))
+	for i := range levels {
+		v, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return t.quotaIndex(n, g.name, q) == i })
 		if holds {
-			n = -1
+			v = -1
 		}
-		levels[i] = n
+		levels[i] = v
 	}
-	l.PauseUntil(clock.Now().Add(d), levels...)
-	t.restoreAtReset(l, sig, d, clock)
+	switch {
+	case g.pause != nil:
+		g.pause.PauseUntil(clock.Now().Add(d), levels...)
+	case g.level != nil:
+		for i, v := range levels {
+			if v >= 0 {
+				g.level.Lower(i, v)
+			}
+		}
+	}
+	t.restoreAtReset(g, sig, d, clock)
+}
+
+// tuneToReported tells a Tuner the size of each quota the response reports
+// with a known window.
+func (t *Transport) tuneToReported(sig *headers.Signals, g *gate) {
+	for i := range sig.Quotas {
+		q := &sig.Quotas[i]
+		if _, w, _, ok := learnable(q); ok {
+			if j := t.quotaIndex(len(g.names), g.name, q); j >= 0 {
+				g.tune.Tune(j, q.Limit, w)
+			}
+		}
+	}
 }
 
 // countMalformed counts the rate-limit fields of a response that could not
@@ -108,15 +136,15 @@ func (t *Transport) refusal(req *http.Request, status int, sig *headers.Signals,
 // said 0 was left, so at the reset the server has its whole limit; refilled
 // at the configured rate instead, a bucket of 5,000 an hour would release
 // one call every 0.72 s long after the server reset.
-func (t *Transport) restoreAtReset(l *throttle.Limiter, sig *headers.Signals, d time.Duration, clock clockwork.Clock) {
+func (t *Transport) restoreAtReset(g *gate, sig *headers.Signals, d time.Duration, clock clockwork.Clock) {
 	for i := range sig.Quotas {
 		q := &sig.Quotas[i]
 		if q.Remaining != 0 || q.Limit <= 0 || q.Reset <= 0 || q.Reset > d || q.RefillsToFull() ||
 			sig.Capped && q.Reset >= t.maxPause {
 			continue
 		}
-		if b := t.quotaBucket(l, q); b != nil {
-			t.resets.at(b, q.Limit, d, clock)
+		if j := t.quotaIndex(len(g.names), g.name, q); j >= 0 {
+			t.resets.at(g, j, q.Limit, d, clock)
 		}
 	}
 }
@@ -153,16 +181,6 @@ func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
 		return sig.Pause()
 	}
 	return sig.RetryAfter, sig.HasRetryAfter
-}
-
-// quotaBucket returns the bucket of l that a reported quota describes
-// (see quotaIndex), or nil when none matches.
-func (t *Transport) quotaBucket(l *throttle.Limiter, q *headers.Quota) *throttle.Bucket {
-	bs := core.Buckets(l)
-	if i := t.quotaIndex(len(bs), func(i int) string { return core.Name(bs[i]) }, q); i >= 0 {
-		return bs[i]
-	}
-	return nil
 }
 
 // quotaIndex returns the index of the limit, of n named by name, that a
@@ -215,58 +233,6 @@ func (t *Transport) quotaIndex(n int, name func(i int) string, q *headers.Quota)
 		return 0
 	}
 	return -1
-}
-
-// heedGate is heed for a Gate that is not a Limiter, through what it can
-// do (see Gate): a Leveler's limits are lowered to the remaining counts
-// reported, and to the refused call's cost after a refusal (never raised:
-// a shared level, as redisbucket's, is the fleet's); a Tuner is told the
-// size of each quota reported with a known window (learnable); a Pauser
-// is paused for the server's wait. A Gate with neither is paced by its
-// own rate; the refused request is still retried after the server's wait.
-func (t *Transport) heedGate(req *http.Request, g throttle.Gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
-	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
-		return
-	}
-	t.countMalformed(sig)
-	lv, _ := g.(throttle.Leveler)
-	var limits []throttle.Limit
-	name := func(i int) string { return limits[i].Name }
-	if lv != nil && len(sig.Quotas) > 0 {
-		limits = g.Limits()
-		t.lowerToReported(sig, len(limits), name, lv.Lower)
-	}
-	if tu, ok := g.(throttle.Tuner); ok {
-		for i := range sig.Quotas {
-			q := &sig.Quotas[i]
-			if _, w, _, ok := learnable(q); ok {
-				if limits == nil {
-					limits = g.Limits()
-				}
-				if j := t.quotaIndex(len(limits), name, q); j >= 0 {
-					tu.Tune(j, q.Limit, w)
-				}
-			}
-		}
-	}
-	d, refused := t.refusal(req, status, sig, clock)
-	if !refused {
-		return
-	}
-	if p, ok := g.(throttle.Pauser); ok {
-		p.PauseUntil(clock.Now().Add(d))
-	}
-	if lv == nil {
-		return
-	}
-	if limits == nil {
-		limits = g.Limits()
-	}
-	for i := range min(len(limits), len(costs)) {
-		if n, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return t.quotaIndex(len(limits), name, q) == i }); !holds {
-			lv.Lower(i, n)
-		}
-	}
 }
 
 // refusedLevel is the level of a limit after a refusal of a call that cost

@@ -176,6 +176,7 @@ type Transport struct {
 	secondary atomic.Int64
 	resets    windowResets
 	inFlight  flightBook
+	gates     gateCache
 	// pauses are the refusals without a usable wait (see refusalPauses).
 	pauses refusalPauses
 }
@@ -279,7 +280,6 @@ func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOpt
 	t := &Transport{
 		base:     base,
 		limiter:  pick,
-		cost:     defaultCost,
 		maxPause: defaultMaxPause,
 		retries:  defaultRetries,
 		initial:  500 * time.Millisecond,
@@ -300,7 +300,7 @@ func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOpt
 		return nil, invalidOption("NewTransport given both WithLLM and WithCost: WithLLM sets the cost, so the other would be ignored")
 	}
 	if g, ok := sharedGate(pick); ok {
-		if g, _ := gateOf(g); g == nil {
+		if newGate(g).none {
 			return nil, errors.New("throttle: NewTransport given Shared of a nil Gate: was its constructor's error ignored? (for no limit, a Limiter at rate throttle.Inf)")
 		}
 		if t.llm != nil {
@@ -382,28 +382,27 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, fmt.Errorf("throttle: choosing the limiter: %w", err)
 	}
-	g, l := gateOf(g)
-	if g == nil {
+	gt := t.gates.of(g)
+	if gt.none {
 		closeRequestBody(req)
 		return nil, noGate(req)
 	}
-	costs, err := t.cost(req, g)
-	if n := limitCount(g, l); err == nil && len(costs) != n {
-		err = core.CostCount(len(costs), n)
-	}
-	if err != nil {
-		closeRequestBody(req)
-		return nil, fmt.Errorf("throttle: request cost: %w", err)
+	costs := gt.ones
+	if t.cost != nil {
+		costs, err = t.cost(req, g)
+		if n := len(gt.names); err == nil && len(costs) != n {
+			err = core.CostCount(len(costs), n)
+		}
+		if err != nil {
+			closeRequestBody(req)
+			return nil, fmt.Errorf("throttle: request cost: %w", err)
+		}
 	}
 	// x stays on the stack unless a retry follows: the retry's closures
-	// take a copy to the heap. It is filled field by field: a composite
-	// literal is built in a temporary and copied over, and reading back the
-	// temporary's fresh 8-byte stores as 16-byte moves stalls the CPU.
+	// take a copy to the heap. It is filled field by field, not from a
+	// composite literal built in a temporary and copied over.
 	var x exchange
-	x.t, x.req, x.ctx, x.l, x.costs, x.clock, x.auto = t, req, req.Context(), l, costs, gateClock(g), autoOf(g)
-	if l == nil {
-		x.gate = &gateSide{g: g}
-	}
+	x.t, x.req, x.ctx, x.g, x.costs, x.clock = t, req, req.Context(), gt, costs, gt.clock
 	resp, err := x.send()
 	if err != nil {
 		if x.n == 0 {
@@ -423,12 +422,13 @@ type exchange struct {
 	t     *Transport
 	req   *http.Request
 	ctx   context.Context
-	l     *throttle.Limiter // the Gate, if it is a Limiter: the in-process paths
-	gate  *gateSide         // the Gate otherwise
-	auto  *autoQuota        // the quota Auto learns for on the Gate, if any
+	g     *gate // the request's Gate
 	costs []int64
 	clock clockwork.Clock
-	n     int // attempts sent
+	// p is the Permit of the attempt under way, on a Gate that is no
+	// Taker; a Taker's costs are settled with x.costs.
+	p throttle.Permit
+	n int // attempts sent
 
 	// Between attempts: the response to return if no retry follows, and
 	// what the server said about the wait.
@@ -447,15 +447,6 @@ type exchange struct {
 	stalled bool
 }
 
-// gateSide is an exchange's Gate when it is not a Limiter, apart so that
-// the exchange of a Limiter, the common case, stays small.
-type gateSide struct {
-	g throttle.Gate
-	// p is the Permit of the attempt under way, when one was taken (see
-	// takeGate).
-	p throttle.Permit
-}
-
 // send makes one attempt: permit, in-flight slot, request, and the reading
 // of the response's signals.
 func (x *exchange) send() (*http.Response, error) {
@@ -463,27 +454,12 @@ func (x *exchange) send() (*http.Response, error) {
 	var waited int64
 	taken := !costsFree(x.costs)
 	if taken {
-		var w int64
-		var err error
-		until, retry := t.pauses.retryOf(x.req)
-		switch {
-		case x.l != nil && retry:
-			w, err = x.takeRetry(until)
-		case x.l != nil:
-			var d time.Duration
-			d, err = x.l.Take(x.ctx, x.costs...)
-			w = int64(d)
-			if err != nil {
-				w, err = x.takeLater(err)
-			}
-		default:
-			w, err = x.takeGate()
-		}
+		w, err := x.takeTurn()
 		if err != nil {
 			return nil, err
 		}
 		waited = w
-		if x.auto.beforeSend() {
+		if x.g.learn != nil && x.g.learn.beforeSend() {
 			// Auto's fleet paused while the call waited: wait it out.
 			if err := x.waitPause(); err != nil {
 				x.giveBack(taken)
@@ -491,37 +467,17 @@ func (x *exchange) send() (*http.Response, error) {
 			}
 		}
 	}
-	var release func()
-	if t.inflight != nil {
-		if !t.inflight.TryAcquire(1) {
-			start := x.now()
-			if err := t.inflight.Acquire(x.ctx, 1); err != nil {
-				x.giveBack(taken)
-				return nil, err
-			}
-			// The slot may have come after a pause began: wait it out.
-			if err := x.waitPause(); err != nil {
-				t.inflight.Release(1)
-				x.giveBack(taken)
-				return nil, err
-			}
-			waited += x.now() - start
-		}
-		release = sync.OnceFunc(func() { t.inflight.Release(1) })
+	release, err := x.inFlightSlot(&waited, taken)
+	if err != nil {
+		return nil, err
 	}
-	req := x.req
-	if x.n > 0 {
-		req = x.req.Clone(x.ctx)
-		if x.req.Body != nil && x.req.Body != http.NoBody {
-			var err error
-			if req.Body, err = x.req.GetBody(); err != nil {
-				if release != nil {
-					release()
-				}
-				x.giveBack(taken)
-				return nil, fmt.Errorf("throttle: replaying the request body: %w", err)
-			}
+	req, err := x.attemptRequest()
+	if err != nil {
+		if release != nil {
+			release()
 		}
+		x.giveBack(taken)
+		return nil, err
 	}
 	x.dropLast()
 	if waited != 0 {
@@ -529,15 +485,15 @@ func (x *exchange) send() (*http.Response, error) {
 	}
 	x.n++
 	t.sent.Add(1)
-	booked := t.settle != nil && taken && x.l != nil
+	booked := t.settle != nil && taken && x.g.keyed
 	if booked {
-		t.inFlight.add(core.Buckets(x.l), x.costs)
+		t.inFlight.add(x.g.g, x.costs)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		// The costs stay spent: the request may have reached the server.
 		if booked {
-			t.inFlight.Settled(core.Buckets(x.l), x.costs, x.costs)
+			t.inFlight.settled(x.g.g, x.costs, x.costs)
 		}
 		if release != nil {
 			release()
@@ -547,6 +503,85 @@ func (x *exchange) send() (*http.Response, error) {
 	if release != nil {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
+	x.read(resp, taken)
+	return resp, nil
+}
+
+// takeTurn takes the request's costs, waiting its turn: a recognised retry
+// of a refused call as takeRetry says, any other as the Gate decides,
+// refused before its deadline only on a wait that is certain (takeLater).
+func (x *exchange) takeTurn() (int64, error) {
+	if until, retry := x.t.pauses.retryOf(x.req); retry {
+		return x.takeRetry(until)
+	}
+	w, err := x.take(x.ctx)
+	if err != nil {
+		return x.takeLater(err)
+	}
+	return w, nil
+}
+
+// take takes the costs on the Gate with ctx: a Taker's Take, which reports
+// its wait, or Acquire, keeping the Permit for the settlement and timing
+// the wait on the Gate's clock.
+func (x *exchange) take(ctx context.Context) (int64, error) {
+	if tk := x.g.tk; tk != nil {
+		d, err := tk.Take(ctx, x.costs...)
+		return int64(d), err
+	}
+	start := x.clock.Now()
+	p, err := x.g.g.Acquire(ctx, x.costs...)
+	if err != nil {
+		return 0, err
+	}
+	x.p = p
+	return int64(x.clock.Since(start)), nil
+}
+
+// inFlightSlot waits for a slot of WithInFlight, adding the wait to
+// *waited, and returns its release, nil without the option.
+func (x *exchange) inFlightSlot(waited *int64, taken bool) (func(), error) {
+	t := x.t
+	if t.inflight == nil {
+		return nil, nil
+	}
+	if !t.inflight.TryAcquire(1) {
+		start := x.now()
+		if err := t.inflight.Acquire(x.ctx, 1); err != nil {
+			x.giveBack(taken)
+			return nil, err
+		}
+		// The slot may have come after a pause began: wait it out.
+		if err := x.waitPause(); err != nil {
+			t.inflight.Release(1)
+			x.giveBack(taken)
+			return nil, err
+		}
+		*waited += x.now() - start
+	}
+	return sync.OnceFunc(func() { t.inflight.Release(1) }), nil
+}
+
+// attemptRequest returns the request to send: the caller's on the first
+// attempt, a clone with a fresh body from GetBody on a retry.
+func (x *exchange) attemptRequest() (*http.Request, error) {
+	if x.n == 0 {
+		return x.req, nil
+	}
+	req := x.req.Clone(x.ctx)
+	if x.req.Body != nil && x.req.Body != http.NoBody {
+		var err error
+		if req.Body, err = x.req.GetBody(); err != nil {
+			return nil, fmt.Errorf("throttle: replaying the request body: %w", err)
+		}
+	}
+	return req, nil
+}
+
+// read reads what resp says and heeds it: the rate-limit signals, a
+// refusal's body, the settlement WithLLM makes, the pause.
+func (x *exchange) read(resp *http.Response, taken bool) {
+	t := x.t
 	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
 	status := resp.StatusCode
 	x.refusal, x.stalled = headers.Refusal{}, false
@@ -571,25 +606,18 @@ func (x *exchange) send() (*http.Response, error) {
 		// Heeded as the 402 it means: the quotas it reports, no pause.
 		status = http.StatusPaymentRequired
 		t.refused.Add(1)
-		if x.l != nil {
-			observeRefused(core.Buckets(x.l), x.costs, x.refusal.Billing)
-		}
+		observeRefused(x.g, x.costs, x.refusal.Billing)
 		noRetryForSDK(x.req, resp)
 	case x.aboutRequest:
 		// Heeded as the 413 it means: the quotas it reports, no pause.
 		status = http.StatusRequestEntityTooLarge
 		noRetryForSDK(x.req, resp)
 	}
-	if x.l == nil {
-		t.heedGate(x.req, x.gate.g, x.costs, status, &x.sig, x.clock)
-		return resp, nil
-	}
-	t.heed(x.req, x.l, x.costs, status, &x.sig, x.clock)
-	if q := x.auto; q != nil {
+	t.heed(x.req, x.g, x.costs, status, &x.sig, x.clock)
+	if l := x.g.learn; l != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
-		q.response(x.req, x.l, x.costs, status, &x.sig, t.maxPause)
+		l.response(x.req, x.costs, status, &x.sig, t.maxPause)
 	}
-	return resp, nil
 }
 
 // costsFree reports whether a request costs nothing on every bucket. An
@@ -606,86 +634,48 @@ func costsFree(costs []int64) bool {
 	return true
 }
 
-// takeLater is what follows a Limiter's refusal err of the costs: a wait
-// past the deadline is refused only when its certain part passes the
-// deadline too (sureWait); otherwise the request queues (takeHoping).
+// takeLater is what follows a refusal err of the costs: a wait past the
+// deadline is refused only when its certain part passes the deadline too
+// (sureWait); otherwise the request queues (takeHoping).
 func (x *exchange) takeLater(err error) (int64, error) {
 	var wait *throttle.WaitError
 	if !errors.As(err, &wait) {
 		return 0, err
 	}
-	if err := x.t.sureWait(x.ctx, x.l, x.auto, x.costs, x.clock, err); err != nil {
+	if err := x.t.sureWait(x.ctx, x.g, x.costs, x.clock, err); err != nil {
 		return 0, err
 	}
 	return x.takeHoping()
 }
 
-// takeGate takes the costs on a Gate that is not a Limiter: Acquire,
-// keeping the Permit for the settlement WithLLM makes, or a Taker's Take
-// when nothing will settle. The Gate decides about the deadline: the Transport knows
-// nothing of what its permits in flight will give back.
-func (x *exchange) takeGate() (int64, error) {
-	start := x.clock.Now()
-	var err error
-	gs := x.gate
-	if tk, ok := gs.g.(throttle.Taker); ok && x.t.settle == nil {
-		_, err = tk.Take(x.ctx, x.costs...)
-	} else {
-		gs.p, err = gs.g.Acquire(x.ctx, x.costs...)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return int64(x.clock.Since(start)), nil
-}
-
-// now reads the time waits are measured on: a Limiter's monotonic time
-// line, or the exchange's clock.
-func (x *exchange) now() int64 {
-	if x.l != nil {
-		return core.Now(x.l)
-	}
-	return x.clock.Now().UnixNano()
-}
+// now reads the time waits are measured on, the Gate's clock.
+func (x *exchange) now() int64 { return x.clock.Now().UnixNano() }
 
 // settler returns the permit of the attempt just answered, for WithLLM to
-// settle: on a Limiter one booked as in flight (see flightBook), on any
-// other Gate the Permit its Acquire gave.
+// settle, booked as in flight (see flightBook).
 func (x *exchange) settler() settler {
-	if x.l != nil {
-		bs := core.Buckets(x.l)
-		return limiterSettler{core.NewPermit(bs, x.costs, &x.t.inFlight).(corePermit), bs}
-	}
-	gs := x.gate
-	p := &gatePermit{p: gs.p, costs: x.costs, limits: gs.g.Limits()}
-	gs.p = nil
-	return p
+	s := &attempt{t: x.t, g: x.g, costs: x.costs, p: x.p}
+	x.p = nil
+	return s
 }
 
 // giveBack returns the costs taken for a request that was not sent.
 func (x *exchange) giveBack(taken bool) {
 	switch {
 	case !taken:
-	case x.l != nil:
-		core.Settle(core.Buckets(x.l), x.costs, make([]int64, len(x.costs)))
-	case x.gate.p != nil:
-		x.gate.p.Cancel()
-		x.gate.p = nil
-	default:
-		if tk, ok := x.gate.g.(throttle.Taker); ok {
-			tk.Refund(x.costs...)
-		}
+	case x.p != nil:
+		x.p.Cancel()
+		x.p = nil
+	case x.g.tk != nil:
+		x.g.tk.Settle(x.costs, make([]int64, len(x.costs)))
 	}
 }
 
-// waitPause waits until no bucket of the Limiter is paused; a Gate of
-// another kind pauses its own callers.
+// waitPause waits until no limit of the Gate is paused (as its Status
+// says; a Gate that is no Meter pauses its own callers).
 func (x *exchange) waitPause() error {
-	if x.l == nil {
-		return nil
-	}
 	for {
-		until := latestPause(x.l)
+		until := gatePause(x.g)
 		d := x.clock.Until(until)
 		if until.IsZero() || d <= 0 {
 			return nil
@@ -698,6 +688,21 @@ func (x *exchange) waitPause() error {
 			return x.ctx.Err()
 		}
 	}
+}
+
+// gatePause is the end of the latest pause in force on a limit of g, zero
+// if none or if g is no Meter.
+func gatePause(g *gate) time.Time {
+	var until time.Time
+	if g.meter == nil {
+		return until
+	}
+	for _, st := range g.meter.Status(nil) {
+		if st.Paused.After(until) {
+			until = st.Paused
+		}
+	}
+	return until
 }
 
 // dropLast discards the response kept from the previous attempt.

@@ -34,12 +34,12 @@ import (
 // ahead used nothing. A window reset already scheduled (windowResets)
 // counts, from the reset on.
 
-// flightBook counts, for each bucket, what the attempts of a Transport
-// with WithLLM have reserved and not yet settled, and over the settled
-// ones, what was reserved and what was used.
+// flightBook counts, for each limit of a Gate, what the attempts of a
+// Transport with WithLLM have reserved and not yet settled, and over the
+// settled ones, what was reserved and what was used.
 type flightBook struct {
 	mu sync.Mutex
-	m  map[*throttle.Bucket]*flights
+	m  map[limitRef]*flights
 }
 
 type flights struct {
@@ -48,88 +48,106 @@ type flights struct {
 	used     int64 // what those attempts used
 }
 
-// add books costs taken from bs for an attempt about to be sent.
-func (f *flightBook) add(bs []*throttle.Bucket, costs []int64) {
+// add books costs taken from g for an attempt about to be sent.
+func (f *flightBook) add(g throttle.Gate, costs []int64) {
 	f.mu.Lock()
 	if f.m == nil {
-		f.m = make(map[*throttle.Bucket]*flights)
+		f.m = make(map[limitRef]*flights)
 	}
-	for i, b := range bs {
-		if costs[i] == 0 {
+	for i, c := range costs {
+		if c == 0 {
 			continue
 		}
-		e := f.m[b]
+		r := limitRef{g, i}
+		e := f.m[r]
 		if e == nil {
 			e = new(flights)
-			f.m[b] = e
+			f.m[r] = e
 		}
-		e.inFlight += costs[i]
+		e.inFlight += c
 	}
 	f.mu.Unlock()
 }
 
 // settled moves an attempt booked with costs to the settled ones, which
-// used actual. A bucket with nothing left in flight is forgotten, keeping
+// used actual. A limit with nothing left in flight is forgotten, keeping
 // its ratio only while it is in use.
-func (f *flightBook) Settled(bs []*throttle.Bucket, costs, actual []int64) {
+func (f *flightBook) settled(g throttle.Gate, costs, actual []int64) {
 	f.mu.Lock()
-	for i, b := range bs {
-		e := f.m[b]
-		if e == nil || costs[i] == 0 {
+	for i, c := range costs {
+		r := limitRef{g, i}
+		e := f.m[r]
+		if e == nil || c == 0 {
 			continue
 		}
-		e.inFlight -= costs[i]
-		e.reserved = satAdd(e.reserved, costs[i])
-		e.used = satAdd(e.used, min(actual[i], costs[i]))
+		e.inFlight -= c
+		e.reserved = satAdd(e.reserved, c)
+		e.used = satAdd(e.used, min(actual[i], c))
 		if e.inFlight <= 0 {
-			delete(f.m, b)
+			delete(f.m, r)
 		}
 	}
 	f.mu.Unlock()
 }
 
-// unsettled is what the attempts in flight on b reserved and have not
-// settled: at most what they can give back.
-func (f *flightBook) unsettled(b *throttle.Bucket) int64 {
+// unsettled is what the attempts in flight on limit r reserved and have
+// not settled: at most what they can give back.
+func (f *flightBook) unsettled(r limitRef) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e := f.m[b]; e != nil && e.inFlight > 0 {
+	if e := f.m[r]; e != nil && e.inFlight > 0 {
 		return e.inFlight
 	}
 	return 0
 }
 
-// sureWait returns the refusal of costs on l, refused by the Limiter for a
+// sureWait returns the refusal of costs on g, refused by the Gate for a
 // wait past the context's deadline, when the part of the wait that is
 // certain (see "Which waits are certain") passes the deadline too: the
-// first such bucket's, its name and that wait; or nil when the request may
-// still be served in time, and queues. refused is the Limiter's error,
-// returned as it is when the decision cannot be made.
-func (t *Transport) sureWait(ctx context.Context, l *throttle.Limiter, q *autoQuota, costs []int64, clock interface{ Now() time.Time }, refused error) error {
+// first such limit's, its name and that wait; or nil when the request may
+// still be served in time, and queues. refused is the Gate's error,
+// returned as it is when the decision cannot be made: without a deadline,
+// or on a Gate that reports no Status (Meter).
+func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, clock interface{ Now() time.Time }, refused error) error {
 	dl, ok := ctx.Deadline()
-	if !ok {
+	if !ok || g.meter == nil || len(costs) != len(g.names) {
 		return refused
 	}
 	now := clock.Now()
 	left := dl.Sub(now)
-	for i, b := range core.Buckets(l) {
-		if costs[i] == 0 {
+	var sts []throttle.LimitStatus
+	one := make([]int64, len(costs))
+	for i, c := range costs {
+		if c == 0 {
 			continue
 		}
-		// The raise to come is read before the bucket: a raise that is no
+		r := limitRef{g.g, i}
+		// The raise to come is read before the limit: a raise that is no
 		// longer due has put its tokens in already (windowResets.at).
-		n, at, due := t.resets.due(b)
+		var n int64
+		var at time.Time
+		var due bool
+		if g.keyed {
+			n, at, due = t.resets.due(r)
+		}
 		due = due && at.Before(dl)
-		w, err := b.WaitTime(costs[i])
+		clear(one)
+		one[i] = c
+		w, err := g.g.WaitTime(one...)
 		if err != nil {
 			return refused
 		}
 		if w <= left {
 			continue
 		}
-		st := b.Status()
+		if sts == nil {
+			if sts = g.meter.Status(nil); len(sts) != len(costs) {
+				return refused
+			}
+		}
+		st := sts[i]
 		var sure time.Duration
-		if t.settle == nil && q == nil {
+		if t.settle == nil && g.learn == nil {
 			// Exact costs at a configured rate: the queue's projection is
 			// certain, less what a reset will restore.
 			sure = w
@@ -138,14 +156,18 @@ func (t *Transport) sureWait(ctx context.Context, l *throttle.Limiter, q *autoQu
 			}
 		} else {
 			tokens, period := st.Rate.Tokens(), st.Rate.Period()
-			if q != nil {
-				tokens, period = q.serverRate(b)
+			if g.learn != nil {
+				tokens, period = g.learn.serverRate(i)
 			}
 			var pause time.Duration
 			if !st.Paused.IsZero() {
 				pause = max(st.Paused.Sub(now), 0)
 			}
-			need := costs[i] - satAdd(st.Remaining, t.inFlight.unsettled(b))
+			var flying int64
+			if g.keyed {
+				flying = t.inFlight.unsettled(r)
+			}
+			need := c - satAdd(st.Remaining, flying)
 			sure = pause
 			if need > 0 && tokens > 0 && period > 0 {
 				sure = satAddDur(pause, refillTime(need, tokens, period))
@@ -197,8 +219,7 @@ func (x *exchange) takeHoping() (int64, error) {
 		stop()
 		cancel()
 	}()
-	d, err := x.l.Take(ctx, x.costs...)
-	w := int64(d)
+	w, err := x.take(ctx)
 	if err != nil && errors.Is(err, context.Canceled) {
 		select {
 		case <-x.ctx.Done():
@@ -209,17 +230,18 @@ func (x *exchange) takeHoping() (int64, error) {
 	return w, err
 }
 
-// windowResets schedules, for buckets whose server quota ends a window,
+// windowResets schedules, for limits whose server quota ends a window,
 // the return of the server's level at the window's end.
 //
 // A server that restores its quota at once at the end of a window (GitHub's
 // x-ratelimit-reset, the X-RateLimit family) has its whole limit again
-// then; a bucket emptied by its "remaining: 0" would otherwise refill at
+// then; a limit emptied by its "remaining: 0" would otherwise refill at
 // its configured rate, one call every 0.72 s at 5,000 an hour, long after
-// the server reset.
+// the server reset. The level comes back through the Gate's Settle (a
+// Taker's): a Gate that is none gets its level back at its own rate.
 type windowResets struct {
 	mu      sync.Mutex
-	pending map[*throttle.Bucket]windowReset
+	pending map[limitRef]windowReset
 }
 
 // windowReset is a raise to come: n tokens at the instant at.
@@ -228,39 +250,45 @@ type windowReset struct {
 	at time.Time
 }
 
-// at raises b by n tokens (never above its capacity) after d on clock,
-// unless a raise is already pending for b.
-func (w *windowResets) at(b *throttle.Bucket, n int64, d time.Duration, clock clockwork.Clock) {
+// at raises limit i of g by n tokens (never above its capacity) after d
+// on clock, unless a raise is already pending for it.
+func (w *windowResets) at(g *gate, i int, n int64, d time.Duration, clock clockwork.Clock) {
+	if g.tk == nil || !g.keyed {
+		return
+	}
+	r := limitRef{g.g, i}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.pending[b]; ok {
+	if _, ok := w.pending[r]; ok {
 		return
 	}
 	if w.pending == nil {
-		w.pending = make(map[*throttle.Bucket]windowReset)
+		w.pending = make(map[limitRef]windowReset)
 	}
-	w.pending[b] = windowReset{n: n, at: clock.Now().Add(d)}
+	w.pending[r] = windowReset{n: n, at: clock.Now().Add(d)}
+	back, none := make([]int64, len(g.names)), make([]int64, len(g.names))
+	back[i] = n
 	clock.AfterFunc(d, func() {
 		// The tokens go in before the raise stops being pending, both under
-		// the lock: a deadline decision (fitsLater, which reads due before
-		// the bucket) sees the raise to come or its tokens, never neither.
+		// the lock: a deadline decision (sureWait, which reads due before
+		// the limit) sees the raise to come or its tokens, never neither.
 		// Deleted first, a retry due at the same instant could find the
-		// raise gone and the bucket still empty, and give up.
+		// raise gone and the limit still empty, and give up.
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		core.Give(b, n)
-		delete(w.pending, b)
+		g.tk.Settle(back, none)
+		delete(w.pending, r)
 	})
 }
 
-// due reports the raise to come for b, if any: a deadline decision
-// counts it, as the calls queued behind an emptied bucket will be served
+// due reports the raise to come for limit r, if any: a deadline decision
+// counts it, as the calls queued behind an emptied limit will be served
 // at the reset, not at the configured rate.
-func (w *windowResets) due(b *throttle.Bucket) (n int64, at time.Time, ok bool) {
+func (w *windowResets) due(r limitRef) (n int64, at time.Time, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r, ok := w.pending[b]
-	return r.n, r.at, ok
+	wr, ok := w.pending[r]
+	return wr.n, wr.at, ok
 }
 
 // secondaryMin is the least wait after GitHub's secondary limit when the
@@ -290,12 +318,15 @@ func (t *Transport) secondaryWait(sig *headers.Signals) {
 	sig.RetryAfter, sig.HasRetryAfter = d, true
 }
 
-// observeRefused reports a refusal of the account to the observers of the
-// buckets the request took from.
-func observeRefused(bs []*throttle.Bucket, costs []int64, code string) {
-	for i, b := range bs {
-		if costs[i] != 0 {
-			core.Observe(b, throttle.Event{Kind: throttle.EventRejected, Limit: core.Name(b), Cost: costs[i], Reason: code})
+// observeRefused reports a refusal of the account to the Gate, if it is an
+// Observer, as an EventRejected for each limit the request took from.
+func observeRefused(g *gate, costs []int64, code string) {
+	if g.obs == nil {
+		return
+	}
+	for i, c := range costs {
+		if c != 0 && i < len(g.names) {
+			g.obs.Observe(throttle.Event{Kind: throttle.EventRejected, Limit: g.names[i], Cost: c, Reason: code})
 		}
 	}
 }

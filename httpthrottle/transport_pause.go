@@ -206,11 +206,13 @@ func (p *refusalPauses) retryOf(req *http.Request) (until time.Time, ok bool) {
 // no more usable than none.
 func usableWait(d time.Duration, ok bool) bool { return ok && d > 0 }
 
-// takeRetry takes the costs of a recognised retry on l (see the comment at
-// the top of the file): once its own call's pause is over, at once, as
-// debt when the buckets do not hold them (or are paused by another call's
-// refusal: the retry has already waited the back-off its own refusal asked
-// for, and a later pause of another call would add to it).
+// takeRetry takes the costs of a recognised retry (see the comment at the
+// top of the file): once its own call's pause is over, at once, charged
+// as debt when the limits do not hold them (or are paused by another
+// call's refusal: the retry has already waited the back-off its own
+// refusal asked for, and a later pause of another call would add to it).
+// A Gate that is no Taker cannot be charged: the retry then waits its
+// turn there.
 func (x *exchange) takeRetry(until time.Time) (int64, error) {
 	start := x.now()
 	if d := x.clock.Until(until); d > 0 {
@@ -222,11 +224,17 @@ func (x *exchange) takeRetry(until time.Time) (int64, error) {
 			return 0, x.ctx.Err()
 		}
 	}
-	if ok, err := x.l.TryAcquire(x.costs...); err != nil {
+	tk := x.g.tk
+	if tk == nil {
+		if _, err := x.take(x.ctx); err != nil {
+			return 0, err
+		}
+		return x.now() - start, nil
+	}
+	if ok, err := tk.TryAcquire(x.costs...); err != nil {
 		return 0, err
 	} else if !ok {
-		bs := core.Buckets(x.l)
-		core.Settle(bs, make([]int64, len(bs)), x.costs)
+		tk.Settle(make([]int64, len(x.costs)), x.costs)
 	}
 	return x.now() - start, nil
 }
