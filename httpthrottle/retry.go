@@ -109,9 +109,9 @@ func (x *exchange) retry(resp *http.Response) (*http.Response, error) {
 		backoff.WithInitialInterval(x.t.initial),
 		backoff.WithMaxInterval(x.t.maxWait),
 		backoff.WithMaxElapsedTime(0),
-		backoff.WithClockProvider(x.clock),
+		backoff.WithClockProvider(x.g.clock),
 	)
-	err := backoff.RetryNotifyWithTimer(op, b, notify, &clockTimer{clock: x.clock})
+	err := backoff.RetryNotifyWithTimer(op, b, notify, &clockTimer{clock: x.g.clock})
 	switch {
 	case err == nil:
 		return x.final, nil
@@ -167,7 +167,7 @@ func (b *retryBackOff) NextBackOff() time.Duration {
 	if d > x.t.maxPause {
 		return backoff.Stop
 	}
-	if dl, ok := x.ctx.Deadline(); ok && x.clock.Until(dl) <= d {
+	if dl, ok := x.ctx.Deadline(); ok && x.g.clock.Until(dl) <= d {
 		return backoff.Stop
 	}
 	b.tries++

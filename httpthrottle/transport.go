@@ -14,7 +14,6 @@ import (
 
 	"github.com/throttlekit/throttle"
 
-	"github.com/jonboulle/clockwork"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/throttlekit/throttle/internal/headers"
@@ -130,23 +129,23 @@ const defaultRetries = 3
 // named "requests", else the first of the LLM config's request limits, or
 // to the only limit of a one-limit Gate. Other quotas are ignored.
 //
-// Any Gate: what the Transport does to a Limiter it does to any Gate,
-// through the Gate interface and what the Gate can do beyond it. A Pauser
-// (redisbucket's Limiter, whose pause holds every process on its id) is
-// paused as a Limiter is; a Leveler is lowered to the remaining counts and,
-// after a refusal, to the refused call's cost (never raised: a shared
-// level is the fleet's); WithLLM settles the Permit the Gate's Acquire
-// gave. A Gate without a capability goes without its reaction: one that is
-// no Pauser is paced by its own rate, the refused request still retried
-// after the server's wait. On a Gate that is not a Limiter the deadline
-// decision is the Gate's own (redisbucket's refuses on its projection,
-// estimates included: no count of what permits in flight or window resets
-// will give back), and the window resets are left to the Gate (a
-// Pauser's level comes back at its rate after the pause).
+// Any Gate: the Transport does the same to every Gate, through the Gate
+// interface and the capabilities it finds on it (see package throttle):
+// a Taker's costs are taken and settled without a Permit (Take, Settle;
+// otherwise Acquire gives one); a Pauser is paused, with the levels the
+// refusal leaves (a Limiter sets them, redisbucket's keeps the fleet's
+// level, which its pause empties); a Leveler is lowered to the remaining
+// counts; a Tuner is told each quota's size; a Meter's Status gives the
+// certain part of a wait; an Observer hears the account's refusals. A
+// Gate without a capability goes without that reaction: one that is no
+// Pauser is paced by its own rate, the refused request still retried
+// after the server's wait; on one that is no Meter the deadline decision
+// is the Gate's own; one that is no Taker gets its window resets back at
+// its own rate, and a recognised retry waits its turn there.
 //
 // Time (pauses, back-off, deadlines) is read on the clock of the request's
-// Gate: a Limiter's, a trtcm.Marker's or an htb.Limiter's own (WithClock), or
-// the Clock method's of a Gate that has one (redisbucket's Limiter), else
+// Gate: the clock its Clock method returns (a Limiter's, set WithClock;
+// redisbucket's Limiter's), an htb.Limiter's or a trtcm.Marker's own, else
 // the real clock; so a Gate built on a clockwork.FakeClock drives the
 // Transport in tests.
 type Transport struct {
@@ -402,7 +401,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	// take a copy to the heap. It is filled field by field, not from a
 	// composite literal built in a temporary and copied over.
 	var x exchange
-	x.t, x.req, x.ctx, x.g, x.costs, x.clock = t, req, req.Context(), gt, costs, gt.clock
+	x.t, x.req, x.ctx, x.g, x.costs = t, req, req.Context(), gt, costs
 	resp, err := x.send()
 	if err != nil {
 		if x.n == 0 {
@@ -424,7 +423,6 @@ type exchange struct {
 	ctx   context.Context
 	g     *gate // the request's Gate
 	costs []int64
-	clock clockwork.Clock
 	// p is the Permit of the attempt under way, on a Gate that is no
 	// Taker; a Taker's costs are settled with x.costs.
 	p throttle.Permit
@@ -529,13 +527,13 @@ func (x *exchange) take(ctx context.Context) (int64, error) {
 		d, err := tk.Take(ctx, x.costs...)
 		return int64(d), err
 	}
-	start := x.clock.Now()
+	start := x.g.clock.Now()
 	p, err := x.g.g.Acquire(ctx, x.costs...)
 	if err != nil {
 		return 0, err
 	}
 	x.p = p
-	return int64(x.clock.Since(start)), nil
+	return int64(x.g.clock.Since(start)), nil
 }
 
 // inFlightSlot waits for a slot of WithInFlight, adding the wait to
@@ -582,7 +580,7 @@ func (x *exchange) attemptRequest() (*http.Request, error) {
 // refusal's body, the settlement WithLLM makes, the pause.
 func (x *exchange) read(resp *http.Response, taken bool) {
 	t := x.t
-	headers.ParseClock(&x.sig, resp.Header, x.clock, t.maxPause)
+	headers.ParseClock(&x.sig, resp.Header, x.g.clock, t.maxPause)
 	status := resp.StatusCode
 	x.refusal, x.stalled = headers.Refusal{}, false
 	if status == http.StatusTooManyRequests || status == http.StatusForbidden {
@@ -613,7 +611,7 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 		status = http.StatusRequestEntityTooLarge
 		noRetryForSDK(x.req, resp)
 	}
-	t.heed(x.req, x.g, x.costs, status, &x.sig, x.clock)
+	t.heed(x.req, x.g, x.costs, status, &x.sig, x.g.clock)
 	if l := x.g.learn; l != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		l.response(x.req, x.costs, status, &x.sig, t.maxPause)
@@ -642,14 +640,14 @@ func (x *exchange) takeLater(err error) (int64, error) {
 	if !errors.As(err, &wait) {
 		return 0, err
 	}
-	if err := x.t.sureWait(x.ctx, x.g, x.costs, x.clock, err); err != nil {
+	if err := x.t.sureWait(x.ctx, x.g, x.costs, x.g.clock, err); err != nil {
 		return 0, err
 	}
 	return x.takeHoping()
 }
 
 // now reads the time waits are measured on, the Gate's clock.
-func (x *exchange) now() int64 { return x.clock.Now().UnixNano() }
+func (x *exchange) now() int64 { return x.g.clock.Now().UnixNano() }
 
 // settler returns the permit of the attempt just answered, for WithLLM to
 // settle, booked as in flight (see flightBook).
@@ -676,11 +674,11 @@ func (x *exchange) giveBack(taken bool) {
 func (x *exchange) waitPause() error {
 	for {
 		until := gatePause(x.g)
-		d := x.clock.Until(until)
+		d := x.g.clock.Until(until)
 		if until.IsZero() || d <= 0 {
 			return nil
 		}
-		timer := x.clock.NewTimer(d)
+		timer := x.g.clock.NewTimer(d)
 		select {
 		case <-timer.Chan():
 		case <-x.ctx.Done():

@@ -215,8 +215,8 @@ func usableWait(d time.Duration, ok bool) bool { return ok && d > 0 }
 // turn there.
 func (x *exchange) takeRetry(until time.Time) (int64, error) {
 	start := x.now()
-	if d := x.clock.Until(until); d > 0 {
-		timer := x.clock.NewTimer(d)
+	if d := x.g.clock.Until(until); d > 0 {
+		timer := x.g.clock.NewTimer(d)
 		select {
 		case <-timer.Chan():
 		case <-x.ctx.Done():
