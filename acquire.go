@@ -397,9 +397,9 @@ func covers(bs []*Bucket, costs []int64, now int64) bool {
 // and enqueue unlocks it. When it reports queued, the caller waits with
 // w.await; it is left to the caller so that enqueue's frame is gone from
 // the stack by then. With the sleep called from in here, every goroutine's
-// first sleep grew its starting stack (a runtime.copystack each), and
-// queueing 1,000 goroutines at once cost 9.7-11.4 µs of CPU each instead
-// of 4.8-5.5 (BenchmarkWaitersQueueIn).
+// first sleep grew its starting stack (a runtime.copystack each), which
+// about doubled the CPU of a goroutine queueing (BenchmarkWaitersQueueIn;
+// benchmarks/README.md has the figures).
 func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, err error) {
 	w.priority = priorityOf(ctx)
 	before := g.insertionPoint(w.priority)

@@ -88,7 +88,8 @@ const defaultRetries = 3
 // (its cost is taken as debt if need be), so that a call the server keeps
 // refusing costs no more time than the SDK alone spends on it. A reset that is the time until
 // the quota is full again (OpenAI's, Anthropic's) is not waited whole: the
-// pause lasts one unit's refill (see headers.Quota.Wait). The pause sets
+// pause lasts one unit's refill, the reset divided by the units missing
+// (limit less remaining), rounded up. The pause sets
 // each bucket to the refused request's cost, or to the remaining count the
 // server reports if lower, so that one call goes when the pause ends and
 // the others follow at the configured rate, not in a burst; a bucket whose
