@@ -112,7 +112,8 @@ func gateLimits(g throttle.Gate) []throttle.Limit {
 // g.Limits(). A zero cost leaves that limit out; a request whose costs are
 // all zero is free and takes no permit. The default cost is 1 on every
 // limit. Returning a number of costs other than one per limit is a bug:
-// the Transport fails the request with an error matching ErrCostCount, and
+// the Transport fails the request with an error matching
+// throttle.ErrInvalidCost, and
 // LimitHandler answers 500, without sending or admitting it.
 //
 // A CostFunc that reads the request body must not consume it: on the client

@@ -13,7 +13,7 @@ import (
 // HeaderKey, HashedHeaderKey, HostKey, ModelKey). The key's limiter is held
 // while the request uses it, so a pause a server imposes on the key lasts as
 // long as it should. A key whose config gives no valid limits fails the
-// request with an error matching ErrInvalidLimit.
+// request with an error matching throttle.ErrInvalidOption.
 //
 // Under LimitHandler the LimiterFunc hands the request to k instead of
 // returning a Limiter (it returns a nil Gate): the request is decided on
