@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle/internal/exact"
@@ -338,10 +339,10 @@ func (k *Keyed[K]) Limiter(key K) *Limiter {
 		s.mu.Unlock()
 		return nil
 	}
-	l := limiterOver(k.materialise(e).shared())
+	l := k.materialise(e).limiter()
 	s.sweep(now, steps)
 	s.mu.Unlock()
-	return &l
+	return l
 }
 
 // Len returns the number of keys held now: those used recently and not yet
@@ -494,5 +495,10 @@ type held struct {
 	// the key, their waiters and their Permits: while it is reachable
 	// someone may still act on the buckets.
 	arr      weakBuckets
+	// view is the last Limiter handed out for the key, over the shared
+	// array: while anyone holds it, Limiter hands it out again, so that a
+	// caller that keeps what it found for a Gate (the HTTP Transport) finds
+	// the same Gate for the same key.
+	view     weak.Pointer[Limiter]
 	inflight atomic.Int32 // TryAcquire/WaitTime calls on lim, begun under the shard lock
 }

@@ -50,6 +50,18 @@ func (h *held) shared() []*Bucket {
 	return bs
 }
 
+// limiter returns the Limiter handed out for the key: the one handed out
+// last, while anyone holds it, else a new one over the shared array.
+// Called with the shard locked.
+func (h *held) limiter() *Limiter {
+	if l := h.view.Value(); l != nil {
+		return l
+	}
+	l := limiterOver(h.shared())
+	h.view = weak.Make(&l)
+	return &l
+}
+
 // idle reports whether the key's Limiter is exactly as a fresh one from its
 // config would be: nobody can reach its buckets but h, nobody is queued, no
 // pause is in force and every bucket is full; and, unless all is set, that

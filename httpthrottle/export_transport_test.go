@@ -108,5 +108,5 @@ func takenSettler(b *throttle.Bucket, cost int64) settler {
 	if err != nil {
 		panic(err)
 	}
-	return &attempt{t: new(Transport), g: newGate(l), costs: []int64{cost}}
+	return &attempt{t: new(Transport), g: newGate(l, nil), costs: []int64{cost}}
 }

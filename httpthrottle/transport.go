@@ -300,7 +300,7 @@ func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOpt
 		return nil, invalidOption("NewTransport given both WithLLM and WithCost: WithLLM sets the cost, so the other would be ignored")
 	}
 	if g, ok := sharedGate(pick); ok {
-		if newGate(g).none {
+		if newGate(g, nil).none {
 			return nil, errors.New("throttle: NewTransport given Shared of a nil Gate: was its constructor's error ignored? (for no limit, a Limiter at rate throttle.Inf)")
 		}
 		if t.llm != nil {

@@ -131,25 +131,45 @@ func (s stubTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // BenchmarkTransportOverhead is the Transport's cost per request over a
 // base transport that does nothing: the permit, the reading of the
-// response's rate-limit headers and the bookkeeping.
+// response's rate-limit headers and the bookkeeping. "per-key" spreads the
+// requests over eight API keys of a Keyed (PerKey), so that each request's
+// Gate differs from the last one's.
 func BenchmarkTransportOverhead(b *testing.B) {
+	quiet := http.Header{"Content-Type": {"text/plain"}, "Date": {"Mon, 02 Jan 2030 03:04:05 GMT"}}
 	for _, tt := range []struct {
 		name   string
 		header http.Header
+		keys   int
 	}{
-		{"no-signals", http.Header{"Content-Type": {"text/plain"}, "Date": {"Mon, 02 Jan 2030 03:04:05 GMT"}}},
-		{"ietf", http.Header{"Ratelimit-Policy": {`"default";q=1000000;w=1`}, "Ratelimit": {`"default";r=999999;t=1`}}},
+		{"no-signals", quiet, 0},
+		{"ietf", http.Header{"Ratelimit-Policy": {`"default";q=1000000;w=1`}, "Ratelimit": {`"default";r=999999;t=1`}}, 0},
+		{"per-key", quiet, 8},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			tr := must(httpthrottle.NewTransport(stubTransport{tt.header}, httpthrottle.Shared(plentiful(b))))
-			req, _ := http.NewRequest(http.MethodGet, "http://vendor.example/", nil)
+			pick := httpthrottle.Shared(plentiful(b))
+			if tt.keys > 0 {
+				k := throttle.NewKeyed(func(string) []throttle.Limit {
+					return []throttle.Limit{{Name: "requests", Capacity: 1 << 60, Rate: throttle.Per(1<<40, time.Second)}}
+				})
+				pick = httpthrottle.PerKey(k, httpthrottle.HeaderKey("Authorization"))
+			}
+			tr := must(httpthrottle.NewTransport(stubTransport{tt.header}, pick))
+			reqs := make([]*http.Request, max(tt.keys, 1))
+			for i := range reqs {
+				reqs[i], _ = http.NewRequest(http.MethodGet, "http://vendor.example/", nil)
+				reqs[i].Header.Set("Authorization", "Bearer key-"+string(rune('a'+i)))
+			}
 			b.ReportAllocs()
+			i := 0
 			for b.Loop() {
-				resp, err := tr.RoundTrip(req)
+				resp, err := tr.RoundTrip(reqs[i])
 				if err != nil {
 					b.Fatal(err)
 				}
 				resp.Body.Close()
+				if i++; i == len(reqs) {
+					i = 0
+				}
 			}
 		})
 	}

@@ -22,7 +22,7 @@ type gate struct {
 	none  bool     // g is nil, or a nil pointer in a Gate
 	keyed bool     // g can key a map (limitRef): its type is comparable
 	names []string // its limits' names, in cost order
-	ones  []int64  // 1 on every limit: the default cost; never written
+	ones  []int64  // 1 on every limit: the default cost; shared, never written
 	clock clockwork.Clock
 
 	tk    throttle.Taker // takes and settles without a Permit
@@ -48,8 +48,9 @@ type learner interface {
 	serverRate(i int) (tokens int64, period time.Duration)
 }
 
-// newGate finds what g can do.
-func newGate(g throttle.Gate) *gate {
+// newGate finds what g can do; ones, if not nil, lends it its default
+// cost.
+func newGate(g throttle.Gate, ones *onesBuf) *gate {
 	x := &gate{g: g}
 	if g == nil {
 		x.none = true
@@ -62,10 +63,10 @@ func newGate(g throttle.Gate) *gate {
 	x.keyed = reflect.TypeOf(g).Comparable()
 	limits := g.Limits()
 	x.names = make([]string, len(limits))
-	x.ones = make([]int64, len(limits))
 	for i, l := range limits {
-		x.names[i], x.ones[i] = l.Name, 1
+		x.names[i] = l.Name
 	}
+	x.ones = ones.get(len(limits))
 	x.clock = gateClock(g)
 	x.tk, _ = g.(throttle.Taker)
 	x.pause, _ = g.(throttle.Pauser)
@@ -80,23 +81,70 @@ func newGate(g throttle.Gate) *gate {
 // name returns the name of limit i.
 func (x *gate) name(i int) string { return x.names[i] }
 
-// gateCache keeps the gate of the last Gate a Transport's requests used:
-// a Transport over one Gate (Shared) finds it again with one load and one
-// comparison, and allocates nothing for it.
-type gateCache struct{ last atomic.Pointer[gate] }
+// gateSlots is the number of Gates a gateCache keeps.
+const (
+	gateBits  = 6
+	gateSlots = 1 << gateBits
+)
+
+// gateCache keeps the gates of the Gates a Transport's requests used, one
+// per slot chosen by the Gate's address: a request finds its Gate's with
+// one load and one comparison, and allocates nothing for it, as long as
+// its Gate is among the last few dozen in use (Shared's one, PerKey's
+// keys in use).
+type gateCache struct {
+	slots [gateSlots]atomic.Pointer[gate]
+	ones  onesBuf
+}
 
 // of returns the gate of g.
 func (c *gateCache) of(g throttle.Gate) *gate {
-	if x := c.last.Load(); x != nil && x.g == g {
+	slot := &c.slots[gateSlot(g)]
+	if x := slot.Load(); x != nil && x.g == g {
 		// Only Gates of comparable types are kept: a Gate of another
 		// type than x.g's compares unequal without panicking.
 		return x
 	}
-	x := newGate(g)
+	x := newGate(g, &c.ones)
 	if x.keyed {
-		c.last.Store(x)
+		slot.Store(x)
 	}
 	return x
+}
+
+// gateSlot is the slot of g: by its address for a pointer, else the first.
+func gateSlot(g throttle.Gate) int {
+	v := reflect.ValueOf(g)
+	if v.Kind() != reflect.Pointer {
+		return 0
+	}
+	return int((uint64(v.Pointer()) * 0x9e3779b97f4a7c15) >> (64 - gateBits))
+}
+
+// onesBuf is a slice of ones that the gates share for their default cost,
+// grown to the most limits a Gate has had.
+type onesBuf struct{ p atomic.Pointer[[]int64] }
+
+// get returns n ones, not to be written.
+func (o *onesBuf) get(n int) []int64 {
+	if o == nil {
+		return ones(n)
+	}
+	if p := o.p.Load(); p != nil && len(*p) >= n {
+		return (*p)[:n:n]
+	}
+	s := ones(max(n, 4))
+	o.p.Store(&s)
+	return s[:n:n]
+}
+
+// ones returns a new slice of n ones.
+func ones(n int) []int64 {
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = 1
+	}
+	return s
 }
 
 // limitRef names limit i of a Gate: the in-flight book and the window
