@@ -494,7 +494,7 @@ type held struct {
 	// arr watches the bucket array shared by the Limiters handed out for
 	// the key, their waiters and their Permits: while it is reachable
 	// someone may still act on the buckets.
-	arr      weakBuckets
+	arr weakBuckets
 	// view is the last Limiter handed out for the key, over the shared
 	// array: while anyone holds it, Limiter hands it out again, so that a
 	// caller that keeps what it found for a Gate (the HTTP Transport) finds
