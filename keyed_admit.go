@@ -14,10 +14,10 @@ type decision = corelink.Decision[LimitStatus]
 // key, with the status and, for a refusal, the wait, all read at one instant
 // under the shard lock. For a key that has a Limiter, or whose overflow
 // bucket has one, it returns that Limiter instead, for LimitHandler to
-// decide on, in held if held is not nil. status is storage for the
+// decide on (the one Keyed.Limiter hands out). status is storage for the
 // decision's status; with ietf set, the decision carries its header values
 // too when the cache of the key's limits has them.
-func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool, held *Limiter) (*Limiter, decision, error) {
+func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) (*Limiter, decision, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
 	e, p, now, err := s.lookup(k, key, tag, true)
@@ -49,13 +49,10 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool, 
 		}
 	}
 	if h := e.held(); h != nil {
-		if held == nil {
-			held = new(Limiter)
-		}
-		*held = limiterOver(h.shared())
+		l := h.limiter()
 		s.sweep(now, steps)
 		s.mu.Unlock()
-		return held, decision{}, nil
+		return l, decision{}, nil
 	}
 	p = e.prof()
 	if costs == nil {
@@ -124,8 +121,7 @@ func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
 	}
 	if e != nil {
 		if h := e.held(); h != nil {
-			l := limiterOver(h.shared())
-			return &l, nil, nil
+			return h.limiter(), nil, nil
 		}
 		view, err = k.view(e.prof())
 		return nil, view, err
@@ -137,8 +133,7 @@ func (k *Keyed[K]) costView(key K) (lim, view *Limiter, err error) {
 			return nil, nil, err
 		}
 		if h := o.held(); h != nil {
-			l := limiterOver(h.shared())
-			return &l, nil, nil
+			return h.limiter(), nil, nil
 		}
 	}
 	view, err = k.view(p)
@@ -163,8 +158,8 @@ var oneEach = [...]int64{1, 1, 1, 1, 1, 1, 1, 1}
 // corelink), under its key type.
 type keyedAdmit[K comparable] struct{ k *Keyed[K] }
 
-func (a keyedAdmit[K]) Admit(key K, costs []int64, status []LimitStatus, ietf bool, held *Limiter) (*Limiter, decision, error) {
-	return a.k.admit(key, costs, status, ietf, held)
+func (a keyedAdmit[K]) Admit(key K, costs []int64, status []LimitStatus, ietf bool) (*Limiter, decision, error) {
+	return a.k.admit(key, costs, status, ietf)
 }
 
 func (a keyedAdmit[K]) CostView(key K) (lim, view *Limiter, err error) { return a.k.costView(key) }

@@ -479,7 +479,7 @@ func (a *AutoLimiter) Limiter(r *http.Request) (throttle.Gate, error) {
 		if err != nil {
 			return nil, err
 		}
-		if g, user = gateOf(g); g != nil && user == nil {
+		if user, _ = g.(*throttle.Limiter); !noGateIn(g) && user == nil {
 			return nil, fmt.Errorf("throttle: AutoWithin chose a %T; the learned buckets join only a *Limiter", g)
 		}
 	}

@@ -15,7 +15,13 @@ import (
 // transport tests of package throttle_test, which drive a fake clock and
 // need to know when every goroutine has either finished or queued.
 func QueuedFor(g throttle.Gate) int {
-	_, l := gateOf(g)
+	l, ok := g.(*throttle.Limiter)
+	if a, isAuto := g.(*autoGate); isAuto {
+		l, ok = a.Limiter, true
+	}
+	if !ok {
+		return 0
+	}
 	return core.Queued(l)
 }
 

@@ -17,7 +17,7 @@ import (
 // nil. CostView returns what a cost function is shown for key: the key's
 // Limiter if it has one (lim), else a view of its limits.
 type keyedAdmitter[K comparable] interface {
-	Admit(key K, costs []int64, status []throttle.LimitStatus, ietf bool, held *throttle.Limiter) (*throttle.Limiter, corelink.Decision[throttle.LimitStatus], error)
+	Admit(key K, costs []int64, status []throttle.LimitStatus, ietf bool) (*throttle.Limiter, corelink.Decision[throttle.LimitStatus], error)
 	CostView(key K) (lim, view *throttle.Limiter, err error)
 }
 
@@ -41,7 +41,7 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 			return
 		}
 		if lim != nil {
-			h.serveLimiter(w, r, st, lim)
+			h.serve(w, r, st, h.gates.of(lim))
 			return
 		}
 		if costs, err = h.cost(r, view); err != nil {
@@ -53,13 +53,7 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 			return
 		}
 	}
-	var held *throttle.Limiter // storage for the key's Limiter, if it has one
-	if !h.customCost {
-		// defaultCost keeps no Limiter it is shown, and nothing else
-		// outlives the request: the request's own storage will do.
-		held = &st.held
-	}
-	lim, d, err := kp.adm.Admit(key, costs, st.status[:0], h.ietf, held)
+	lim, d, err := kp.adm.Admit(key, costs, st.status[:0], h.ietf)
 	switch {
 	case err != nil && (errors.Is(err, throttle.ErrInvalidOption) || errors.Is(err, throttle.ErrTooManyKeys)):
 		h.pickFailed(w, kp.pickErr(key, err))
@@ -68,7 +62,7 @@ func (kp *keyedPick[K]) serve(h *limitHandler, w http.ResponseWriter, r *http.Re
 		h.costFailed(w, err)
 		return
 	case lim != nil:
-		h.serveLimiter(w, r, st, lim)
+		h.serve(w, r, st, h.gates.of(lim))
 		return
 	}
 	hd := w.Header()
@@ -100,11 +94,11 @@ func (kp *keyedPick[K]) pickErr(key K, err error) error {
 	return err
 }
 
-// buckets returns the buckets of the Permit of a request admitted on a
-// compact key: those of the key's Limiter.
-func (kp *keyedPick[K]) buckets(st *reqState) []*throttle.Bucket {
+// taker returns what a request admitted on a compact key settles its
+// Permit through: the key's Limiter.
+func (kp *keyedPick[K]) taker(st *reqState) throttle.Taker {
 	if l := kp.k.Limiter(kp.key(st.r)); l != nil {
-		return core.Buckets(l)
+		return l
 	}
 	return nil
 }

@@ -56,33 +56,14 @@ func noGate(req *http.Request) error {
 	return fmt.Errorf("throttle: the LimiterFunc returned no Gate (a nil Gate and no error) for a request to %q: was a constructor's error ignored? (for no limit, a Limiter at rate throttle.Inf)", HostKey(req))
 }
 
-// gateOf returns g, nil for a nil Gate or a nil *Limiter in one, and the
-// Limiter g is, if it is one: the in-process fast paths.
-func gateOf(g throttle.Gate) (throttle.Gate, *throttle.Limiter) {
-	switch v := g.(type) {
-	case nil:
-		return nil, nil
-	case *throttle.Limiter:
-		if v == nil {
-			return nil, nil
-		}
-		return v, v
-	case *autoGate:
-		if v == nil {
-			return nil, nil
-		}
-		return v, v.Limiter
+// noGateIn reports whether g holds no Gate: nil, or a nil pointer of a
+// Gate's type (a constructor's error ignored).
+func noGateIn(g throttle.Gate) bool {
+	if g == nil {
+		return true
 	}
-	return g, nil
-}
-
-// limitCount returns the number of limits of g, l being g as a Limiter
-// (gateOf), without the copy of Limits for a Limiter.
-func limitCount(g throttle.Gate, l *throttle.Limiter) int {
-	if l != nil {
-		return len(core.Buckets(l))
-	}
-	return len(g.Limits())
+	v := reflect.ValueOf(g)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // gateClock returns the clock the Transport reads pauses and deadlines on
@@ -100,12 +81,12 @@ func gateClock(g throttle.Gate) clockwork.Clock {
 	return clockwork.NewRealClock()
 }
 
-// gateLimits returns g.Limits(), or nothing for a nil Gate.
+// gateLimits returns g.Limits(), or nothing for no Gate.
 func gateLimits(g throttle.Gate) []throttle.Limit {
-	if g, _ := gateOf(g); g != nil {
-		return g.Limits()
+	if noGateIn(g) {
+		return nil
 	}
-	return nil
+	return g.Limits()
 }
 
 // CostFunc returns what a request costs on each limit of g, in the order of
@@ -119,17 +100,6 @@ func gateLimits(g throttle.Gate) []throttle.Limit {
 // A CostFunc that reads the request body must not consume it: on the client
 // side read it through GetBody, on the server side put back what was read.
 type CostFunc func(r *http.Request, g throttle.Gate) ([]int64, error)
-
-// defaultCost is one request on every limit.
-func defaultCost(_ *http.Request, g throttle.Gate) ([]int64, error) {
-	n := 0
-	if g, l := gateOf(g); g != nil {
-		n = limitCount(g, l)
-	}
-	// Shared and never written: Acquire and TryAcquire only read costs,
-	// and a Permit keeps a copy.
-	return core.DefaultCosts(n), nil
-}
 
 // HostKey returns the request's host (with port, if any), to key limiters by
 // host with PerKey.

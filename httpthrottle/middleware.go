@@ -60,11 +60,11 @@ func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http
 		panic("throttle: LimitHandler: nil LimiterFunc (for no limit, Shared of a Limiter at rate throttle.Inf)")
 	}
 	if g, ok := sharedGate(pick); ok {
-		if g, _ := gateOf(g); g == nil {
+		if newGate(g, nil).none {
 			panic("throttle: LimitHandler: Shared of a nil Gate (was its constructor's error ignored?)")
 		}
 	}
-	h := &limitHandler{next: next, pick: pick, cost: defaultCost, ietf: true, headers: WriteIETF}
+	h := &limitHandler{next: next, pick: pick, ietf: true, headers: WriteIETF}
 	h.rejected, h.reply = h.tooMany, newTooManyReply()
 	for i, opt := range opts {
 		if opt == nil {
@@ -131,12 +131,13 @@ type limitHandler struct {
 	next       http.Handler
 	pick       LimiterFunc
 	cost       CostFunc
-	customCost bool // cost is not defaultCost
+	customCost bool // cost is set: without it a request costs 1 on every limit
 	ietf       bool // headers is WriteIETF: PerKey may hand over cached values
 	headers    func(http.Header, []throttle.LimitStatus)
 	rejected   func(http.ResponseWriter, *http.Request, time.Duration)
 	states     sync.Pool // of *reqState
 	marks      pickMarks // requests pick is running for (middleware_mark.go)
+	gates      gateCache // what the Gates pick chose can do
 	reply      tooManyReply
 	memo       *limitIETF // header values made once (middleware_ietf.go)
 }
@@ -156,18 +157,17 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.r = r
 	}
 	g, err := h.picked(r, st, slot)
-	g, l := gateOf(g)
 	switch {
 	case err != nil:
 		h.pickFailed(w, err)
 	case g == nil && st.keyed != nil:
 		st.keyed.serve(h, w, r, st)
-	case g == nil:
-		h.pickFailed(w, noGate(r))
-	case l != nil:
-		h.serveLimiter(w, r, st, l)
 	default:
-		h.serveGate(w, r, st, g)
+		if gt := h.gates.of(g); gt.none {
+			h.pickFailed(w, noGate(r))
+		} else {
+			h.serve(w, r, st, gt)
+		}
 	}
 	st.reset()
 	h.states.Put(st)
@@ -198,52 +198,43 @@ func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
 	http.Error(w, "choosing the rate limiter: "+err.Error(), http.StatusInternalServerError)
 }
 
-// serveLimiter admits or refuses r on l.
-func (h *limitHandler) serveLimiter(w http.ResponseWriter, r *http.Request, st *reqState, l *throttle.Limiter) {
-	costs, served := h.costsOf(w, r, l, len(core.Buckets(l)))
+// serve admits or refuses r on the Gate g, the same for every Gate: a
+// Taker's costs are taken without a Permit, which is made only if the
+// handler asks for one (RequestPermit), another's through
+// TryAcquirePermit; a Meter's status makes the headers.
+func (h *limitHandler) serve(w http.ResponseWriter, r *http.Request, st *reqState, g *gate) {
+	costs, served := h.costsOf(w, r, g)
 	if served {
 		return
 	}
-	ok, err := l.TryAcquire(costs...)
-	if err != nil {
-		h.costFailed(w, err)
-		return
-	}
-	if status := l.Status(st.status[:0]); h.ietf {
-		h.memo.write(w.Header(), status)
+	var ok bool
+	var err error
+	var p throttle.Permit
+	if g.tk != nil {
+		ok, err = g.tk.TryAcquire(costs...)
 	} else {
-		h.writeStatus(w.Header(), status)
+		p, ok, err = g.g.TryAcquirePermit(costs...)
 	}
-	if !ok {
-		h.refuseOn(w, r, l, costs)
-		return
-	}
-	st.admit(core.Buckets(l), costs)
-	st.w.ResponseWriter = w
-	h.next.ServeHTTP(&st.w, r)
-}
-
-// serveGate admits or refuses r on g, a Gate that is not a Limiter,
-// through the Gate interface: the headers come from a Meter's status, and
-// the admitted request's Permit is the one TryAcquirePermit took.
-func (h *limitHandler) serveGate(w http.ResponseWriter, r *http.Request, st *reqState, g throttle.Gate) {
-	costs, served := h.costsOf(w, r, g, len(g.Limits()))
-	if served {
-		return
-	}
-	p, ok, err := g.TryAcquirePermit(costs...)
 	if err != nil {
 		h.costFailed(w, err)
 		return
 	}
-	if m, isMeter := g.(throttle.Meter); isMeter {
-		h.writeStatus(w.Header(), m.Status(st.status[:0]))
+	if g.meter != nil {
+		if status := g.meter.Status(st.status[:0]); h.ietf {
+			h.memo.write(w.Header(), status)
+		} else {
+			h.writeStatus(w.Header(), status)
+		}
 	}
 	if !ok {
-		h.refuseOn(w, r, g, costs)
+		h.refuseOn(w, r, g.g, costs)
 		return
 	}
-	st.p, st.asked = p, true
+	if g.tk != nil {
+		st.took(g.tk, costs)
+	} else {
+		st.p, st.asked = p, true
+	}
 	st.w.ResponseWriter = w
 	h.next.ServeHTTP(&st.w, r)
 }
@@ -260,12 +251,16 @@ func costError(w http.ResponseWriter, err error) {
 	http.Error(w, "request cost: "+err.Error(), status)
 }
 
-// costsOf returns r's costs on g, which has n limits, or served once it
-// has answered r itself: with an error for a cost function that failed or
-// gave other than n costs (its bug, not the client's: a 500), or through
+// costsOf returns r's costs on g, or served once it has answered r
+// itself: with an error for a cost function that failed or gave other
+// than one cost per limit (its bug, not the client's: a 500), or through
 // next for a request that costs nothing.
-func (h *limitHandler) costsOf(w http.ResponseWriter, r *http.Request, g throttle.Gate, n int) (costs []int64, served bool) {
-	costs, err := h.cost(r, g)
+func (h *limitHandler) costsOf(w http.ResponseWriter, r *http.Request, g *gate) (costs []int64, served bool) {
+	if !h.customCost {
+		return g.ones, false
+	}
+	n := len(g.names)
+	costs, err := h.cost(r, g.g)
 	switch {
 	case err != nil:
 		costError(w, err)

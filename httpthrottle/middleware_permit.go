@@ -2,9 +2,11 @@ package httpthrottle
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -55,12 +57,11 @@ type reqState struct {
 	picking bool                         // pick is running: a PerKey may take the request
 	marked  atomic.Pointer[http.Request] // r while st is in the handler's marks
 	keyed   keyedRequest                 // the PerKey that took it
-	lazy    bool                         // admitted on a compact key: the buckets are found on demand
-	bs      []*throttle.Bucket           // the buckets the costs were taken from, once known
+	lazy    bool                         // admitted on a compact key: its Limiter is found on demand
+	tk      throttle.Taker               // what the costs were taken from, once known
 	costs   []int64                      // what the request took
 	small   [2]int64                     // costs' storage for up to two limits
 	status  [2]throttle.LimitStatus
-	held    throttle.Limiter // the Limiter of a PerKey key that has one, under defaultCost
 
 	mu    sync.Mutex      // guards p: a handler may ask from several goroutines
 	p     throttle.Permit // made on the first RequestPermit, or taken from a Gate
@@ -70,12 +71,14 @@ type reqState struct {
 // keyedRequest is a PerKey's side of LimitHandler (keyed_http.go).
 type keyedRequest interface {
 	serve(h *limitHandler, w http.ResponseWriter, r *http.Request, st *reqState)
-	buckets(st *reqState) []*throttle.Bucket
+	// taker returns the Limiter of the key the request was admitted on,
+	// nil if the key has none.
+	taker(st *reqState) throttle.Taker
 }
 
-// admit records costs, taken from bs, as the request's.
-func (st *reqState) admit(bs []*throttle.Bucket, costs []int64) {
-	st.bs = bs
+// took records costs, taken from tk, as the request's.
+func (st *reqState) took(tk throttle.Taker, costs []int64) {
+	st.tk = tk
 	st.keep(costs)
 }
 
@@ -98,12 +101,44 @@ func (st *reqState) permit() throttle.Permit {
 	}
 	st.asked = true
 	if st.lazy {
-		st.bs = st.keyed.buckets(st)
+		st.tk = st.keyed.taker(st)
 	}
-	if st.bs != nil && st.costs != nil {
-		st.p = core.NewPermit(st.bs, st.costs, nil)
+	if st.tk != nil && st.costs != nil {
+		st.p = &takenPermit{tk: st.tk, costs: slices.Clone(st.costs)}
 	}
 	return st.p
+}
+
+// takenPermit is the Permit of costs a Taker took without one: made when
+// a handler asks for it, it settles through the Taker's Settle.
+type takenPermit struct {
+	tk    throttle.Taker
+	costs []int64
+	done  atomic.Bool
+}
+
+func (p *takenPermit) Costs() []int64 { return slices.Clone(p.costs) }
+
+func (p *takenPermit) Settle(actual ...int64) error {
+	if len(actual) != len(p.costs) {
+		return fmt.Errorf("%w: %d values settled for %d limits", throttle.ErrInvalidCost, len(actual), len(p.costs))
+	}
+	for _, a := range actual {
+		if a < 0 {
+			return fmt.Errorf("%w: negative value settled: %d", throttle.ErrInvalidCost, a)
+		}
+	}
+	if !p.done.CompareAndSwap(false, true) {
+		return throttle.ErrSettled
+	}
+	return p.tk.Settle(p.costs, actual)
+}
+
+func (p *takenPermit) Cancel() error {
+	if !p.done.CompareAndSwap(false, true) {
+		return throttle.ErrSettled
+	}
+	return p.tk.Settle(p.costs, make([]int64, len(p.costs)))
 }
 
 // reset readies st for another request once LimitHandler is done with it.
@@ -112,11 +147,8 @@ func (st *reqState) reset() {
 	// Field by field: marked may be read meanwhile by a PerKey looking
 	// for its own request (see pickMarks.find), and is already nil.
 	st.r, st.picking, st.keyed, st.lazy = nil, false, nil, false
-	st.bs, st.costs, st.small = nil, nil, [2]int64{}
+	st.tk, st.costs, st.small = nil, nil, [2]int64{}
 	st.status = [2]throttle.LimitStatus{}
-	if core.Buckets(&st.held) != nil {
-		st.held = throttle.Limiter{}
-	}
 	st.p, st.asked = nil, false
 	st.w.ResponseWriter = nil
 }

@@ -52,11 +52,7 @@ type learner interface {
 // cost.
 func newGate(g throttle.Gate, ones *onesBuf) *gate {
 	x := &gate{g: g}
-	if g == nil {
-		x.none = true
-		return x
-	}
-	if v := reflect.ValueOf(g); v.Kind() == reflect.Pointer && v.IsNil() {
+	if noGateIn(g) {
 		x.none = true
 		return x
 	}
