@@ -27,3 +27,15 @@ func (b *Bucket) give(n int64) {
 	b.Give(&b.lvl, max(n, 0))
 	g.changed(now)
 }
+
+// full reports whether b is at its capacity now: a Transport takes a call
+// from a full bucket as one from a server's quota that is full too, and
+// not refilling until the server sees the call.
+func (b *Bucket) full() bool {
+	g := b.lock()
+	defer g.Mu.Unlock()
+	now := g.Now()
+	g.serve(now)
+	b.Advance(&b.lvl, now)
+	return b.lvl.Tokens >= b.Cap
+}

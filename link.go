@@ -31,6 +31,8 @@ func init() {
 		},
 		Settle:       settle,
 		LevelTo:      (*Bucket).levelTo,
+		LowerTo:      (*Bucket).lowerTo,
+		Full:         (*Bucket).full,
 		Give:         (*Bucket).give,
 		Name:         func(b *Bucket) string { return b.name },
 		Capacity:     (*Bucket).capacity,

@@ -48,6 +48,11 @@ type Core[L, B, P, E any] struct {
 	// LevelTo sets the level of b to n, at most its capacity, debt
 	// included.
 	LevelTo func(b B, n int64)
+	// LowerTo lowers the level of b to n if it is above, into debt when n
+	// is negative; it never raises it.
+	LowerTo func(b B, n int64)
+	// Full reports whether b is at its capacity now.
+	Full func(b B) bool
 	// Name, Capacity and Paused read what their names say of b (Paused the
 	// end of a pause in force, zero if none): one field under the lock, for
 	// the response path, where a whole Status would serve and project the
