@@ -16,6 +16,17 @@ import (
 // need to know when every goroutine has either finished or queued.
 func QueuedFor(l *throttle.Limiter) int { return core.Queued(l) }
 
+// BurstTaken returns what the open burst from full of b reserved on t (see
+// burstBook), 0 when none is open: the tests wait for a call to join one.
+func BurstTaken(t *Transport, b *throttle.Bucket) int64 {
+	t.bursts.mu.Lock()
+	defer t.bursts.mu.Unlock()
+	if e := t.bursts.m[b]; e != nil {
+		return e.taken
+	}
+	return 0
+}
+
 // SetRefusalWait sets how long t waits for a refusal's body, so that a
 // test of a stalled body need not wait the default.
 func SetRefusalWait(t *Transport, d time.Duration) { t.refusalWait = d }

@@ -55,6 +55,14 @@ const defaultRetries = 3
 // waits for one of a fixed number of in-flight slots, released when the
 // response body is closed.
 //
+// With WithLLM on a Limiter, a call taken from a bucket at its capacity
+// opens a burst that the calls taken after it join until the server
+// answers one of them: the server's quota, full too, refills nothing
+// until it sees them, so the first answer lowers the bucket to its
+// capacity less what the burst reserved, and a call of the burst admitted
+// past the capacity, on a refill the server did not have, is sent only
+// after that answer and the refill of its excess (see transport_burst.go).
+//
 // On every response RoundTrip reads the rate-limit headers the server sent
 // (Retry-After, Retry-After-Ms, the IETF RateLimit fields and their older
 // form, X-RateLimit-*, OpenAI's and Anthropic's): a reported remaining count
@@ -176,6 +184,7 @@ type Transport struct {
 	secondary atomic.Int64
 	resets    windowResets
 	inFlight  flightBook
+	bursts    burstBook
 	// pauses are the refusals without a usable wait (see refusalPauses).
 	pauses refusalPauses
 }
@@ -444,6 +453,9 @@ type exchange struct {
 	// returned as it is, never retried (its body cannot be kept).
 	refusal headers.Refusal
 	stalled bool
+	// burst is the mask of the buckets whose bursts from full the attempt
+	// under way joined (see burstBook), until it is answered or given back.
+	burst uint64
 }
 
 // gateSide is an exchange's Gate when it is not a Limiter, apart so that
@@ -464,6 +476,10 @@ func (x *exchange) send() (*http.Response, error) {
 	if taken {
 		var w int64
 		var err error
+		var full uint64
+		if t.settle != nil && x.l != nil {
+			full = t.bursts.full(core.Buckets(x.l), x.costs)
+		}
 		until, retry := t.pauses.retryOf(x.req)
 		switch {
 		case x.l != nil && retry:
@@ -480,6 +496,11 @@ func (x *exchange) send() (*http.Response, error) {
 			return nil, err
 		}
 		waited = w
+		if t.settle != nil && x.l != nil {
+			if err := x.joinBurst(full); err != nil {
+				return nil, err
+			}
+		}
 		if autoOf(x.l).beforeSend() {
 			// Auto's fleet paused while the call waited: wait it out.
 			if err := x.waitPause(); err != nil {
@@ -531,6 +552,10 @@ func (x *exchange) send() (*http.Response, error) {
 		t.inFlight.add(core.Buckets(x.l), x.costs)
 	}
 	resp, err := t.base.RoundTrip(req)
+	if x.burst != 0 {
+		t.bursts.answered(core.Buckets(x.l), x.burst)
+		x.burst = 0
+	}
 	if err != nil {
 		// The costs stay spent: the request may have reached the server.
 		if booked {
@@ -659,8 +684,29 @@ func (x *exchange) settler() settler {
 	return p
 }
 
+// joinBurst books the attempt, which took its costs from buckets of
+// which full were at their capacity before, in the bursts from full (see
+// burstBook), and waits for what a call admitted past a burst's capacity
+// waits for.
+func (x *exchange) joinBurst(full uint64) error {
+	bs := core.Buckets(x.l)
+	var waits []burstWait
+	x.burst, waits = x.t.bursts.join(bs, x.costs, full)
+	for _, w := range waits {
+		if err := w.wait(x.ctx, x.clock); err != nil {
+			x.giveBack(true)
+			return err
+		}
+	}
+	return nil
+}
+
 // giveBack returns the costs taken for a request that was not sent.
 func (x *exchange) giveBack(taken bool) {
+	if x.burst != 0 {
+		x.t.bursts.leave(core.Buckets(x.l), x.costs, x.burst)
+		x.burst = 0
+	}
 	switch {
 	case !taken:
 	case x.l != nil:
