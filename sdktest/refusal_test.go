@@ -242,8 +242,8 @@ func TestStreamsHoldReservationSDKs(t *testing.T) {
 			rec := vendor.record()
 			in, _ := estimate([]byte(fmt.Sprintf(`{"messages":[{"role":"user","content":%q}]}`, prompt(10))))
 			floor := quotaFloor(quota, quota/window.Seconds(), calls, float64(in+maxTokens), float64(in+vendor.reply))
-			t.Logf("%d streams in %v (floor %v, %.2fx): %d vendor 429s, %d tokens offered beyond the quota, %d failed; %+v",
-				calls, took.Round(time.Millisecond), floor.Round(time.Millisecond), float64(took)/float64(floor),
+			t.Logf("%s: %d streams in %v (floor %v, %.2fx): %d vendor 429s, %d tokens offered beyond the quota, %d failed; %+v",
+				name, calls, took.Round(time.Millisecond), floor.Round(time.Millisecond), float64(took)/float64(floor),
 				rec.refused, rec.beyond, failed.Load(), tr.Stats())
 			if rec.refused > 3 || rec.beyond != 0 || failed.Load() != 0 {
 				t.Errorf("%d vendor 429s, %d tokens beyond the quota, %d failed; want at most 3, 0 and 0", rec.refused, rec.beyond, failed.Load())
