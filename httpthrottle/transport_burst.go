@@ -35,6 +35,9 @@ import (
 // from above, so the client never counts a token the server has not had;
 // for a long call, answered only when its reply is done, that costs the
 // refill of its duration once, at the start of a burst after an idle spell.
+// A call granted just before the first answer that joins only after it
+// (the few instructions from its grant to join) escapes the correction:
+// its take is counted neither in the burst nor after it.
 
 // burstBook keeps the open bursts of a Transport's buckets.
 type burstBook struct {
