@@ -47,8 +47,10 @@ type burstBook struct {
 
 // burst is a burst from a full bucket, not yet answered.
 type burst struct {
-	taken    int64         // reserved by the burst's calls so far
-	answered chan struct{} // closed at the first answer
+	taken int64 // reserved by the burst's calls so far
+	// answered is closed at the first answer; made only for a call that
+	// waits for it, as most bursts have none.
+	answered chan struct{}
 }
 
 // burstWait is what a call of a burst admitted past the capacity waits for
@@ -97,12 +99,15 @@ func (k *burstBook) join(bs []*throttle.Bucket, costs []int64, full uint64) (mas
 			if k.m == nil {
 				k.m = make(map[*throttle.Bucket]*burst)
 			}
-			e = &burst{answered: make(chan struct{})}
+			e = &burst{}
 			k.m[b] = e
 		}
 		e.taken = satAdd(e.taken, costs[i])
 		mask |= 1 << i
 		if excess := e.taken - core.Capacity(b); excess > 0 {
+			if e.answered == nil {
+				e.answered = make(chan struct{})
+			}
 			waits = append(waits, burstWait{answered: e.answered, excess: excess, rate: b.Status().Rate})
 		}
 	}
@@ -125,7 +130,7 @@ func (k *burstBook) answered(bs []*throttle.Bucket, mask uint64) {
 		}
 		capacity := core.Capacity(b)
 		core.LowerTo(b, max(capacity-e.taken, -capacity))
-		close(e.answered)
+		e.end()
 		delete(k.m, b)
 	}
 }
@@ -145,9 +150,16 @@ func (k *burstBook) leave(bs []*throttle.Bucket, costs []int64, mask uint64) {
 			continue
 		}
 		if e.taken -= costs[i]; e.taken <= 0 {
-			close(e.answered)
+			e.end()
 			delete(k.m, b)
 		}
+	}
+}
+
+// end releases the calls waiting for the burst's answer.
+func (e *burst) end() {
+	if e.answered != nil {
+		close(e.answered)
 	}
 }
 
