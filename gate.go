@@ -72,7 +72,8 @@ type Pauser interface {
 // than the server says remains.
 type Leveler interface {
 	// Lower brings limit i (in Limits order) down to at most remaining
-	// tokens; it never raises a level.
+	// tokens; it never raises a level. A negative remaining is a debt,
+	// at most one capacity deep.
 	Lower(i int, remaining int64)
 }
 

@@ -30,10 +30,13 @@ func (l *Limiter) Limits() []Limit {
 
 // Lower brings bucket i (in cost order) down to at most remaining tokens,
 // as a server's count of what is left asks; it never raises a level, and
-// an i out of range changes nothing.
+// an i out of range changes nothing. A negative remaining is a debt the
+// caller knows of (calls the server will count that the level no longer
+// holds), at most one capacity deep, as redisbucket's Lower allows.
 func (l *Limiter) Lower(i int, remaining int64) {
 	if i >= 0 && i < len(l.bs) {
-		l.bs[i].lower(remaining)
+		b := l.bs[i]
+		b.lowerTo(max(remaining, -b.capacity()))
 	}
 }
 

@@ -103,8 +103,12 @@ func (b *Bucket) pauseUntil(t time.Time) {
 // lower lowers the level to remaining if it is above: what a server
 // reports as remaining is a hint that can only lower the level, never
 // raise it. A negative remaining counts as zero.
-func (b *Bucket) lower(remaining int64) {
-	remaining = max(remaining, 0)
+func (b *Bucket) lower(remaining int64) { b.lowerTo(max(remaining, 0)) }
+
+// lowerTo lowers the level to n if it is above, debt included: n may be
+// negative, for reservations the client knows the server will count that
+// the level no longer holds.
+func (b *Bucket) lowerTo(remaining int64) {
 	g := b.lock()
 	defer g.Mu.Unlock()
 	now := g.Now()

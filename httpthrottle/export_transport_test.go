@@ -25,6 +25,18 @@ func QueuedFor(g throttle.Gate) int {
 	return core.Queued(l)
 }
 
+// BurstTaken returns what the open burst from full of limit i of g
+// reserved on t (see burstBook), 0 when none is open: the tests wait for
+// a call to join one.
+func BurstTaken(t *Transport, g throttle.Gate, i int) int64 {
+	t.bursts.mu.Lock()
+	defer t.bursts.mu.Unlock()
+	if e := t.bursts.m[limitRef{g, i}]; e != nil {
+		return e.taken
+	}
+	return 0
+}
+
 // SetRefusalWait sets how long t waits for a refusal's body, so that a
 // test of a stalled body need not wait the default.
 func SetRefusalWait(t *Transport, d time.Duration) { t.refusalWait = d }

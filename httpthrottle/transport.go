@@ -54,6 +54,15 @@ const defaultRetries = 3
 // waits for one of a fixed number of in-flight slots, released when the
 // response body is closed.
 //
+// With WithLLM on a Gate held in this process (a Taker that is also a
+// Leveler and a Meter: a Limiter, a key of a Keyed), a call taken from a
+// limit at its capacity opens a burst that the calls taken after it join
+// until the server answers one of them: the server's quota, full too, refills nothing
+// until it sees them, so the first answer lowers the bucket to its
+// capacity less what the burst reserved, and a call of the burst admitted
+// past the capacity, on a refill the server did not have, is sent only
+// after that answer and the refill of its excess (see transport_burst.go).
+//
 // On every response RoundTrip reads the rate-limit headers the server sent
 // (Retry-After, Retry-After-Ms, the IETF RateLimit fields and their older
 // form, X-RateLimit-*, OpenAI's and Anthropic's): a reported remaining count
@@ -177,6 +186,7 @@ type Transport struct {
 	resets    windowResets
 	inFlight  flightBook
 	gates     gateCache
+	bursts    burstBook
 	// pauses are the refusals without a usable wait (see refusalPauses).
 	pauses refusalPauses
 }
@@ -444,6 +454,9 @@ type exchange struct {
 	// returned as it is, never retried (its body cannot be kept).
 	refusal headers.Refusal
 	stalled bool
+	// burst is the mask of the buckets whose bursts from full the attempt
+	// under way joined (see burstBook), until it is answered or given back.
+	burst uint64
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
@@ -453,11 +466,20 @@ func (x *exchange) send() (*http.Response, error) {
 	var waited int64
 	taken := !costsFree(x.costs)
 	if taken {
+		var full uint64
+		if x.bursting() {
+			full = t.bursts.full(x.g, x.costs)
+		}
 		w, err := x.takeTurn()
 		if err != nil {
 			return nil, err
 		}
 		waited = w
+		if x.bursting() {
+			if err := x.joinBurst(full); err != nil {
+				return nil, err
+			}
+		}
 		if x.g.learn != nil && x.g.learn.beforeSend() {
 			// Auto's fleet paused while the call waited: wait it out.
 			if err := x.waitPause(); err != nil {
@@ -489,6 +511,10 @@ func (x *exchange) send() (*http.Response, error) {
 		t.inFlight.add(x.g.g, x.costs)
 	}
 	resp, err := t.base.RoundTrip(req)
+	if x.burst != 0 {
+		t.bursts.answered(x.g, x.burst)
+		x.burst = 0
+	}
 	if err != nil {
 		// The costs stay spent: the request may have reached the server.
 		if booked {
@@ -658,8 +684,28 @@ func (x *exchange) settler() settler {
 	return s
 }
 
+// joinBurst books the attempt, which took its costs from buckets of
+// which full were at their capacity before, in the bursts from full (see
+// burstBook), and waits for what a call admitted past a burst's capacity
+// waits for.
+func (x *exchange) joinBurst(full uint64) error {
+	var waits []burstWait
+	x.burst, waits = x.t.bursts.join(x.g, x.costs, full)
+	for _, w := range waits {
+		if err := w.wait(x.ctx, x.g.clock); err != nil {
+			x.giveBack(true)
+			return err
+		}
+	}
+	return nil
+}
+
 // giveBack returns the costs taken for a request that was not sent.
 func (x *exchange) giveBack(taken bool) {
+	if x.burst != 0 {
+		x.t.bursts.leave(x.g, x.costs, x.burst)
+		x.burst = 0
+	}
 	switch {
 	case !taken:
 	case x.p != nil:

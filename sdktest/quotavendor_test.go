@@ -14,15 +14,18 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/internal/headers"
 )
 
 // quotaVendor is a loopback LLM vendor that holds its token quota as
-// OpenAI's and Anthropic's docs describe it: a call reserves its prompt
-// plus its max_tokens when it is admitted, and the part it did not use is
-// given back when its reply (streamed or not) ends. It sends its rate
-// headers at admission, as those vendors do, and records every attempt, so
-// that a test can tell how far apart the attempts of one call were and how
-// many tokens were offered beyond what the quota held.
+// OpenAI's and Anthropic's docs describe it: a per-window limit refilled
+// continuously (exactQuota, in exact integers), from which a call reserves
+// its prompt plus its max_tokens when it is admitted, and to which the part
+// it did not use goes back when its reply ends, the moment the vendor
+// knows its usage and before it reports it. It sends its rate headers at
+// admission, as those vendors do, and records every attempt, so that a
+// test can tell how far apart the attempts of one call were and how many
+// tokens were offered beyond what the quota held.
 //
 // throttletest's vendor settles a call at admission instead, which hides
 // the difference between a stream's headers and its usage.
@@ -40,12 +43,14 @@ type quotaVendor struct {
 	interval time.Duration
 
 	mu       sync.Mutex
-	capacity float64 // tokens
-	rate     float64 // tokens a second
-	level    float64
-	last     time.Time
+	tokens   *exactQuota // nil: no quota
+	requests *exactQuota // nil: no quota
 	attempts []vendorAttempt
-	beyond   int64 // tokens asked for beyond the level, summed over refusals
+	// beyond sums, over the attempts the vendor decided on, how many
+	// tokens each reservation asked for beyond what the token quota held
+	// at that instant (rounded up: a fraction of a token counts as one).
+	// Every attempt the token quota refuses adds to it, and only those.
+	beyond   int64
 	refused  int64 // 429s
 	admitted int64
 }
@@ -57,10 +62,16 @@ type vendorAttempt struct {
 	retry string // X-Stainless-Retry-Count
 }
 
-// newQuotaVendor starts a vendor with a token quota of capacity refilled
-// at rate a second; rate 0 means no quota.
-func newQuotaVendor(t testing.TB, capacity, rate float64) *quotaVendor {
-	v := &quotaVendor{capacity: capacity, rate: rate, level: capacity, last: time.Now(), reply: 150, chunks: 10}
+// newQuotaVendor starts a vendor with a quota of tokens a window, and of
+// as many requests a window as tokens: the token quota is the one that
+// binds. A tokens of 0 means no quota.
+func newQuotaVendor(t testing.TB, tokens int64, window time.Duration) *quotaVendor {
+	v := &quotaVendor{reply: 150, chunks: 10}
+	if tokens > 0 {
+		now := time.Now()
+		v.tokens = newExactQuota(t, tokens, window, now)
+		v.requests = newExactQuota(t, tokens, window, now)
+	}
 	v.srv = httptest.NewServer(http.HandlerFunc(v.serve))
 	v.URL = v.srv.URL
 	t.Cleanup(v.srv.Close)
@@ -96,75 +107,84 @@ func (v *quotaVendor) serve(w http.ResponseWriter, r *http.Request) {
 		writeVendorError(w, anthropicAPI, "rate_limit_exceeded", "rate limit reached")
 		return
 	}
-	if v.rate > 0 {
-		v.level = min(v.capacity, v.level+now.Sub(v.last).Seconds()*v.rate)
-		v.last = now
-		if v.level < float64(need) {
+	if v.tokens != nil {
+		v.tokens.advance(now)
+		v.requests.advance(now)
+		if short := max(v.tokens.short(need), v.requests.short(1)); short > 0 {
 			v.refused++
-			missing := float64(need) - v.level
-			v.beyond += int64(missing + 0.5)
+			v.beyond += v.tokens.tokens(v.tokens.short(need))
 			v.setHeaders(w.Header(), anthropicAPI, now)
+			wait := max(v.tokens.wait(v.tokens.short(need)), v.requests.wait(v.requests.short(1)))
 			v.mu.Unlock()
-			w.Header().Set("Retry-After-Ms", fmt.Sprint(int64(missing/v.rate*1000)+1))
+			w.Header().Set("Retry-After-Ms", fmt.Sprint(int64((wait+time.Millisecond-1)/time.Millisecond)))
 			writeVendorError(w, anthropicAPI, "rate_limit_exceeded", "rate limit reached for tokens")
 			return
 		}
-		v.level -= float64(need)
+		v.tokens.take(need)
+		v.requests.take(1)
 	}
 	v.admitted++
 	v.setHeaders(w.Header(), anthropicAPI, now)
 	v.mu.Unlock()
 
 	out := min(v.reply, maxOut)
+	// done ends the call's work: what it did not use goes back to the
+	// quota, before the reply reports its usage.
+	done := func() {
+		v.mu.Lock()
+		if v.tokens != nil {
+			v.tokens.give(need - in - out)
+		}
+		v.mu.Unlock()
+	}
 	var req struct {
 		Stream bool `json:"stream"`
 	}
 	json.Unmarshal(body, &req)
 	if req.Stream {
-		v.stream(w, anthropicAPI, in, out)
-	} else if anthropicAPI {
+		v.stream(w, anthropicAPI, in, out, done)
+		return
+	}
+	done()
+	if anthropicAPI {
 		vendorJSON(w, map[string]any{
 			"id": "msg_q", "type": "message", "role": "assistant", "model": "m",
 			"content":     []any{map[string]any{"type": "text", "text": "ok"}},
 			"stop_reason": "end_turn", "stop_sequence": nil,
 			"usage": map[string]any{"input_tokens": in, "output_tokens": out},
 		})
-	} else {
-		vendorJSON(w, map[string]any{
-			"id": "chatcmpl-q", "object": "chat.completion", "created": 0, "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "logprobs": nil,
-				"message": map[string]any{"role": "assistant", "content": "ok", "refusal": nil}}},
-			"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
-		})
+		return
 	}
-	// The reply has ended: what it did not use goes back to the quota.
-	v.mu.Lock()
-	if v.rate > 0 {
-		v.level = min(v.capacity, v.level+float64(need-in-out))
-	}
-	v.mu.Unlock()
+	vendorJSON(w, map[string]any{
+		"id": "chatcmpl-q", "object": "chat.completion", "created": 0, "model": "m",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "logprobs": nil,
+			"message": map[string]any{"role": "assistant", "content": "ok", "refusal": nil}}},
+		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
+	})
 }
 
-// setHeaders writes the quota's state in the vendor's dialect; v.mu held.
+// setHeaders writes the quotas' state in the vendor's dialect: OpenAI's
+// exact remaining counts and time to full, Anthropic's token count rounded
+// to the nearest thousand and the instant it is full; v.mu held.
 func (v *quotaVendor) setHeaders(h http.Header, anthropicAPI bool, now time.Time) {
-	if v.rate <= 0 {
+	if v.tokens == nil {
 		return
 	}
-	limit, remaining := int64(v.capacity), max(int64(v.level), 0)
-	toFull := time.Duration((v.capacity - v.level) / v.rate * float64(time.Second))
+	tok, req := v.tokens, v.requests
 	if anthropicAPI {
-		h.Set("anthropic-ratelimit-tokens-limit", fmt.Sprint(limit))
-		h.Set("anthropic-ratelimit-tokens-remaining", fmt.Sprint((remaining+500)/1000*1000))
-		h.Set("anthropic-ratelimit-tokens-reset", now.Add(toFull).UTC().Format(time.RFC3339))
+		headers.SetDate(h, now)
+		headers.SetAnthropic(h, "requests", req.capacity, req.remaining(), req.toFull(), now)
+		headers.SetAnthropic(h, "tokens", tok.capacity, (tok.remaining()+500)/1000*1000, tok.toFull(), now)
 		return
 	}
-	h.Set("x-ratelimit-limit-tokens", fmt.Sprint(limit))
-	h.Set("x-ratelimit-remaining-tokens", fmt.Sprint(remaining))
-	h.Set("x-ratelimit-reset-tokens", toFull.Round(time.Millisecond).String())
+	headers.SetOpenAI(h, "requests", req.capacity, req.remaining(), req.toFull().Round(time.Millisecond))
+	headers.SetOpenAI(h, "tokens", tok.capacity, tok.remaining(), tok.toFull().Round(time.Millisecond))
 }
 
-// stream sends a streamed reply of out tokens in v.chunks chunks.
-func (v *quotaVendor) stream(w http.ResponseWriter, anthropicAPI bool, in, out int64) {
+// stream sends a streamed reply of out tokens in v.chunks chunks, v.interval
+// apart, calling done when the last is sent, before the events that report
+// the usage.
+func (v *quotaVendor) stream(w http.ResponseWriter, anthropicAPI bool, in, out int64, done func()) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
@@ -186,6 +206,7 @@ func (v *quotaVendor) stream(w http.ResponseWriter, anthropicAPI bool, in, out i
 			time.Sleep(v.interval)
 			emit("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": text}})
 		}
+		done()
 		emit("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 		emit("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
 			"usage": map[string]any{"output_tokens": out}})
@@ -201,6 +222,7 @@ func (v *quotaVendor) stream(w http.ResponseWriter, anthropicAPI bool, in, out i
 		time.Sleep(v.interval)
 		emit("", chunk(map[string]any{"content": text}, nil))
 	}
+	done()
 	emit("", chunk(map[string]any{}, "stop"))
 	emit("", map[string]any{"id": "chatcmpl-q", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": []any{},
 		"usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}})

@@ -190,33 +190,40 @@ func TestRefusedEveryAttemptSDKs(t *testing.T) {
 }
 
 // TestStreamsHoldReservationSDKs: 30 concurrent streams of 4,000-token
-// prompts with max_tokens 1,000 against a vendor that reserves prompt plus
-// max_tokens at admission, sends its rate headers then, and gives back the
-// unused part when the stream ends. The Transport holds each stream's
-// estimate until its usage arrives in its last event, so that no header
-// that left at admission raises or refunds the limiter early: at most 3
-// vendor 429s and no failed stream, with openai-go (usage in the last
-// chunk) as with anthropic-sdk-go. Real clock: about 3 s for each SDK.
+// prompts with max_tokens 1,000 and include_usage, through each Stainless
+// SDK at its defaults, against a vendor of 40,000 tokens a window (a
+// minute scaled to a second) that reserves prompt plus max_tokens at
+// admission, sends its rate headers then, and gives back the unused part
+// when the stream ends (quotaVendor, exact in integers). The Transport
+// holds each stream's estimate until its usage arrives in its last event,
+// and no header that left at admission raises or refunds the limiter
+// early: no failed stream, at most 3 vendor 429s, and no token offered
+// beyond what the vendor's quota held (quotaVendor.beyond), with openai-go
+// (usage in the last chunk) as with anthropic-sdk-go. Every 429 of the
+// token quota is an offer beyond it, so the last two bounds hold together
+// only at 0 429s. Real clock: about 2.5 s for each SDK.
 func TestStreamsHoldReservationSDKs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real-clock test of about 6 s")
+		t.Skip("real-clock test of about 5 s")
 	}
-	const calls = 30
+	const (
+		calls     = 30
+		maxTokens = 1000
+		quota     = 40000
+		window    = time.Second
+	)
 	prompt := func(i int) string {
-		p := fmt.Sprintf("Call %d: %s", i, strings.Repeat("lorem ", 3990))
-		return p
+		return fmt.Sprintf("Call %d: %s", i, strings.Repeat("lorem ", 3990))
 	}
 	if in, _ := estimate([]byte(fmt.Sprintf(`{"messages":[{"role":"user","content":%q}]}`, prompt(0)))); in < 3900 || in > 4100 {
 		t.Fatalf("the prompt counts %d tokens, want about 4000", in)
 	}
 	for name, sdk := range stainless {
 		t.Run(name, func(t *testing.T) {
-			const capacity, rate = 30000, 40000
-			vendor := newQuotaVendor(t, capacity, rate)
+			vendor := newQuotaVendor(t, quota, window)
 			vendor.interval = 20 * time.Millisecond
 			call := sdk(vendor.URL)
-			l := llmLimiter(t, 10000, capacity, capacity*time.Second/rate)
-			hc, tr := llmClient(t, l)
+			hc, tr := llmClient(t, llmLimiter(t, quota, quota, window))
 			var failed atomic.Int64
 			var wg sync.WaitGroup
 			start := time.Now()
@@ -224,20 +231,22 @@ func TestStreamsHoldReservationSDKs(t *testing.T) {
 				wg.Go(func() {
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 					defer cancel()
-					if err := call(ctx, hc, prompt(i), 1000, true); err != nil {
+					if err := call(ctx, hc, prompt(i), maxTokens, true); err != nil {
 						failed.Add(1)
 						t.Log(err)
 					}
 				})
 			}
 			wg.Wait()
+			took := time.Since(start)
 			rec := vendor.record()
-			t.Logf("%d streams in %v: %d vendor 429s, %d tokens offered beyond the quota, %d failed; %+v",
-				calls, time.Since(start).Round(time.Millisecond), rec.refused, rec.beyond, failed.Load(), tr.Stats())
-			// The tokens the refused calls asked beyond what the quota held
-			// are logged, not bounded: every 429 has some.
-			if rec.refused > 3 || failed.Load() != 0 {
-				t.Errorf("%d vendor 429s, %d failed; want at most 3 and 0", rec.refused, failed.Load())
+			in, _ := estimate([]byte(fmt.Sprintf(`{"messages":[{"role":"user","content":%q}]}`, prompt(10))))
+			floor := quotaFloor(quota, quota/window.Seconds(), calls, float64(in+maxTokens), float64(in+vendor.reply))
+			t.Logf("%s: %d streams in %v (floor %v, %.2fx): %d vendor 429s, %d tokens offered beyond the quota, %d failed; %+v",
+				name, calls, took.Round(time.Millisecond), floor.Round(time.Millisecond), float64(took)/float64(floor),
+				rec.refused, rec.beyond, failed.Load(), tr.Stats())
+			if rec.refused > 3 || rec.beyond != 0 || failed.Load() != 0 {
+				t.Errorf("%d vendor 429s, %d tokens beyond the quota, %d failed; want at most 3, 0 and 0", rec.refused, rec.beyond, failed.Load())
 			}
 		})
 	}
