@@ -44,7 +44,7 @@ func (l *Limiter) Status(dst []LimitStatus) []LimitStatus {
 // (Taker): a grant at once allocates nothing.
 func (l *Limiter) Wait(ctx context.Context, costs ...int64) error {
 	if len(l.bs) == 0 {
-		return errNoLimits(len(costs), "Limiter", "NewLimiter")
+		return errNoLimits(len(costs))
 	}
 	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {

@@ -6,7 +6,9 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/errs"
 	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/option"
 )
 
 // Link is the table corelink lends package httpthrottle: its fields are
@@ -66,17 +68,11 @@ func clockOf(g any) clockwork.Clock {
 
 // parts is what the core lends htb and trtcm (see corelink.Parts).
 var parts = corelink.Parts[Option, Rate]{
-	ClockAndName: func(ctor, noObserver string, opts []Option) (clockwork.Clock, string, error) {
-		o, err := applyOptions(ctor, optClock|optName, map[optionSet]string{
-			optObserver: noObserver,
-			optMaxKeys:  bucketWhy[optMaxKeys],
-		}, opts)
-		return o.clock, o.name, err
-	},
-	CostCount: countErr,
-	NoLimits:  errNoLimits,
-	Settling:  settling,
-	Shape:     Rate.shape,
+	ClockAndName: option.ClockAndName[Observer, Option],
+	CostCount:    errs.CostCount,
+	NoLimits:     errs.NoLimits,
+	Settling:     errs.Settling,
+	Shape:        Rate.shape,
 	RateLess: func(a, b Rate) bool {
 		return exact.RateLess(a.tokens, a.period, b.tokens, b.period)
 	},
