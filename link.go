@@ -6,9 +6,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle/internal/corelink"
-	"github.com/throttlekit/throttle/internal/errs"
-	"github.com/throttlekit/throttle/internal/exact"
-	"github.com/throttlekit/throttle/internal/option"
 )
 
 // Link is the table corelink lends package httpthrottle: its fields are
@@ -16,14 +13,13 @@ import (
 type link = corelink.Core[*Limiter, *Bucket, Permit, Event]
 
 func init() {
-	corelink.Register(corelink.Clocker(clockOf))
-	corelink.Register(&parts)
 	corelink.Register(&link{
 		Buckets: func(l *Limiter) []*Bucket { return l.bs },
 		Take: func(ctx context.Context, l *Limiter, costs []int64) (int64, error) {
 			return l.take(ctx, costs)
 		},
 		Now:    func(l *Limiter) int64 { return l.bs[0].g.Load().Now() },
+		Clock:  clockOf,
 		Ext:    func(l *Limiter) any { return l.ext },
 		SetExt: func(l *Limiter, v any) { l.ext = v },
 		NewPermit: func(bs []*Bucket, costs []int64, book corelink.Book[*Bucket]) Permit {
@@ -56,26 +52,14 @@ func init() {
 	})
 }
 
-// clockOf returns the clock a Limiter's buckets sleep on, nil for another
-// value. A group's clock is fixed when it is made and published through
+// clockOf returns the clock l's buckets sleep on, nil for the zero
+// Limiter. A group's clock is fixed when it is made and published through
 // the atomic group pointer, so it is read without the lock.
-func clockOf(g any) clockwork.Clock {
-	if l, ok := g.(*Limiter); ok && len(l.bs) > 0 {
-		return l.bs[0].g.Load().Timers
+func clockOf(l *Limiter) clockwork.Clock {
+	if len(l.bs) == 0 {
+		return nil
 	}
-	return nil
-}
-
-// parts is what the core lends htb and trtcm (see corelink.Parts).
-var parts = corelink.Parts[Option, Rate]{
-	ClockAndName: option.ClockAndName[Observer, Option],
-	CostCount:    errs.CostCount,
-	NoLimits:     errs.NoLimits,
-	Settling:     errs.Settling,
-	Shape:        Rate.shape,
-	RateLess: func(a, b Rate) bool {
-		return exact.RateLess(a.tokens, a.period, b.tokens, b.period)
-	},
+	return l.bs[0].g.Load().Timers
 }
 
 // observeBucket reports e to b's observer, if it has one.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/option"
 	"github.com/throttlekit/throttle/internal/queue"
 )
 
@@ -161,11 +162,11 @@ func NewQuota(capacity int64, rate throttle.Rate, opts ...throttle.Option) (*Cla
 	if capacity < 0 {
 		return nil, fmt.Errorf("htb: NewQuota: capacity must not be negative, got %d", capacity)
 	}
-	s, err := parts.Shape(rate, capacity)
+	s, err := shapeOf(rate, capacity)
 	if err != nil {
 		return nil, err
 	}
-	clock, name, err := parts.ClockAndName("htb.NewQuota", ": classes report no events; observe the buckets of a Limiter instead", opts)
+	clock, name, err := option.ClockAndName("htb.NewQuota", ": classes report no events; observe the buckets of a Limiter instead", opts)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +219,7 @@ func (c *Class) NewClass(cfg Config) (*Class, error) {
 	}
 	// The guarantees may not exceed the parent's: compare sums over the
 	// tree's denominator after admitting the new one.
-	gs, err := parts.Shape(cfg.Rate, burst)
+	gs, err := shapeOf(cfg.Rate, burst)
 	if err != nil {
 		return nil, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
 	}
@@ -257,13 +258,13 @@ func (c *Class) NewClass(cfg Config) (*Class, error) {
 	if ceilBurst == 0 {
 		ceilBurst = c.c.Cap
 	}
-	if parts.RateLess(ceil, cfg.Rate) || parts.RateLess(c.ceil, ceil) {
+	if rateLess(ceil, cfg.Rate) || rateLess(c.ceil, ceil) {
 		return nil, fmt.Errorf("htb: NewClass %q: ceiling %v must be at least the rate %v and at most the parent's ceiling %v", cfg.Name, ceil, cfg.Rate, c.ceil)
 	}
 	if ceilBurst < burst || ceilBurst > c.c.Cap {
 		return nil, fmt.Errorf("htb: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.Cap)
 	}
-	cs, err := parts.Shape(ceil, ceilBurst)
+	cs, err := shapeOf(ceil, ceilBurst)
 	if err != nil {
 		return nil, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/corelink"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -81,17 +80,17 @@ func limitCount(g throttle.Gate, l *throttle.Limiter) int {
 }
 
 // gateClock returns the clock the Transport reads pauses and deadlines on
-// for g: a Limiter's own, a trtcm.Marker's or an htb.Limiter's, else that of a
-// Gate with a Clock method, else the real clock.
+// for g: that of a Gate with a Clock method (an htb.Limiter, a
+// trtcm.Marker, a redisbucket.Limiter), else a Limiter's own, else the
+// real clock.
 func gateClock(g throttle.Gate, l *throttle.Limiter) clockwork.Clock {
-	if l != nil {
-		return corelink.Clock(l)
-	}
-	if c := corelink.Clock(g); c != nil {
-		return c
-	}
 	if c, ok := g.(interface{ Clock() clockwork.Clock }); ok {
 		if clk := c.Clock(); clk != nil {
+			return clk
+		}
+	}
+	if l != nil {
+		if clk := core.Clock(l); clk != nil {
 			return clk
 		}
 	}
