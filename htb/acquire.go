@@ -424,89 +424,16 @@ func (d *domain) changed(now int64) {
 // stops once target is granted and returns its instant.
 func (d *domain) schedule(now int64, target *classWaiter) int64 {
 	cur := d.seen
-	var cands []*classWaiter
-	var owners []owner
+	// On the stack for the usual few waiters and lenders: the helpers
+	// return the slices they append to, which the compiler's own stack
+	// buffer for an append does not survive.
+	var candBuf [8]*classWaiter
+	var ownerBuf [4]owner
+	cands, owners := candBuf[:0], ownerBuf[:0]
 	for d.queued > 0 {
-		d.gen++
-		cands = cands[:0]
-		for _, c := range d.classes {
-			if c.Head == nil {
-				continue
-			}
-			w := c.Head.w
-			if w.gen == d.gen || !w.heads() {
-				continue
-			}
-			w.gen = d.gen
-			w.options(max(cur, w.Since))
-			cands = append(cands, w)
-		}
-		// The spare of each lender is kept for the waiting borrower with
-		// the smallest start tag among those who wait for its spare,
-		// even while that one is served from its own guarantee: it takes
-		// the spare when its own runs out, and only then does the next
-		// tag come up.
-		owners = owners[:0]
-		for _, w := range cands {
-			for i, c := range w.cs {
-				if w.costs[i] == 0 {
-					continue
-				}
-				os := w.optsOf(i)
-				for best := 1; best < len(os); best++ {
-					if !os[best].bound || os[best].t == exact.Never {
-						continue
-					}
-					tg := borrowTag(c, best)
-					lender := c.path[best]
-					found := false
-					for k := range owners {
-						if owners[k].lender == lender {
-							found = true
-							if tg.less(owners[k].tag) || !owners[k].tag.less(tg) && w.Since < owners[k].w.Since {
-								owners[k].w, owners[k].tag = w, tg
-							}
-						}
-					}
-					if !found {
-						owners = append(owners, owner{lender, w, tg})
-					}
-				}
-			}
-		}
-		var best *classWaiter
-		bestOwn := false
-		for _, w := range cands {
-			at, own := int64(math.MinInt64), true
-			for i, c := range w.cs {
-				os := w.optsOf(i)
-				t := int64(exact.Never)
-				pick := -1
-				for j := range os {
-					os[j].skip = false
-					if j > 0 {
-						for _, o := range owners {
-							if o.lender == c.path[j] && o.w != w {
-								os[j].skip = true
-							}
-						}
-					}
-					if !os[j].skip && os[j].t < t {
-						t, pick = os[j].t, j
-					}
-				}
-				at = max(at, t)
-				own = own && pick <= 0
-			}
-			w.at = at
-			if at == exact.Never {
-				continue
-			}
-			if best == nil || at < best.at || at == best.at && own && !bestOwn ||
-				at == best.at && own == bestOwn && w.Since < best.Since {
-				best, bestOwn = w, own
-			}
-		}
+		cands = d.candidates(cands[:0], cur)
+		owners = spareOwners(owners[:0], cands)
+		best := soonest(cands, owners)
 		if best == nil || best.at > now {
 			if target == nil {
 				d.arm(best, now)
@@ -548,6 +475,112 @@ func (d *domain) schedule(now int64, target *classWaiter) int64 {
 		d.arm(nil, now)
 	}
 	return exact.Never
+}
+
+// candidates appends to cands the waiters at the head of every queue they
+// are in, each once (a new generation marks them), with their options
+// from cur or the instant they queued, whichever is later.
+func (d *domain) candidates(cands []*classWaiter, cur int64) []*classWaiter {
+	d.gen++
+	for _, c := range d.classes {
+		if c.Head == nil {
+			continue
+		}
+		w := c.Head.w
+		if w.gen == d.gen || !w.heads() {
+			continue
+		}
+		w.gen = d.gen
+		w.options(max(cur, w.Since))
+		cands = append(cands, w)
+	}
+	return cands
+}
+
+// spareOwners appends to owners, for each lender some candidate could
+// borrow from, the candidate its spare is kept for: the waiting borrower
+// with the smallest start tag among those who wait for its spare, even
+// while that one is served from its own guarantee. It takes the spare when
+// its own runs out, and only then does the next tag come up.
+func spareOwners(owners []owner, cands []*classWaiter) []owner {
+	for _, w := range cands {
+		for i, c := range w.cs {
+			if w.costs[i] == 0 {
+				continue
+			}
+			os := w.optsOf(i)
+			for best := 1; best < len(os); best++ {
+				if !os[best].bound || os[best].t == exact.Never {
+					continue
+				}
+				tg := borrowTag(c, best)
+				lender := c.path[best]
+				found := false
+				for k := range owners {
+					if owners[k].lender == lender {
+						found = true
+						if tg.less(owners[k].tag) || !owners[k].tag.less(tg) && w.Since < owners[k].w.Since {
+							owners[k].w, owners[k].tag = w, tg
+						}
+					}
+				}
+				if !found {
+					owners = append(owners, owner{lender, w, tg})
+				}
+			}
+		}
+	}
+	return owners
+}
+
+// soonest sets every candidate's instant (w.at) and returns the one to
+// grant first: the earliest, then one served from its own guarantees
+// before one that borrows, then the one that queued first; nil if none
+// can ever be granted.
+func soonest(cands []*classWaiter, owners []owner) *classWaiter {
+	var best *classWaiter
+	bestOwn := false
+	for _, w := range cands {
+		at, own := w.instant(owners)
+		w.at = at
+		if at == exact.Never {
+			continue
+		}
+		if best == nil || at < best.at || at == best.at && own && !bestOwn ||
+			at == best.at && own == bestOwn && w.Since < best.Since {
+			best, bestOwn = w, own
+		}
+	}
+	return best
+}
+
+// instant returns the first instant every class of w can be granted its
+// cost, skipping the spare of a lender kept for another waiter (owners),
+// and whether each class is served from its own guarantee then. It marks
+// the options skipped.
+func (w *classWaiter) instant(owners []owner) (at int64, own bool) {
+	at, own = math.MinInt64, true
+	for i, c := range w.cs {
+		os := w.optsOf(i)
+		t := int64(exact.Never)
+		pick := -1
+		for j := range os {
+			os[j].skip = false
+			if j > 0 {
+				for _, o := range owners {
+					if o.lender == c.path[j] && o.w != w {
+						os[j].skip = true
+					}
+				}
+			}
+			if !os[j].skip && os[j].t < t {
+				t, pick = os[j].t, j
+			}
+		}
+		at = max(at, t)
+		own = own && pick <= 0
+	}
+	return at, own
 }
 
 // plan picks, for each class of w, the lowest node on its path whose
