@@ -73,3 +73,26 @@ func BenchmarkClassAcquireQueued(b *testing.B) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkLimiterAcquireSettle is a Limiter's Acquire of a class's
+// tokens and the Settle of its Permit: the path of a Transport over
+// classes, through the option, error and settling code the core shares.
+func BenchmarkLimiterAcquireSettle(b *testing.B) {
+	root, _ := NewQuota(1<<62, throttle.Per(1_000_000_000, time.Second))
+	team, _ := root.NewClass(Config{Rate: throttle.Per(500_000_000, time.Second)})
+	l, err := NewLimiter(team)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := l.Acquire(ctx, 2)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Settle(1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
