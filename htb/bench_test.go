@@ -1,11 +1,13 @@
 package htb
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 )
 
@@ -94,5 +96,42 @@ func BenchmarkLimiterAcquireSettle(b *testing.B) {
 		if err := p.Settle(1); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestScheduleDoesNotAllocate: a round of the simulation over a few
+// queued waiters, which every change to a level and every timer runs,
+// allocates nothing, borrowers among them.
+func TestScheduleDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	clk := clockwork.NewFakeClockAt(t0)
+	root, err := NewQuota(4, throttle.Per(4, time.Minute), throttle.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := []*Class{
+		mustClass(t, root, Config{Rate: throttle.Per(1, time.Minute), Burst: 1}),
+		mustClass(t, root, Config{Rate: throttle.Per(1, time.Minute), Burst: 1}),
+	}
+	// Nothing left: every call below queues, and would borrow.
+	mustTry(t, kids[0], 1, true)
+	mustTry(t, kids[1], 1, true)
+	mustTry(t, root, 2, true)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for i, c := range []*Class{kids[0], kids[1], kids[0], kids[1]} {
+		wg.Go(func() { c.Acquire(ctx, 1) })
+		waitClassQueued(t, c, i/2+1)
+	}
+	d := root.lock()
+	now := d.Now()
+	n := testing.AllocsPerRun(100, func() { d.schedule(now, nil) })
+	d.Mu.Unlock()
+	cancel()
+	wg.Wait()
+	if n != 0 {
+		t.Errorf("schedule over 4 waiters: %v allocs", n)
 	}
 }
