@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/throttlekit/throttle/internal/errs"
 )
 
 var (
@@ -14,7 +15,7 @@ var (
 	// other than one per limit: per bucket of a Limiter, per limit of a
 	// key, per class of an htb.Limiter, and a Transport or LimitHandler
 	// whose CostFunc returns the wrong number. The message says which.
-	ErrInvalidCost = errors.New("throttle: invalid cost")
+	ErrInvalidCost = errs.InvalidCost // "throttle: invalid cost"
 	// ErrCostExceedsCapacity is matched by the error for a cost that no
 	// wait can ever cover: above a limit's capacity, on a closed limit
 	// (capacity 0, which admits nothing), or on a limit that never refills
@@ -23,13 +24,13 @@ var (
 	// settled far beyond a capacity: see Permit.Settle.
 	ErrCostExceedsCapacity = errors.New("throttle: cost exceeds capacity")
 	// ErrSettled is returned when a Permit is settled or cancelled twice.
-	ErrSettled = errors.New("throttle: permit already settled")
+	ErrSettled = errs.Settled // "throttle: permit already settled"
 	// ErrInvalidOption is matched by the error of a constructor given an
 	// Option it does not take (WithMaxKeys to New, say) or an invalid one
 	// (WithClock(nil)), and by the error of a Keyed whose config returns an
 	// invalid Limit for a key: an option is never silently ignored. NewKeyed,
 	// which returns no error, panics for an invalid Option.
-	ErrInvalidOption = errors.New("throttle: invalid option")
+	ErrInvalidOption = errs.InvalidOption // "throttle: invalid option"
 )
 
 // WaitError is returned by Acquire when the context's deadline comes before
@@ -62,34 +63,15 @@ var (
 // The errors of costs that are not valid, for the message to say why.
 var (
 	errNotPositive    = fmt.Errorf("%w: the cost must be positive", ErrInvalidCost)
-	errNegativeCost   = fmt.Errorf("%w: a cost is negative", ErrInvalidCost)
 	errNoPositiveCost = fmt.Errorf("%w: no cost is positive", ErrInvalidCost)
+	errNegativeCost   = errs.NegativeCost
 )
 
 // costCount is the error for got costs given for want buckets.
-func costCount(got, want int) error { return countErr(got, want, "bucket") }
+func costCount(got, want int) error { return errs.CostCount(got, want, "bucket") }
 
-// countErr is the error for got costs given for want items of kind.
-func countErr(got, want int, kind string) error {
-	return fmt.Errorf("%w: got %d %s for %d %s", ErrInvalidCost, got, plural(got, "cost"), want, plural(want, kind))
-}
-
-// errNoLimits is the error of a call on a zero Limiter or htb.Limiter,
-// which has no limits: made as a zero value rather than by its
-// constructor, it refuses every call rather than dereference nothing.
-func errNoLimits(got int, kind, constructor string) error {
-	return fmt.Errorf("%w: got %d %s for the 0 limits of a zero %s (make one with %s)", ErrInvalidCost, got, plural(got, "cost"), kind, constructor)
-}
-
-func plural(n int, noun string) string {
-	switch {
-	case n == 1:
-		return noun
-	case strings.HasSuffix(noun, "s"):
-		return noun + "es"
-	}
-	return noun + "s"
-}
+// errNoLimits is the error of a call with got costs on a zero Limiter.
+func errNoLimits(got int) error { return errs.NoLimits(got, "Limiter", "NewLimiter") }
 
 // limitErr names the bucket in err when it has a name.
 func limitErr(b *Bucket, err error, cost int64) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/option"
 )
 
 // Limit configures one limit of a keyed limiter: a bucket named Name that
@@ -106,15 +107,15 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 		// ErrInvalidOption, never with a nil call.
 		config = func(K) []Limit { return nil }
 	}
-	o, err := applyOptions("NewKeyed", optClock|optObserver|optMaxKeys, map[optionSet]string{
-		optName: ": a key's limits are named by their Limit.Name",
+	o, err := option.Apply("NewKeyed", option.Clock|option.Observer|option.MaxKeys, map[option.Set]string{
+		option.Name: ": a key's limits are named by their Limit.Name",
 	}, opts)
 	if err != nil {
 		panic(err)
 	}
-	k := &Keyed[K]{config: config, clock: o.clock, obs: o.obs, seed: maphash.MakeSeed(), max: defaultMaxKeys}
-	if o.maxKeys != 0 {
-		k.max = max(int64(o.maxKeys), 0)
+	k := &Keyed[K]{config: config, clock: o.Clock, obs: o.Observer, seed: maphash.MakeSeed(), max: defaultMaxKeys}
+	if o.MaxKeys != 0 {
+		k.max = max(int64(o.MaxKeys), 0)
 	}
 	k.room.Store(exact.Never)
 	for i := range k.shards {
@@ -125,10 +126,10 @@ func NewKeyed[K comparable](config func(K) []Limit, opts ...Option) *Keyed[K] {
 			s.count, s.room = &k.count, &k.room
 		}
 	}
-	if o.clock == nil {
+	if o.Clock == nil {
 		k.epoch = time.Now()
 	} else {
-		k.epoch = o.clock.Now()
+		k.epoch = o.Clock.Now()
 	}
 	return k
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/option"
 )
 
 // ErrTooManyKeys is returned by the calls on a key that finds a Keyed at its
@@ -71,7 +72,8 @@ func WithMaxKeys(n int) Option {
 		if n <= 0 {
 			n = -1 // set, to no cap
 		}
-		o.maxKeys, o.set = n, o.set|optMaxKeys
+		o.MaxKeys = n
+		o.Given(option.MaxKeys)
 	}
 }
 
@@ -288,7 +290,7 @@ func newKeyLimiter(limits []Limit, clock clockwork.Clock, obs Observer) *Limiter
 		if err != nil {
 			panic("throttle: a validated limit failed: " + err.Error())
 		}
-		bs[i] = bucketOf(l.Capacity, l.Rate, s, options{clock: clock, name: l.Name, obs: obs})
+		bs[i] = bucketOf(l.Capacity, l.Rate, s, options{Clock: clock, Name: l.Name, Observer: obs})
 	}
 	lim, err := NewLimiter(bs...)
 	if err != nil {

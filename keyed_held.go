@@ -18,7 +18,7 @@ func (k *Keyed[K]) materialise(e *entry[K]) *held {
 	p := e.prof()
 	bs := make([]*Bucket, len(p.limits))
 	for i, l := range p.limits {
-		b := bucketOf(l.Capacity, l.Rate, p.shapes[i], options{clock: k.clock, name: l.Name, obs: k.obs})
+		b := bucketOf(l.Capacity, l.Rate, p.shapes[i], options{Clock: k.clock, Name: l.Name, Observer: k.obs})
 		b.g.Load().Epoch = k.epoch // nobody else has seen the bucket yet
 		b.lvl = e.get(i)
 		bs[i] = b

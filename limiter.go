@@ -89,7 +89,7 @@ func (l *Limiter) Bucket(name string) *Bucket {
 // other number fails with an error matching ErrInvalidCost.
 func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	if len(l.bs) == 0 {
-		return false, errNoLimits(len(costs), "Limiter", "NewLimiter")
+		return false, errNoLimits(len(costs))
 	}
 	g := l.bs[0].lock()
 	if err := check(l.bs, costs); err != nil {
@@ -126,7 +126,7 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 // the waiters already queued: the latest of the per-bucket waits.
 func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 	if len(l.bs) == 0 {
-		return 0, errNoLimits(len(costs), "Limiter", "NewLimiter")
+		return 0, errNoLimits(len(costs))
 	}
 	return waitTime(l.bs, costs)
 }
@@ -138,7 +138,7 @@ func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 // short, and a cancelled waiter spends nothing.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (Permit, error) {
 	if len(l.bs) == 0 {
-		return nil, errNoLimits(len(costs), "Limiter", "NewLimiter")
+		return nil, errNoLimits(len(costs))
 	}
 	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {

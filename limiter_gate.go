@@ -51,7 +51,7 @@ func (l *Limiter) Status(dst []LimitStatus) []LimitStatus {
 // once allocates nothing and reads the clock once, for the decision.
 func (l *Limiter) Take(ctx context.Context, costs ...int64) (time.Duration, error) {
 	if len(l.bs) == 0 {
-		return 0, errNoLimits(len(costs), "Limiter", "NewLimiter")
+		return 0, errNoLimits(len(costs))
 	}
 	g, w, now, done, err := tryOrWaiter(ctx, l.bs, costs, l.obs)
 	if done {

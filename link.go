@@ -4,7 +4,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle/internal/corelink"
-	"github.com/throttlekit/throttle/internal/exact"
 )
 
 // Link is the table corelink lends package httpthrottle: its fields are
@@ -12,8 +11,6 @@ import (
 type link = corelink.Core[*Limiter, *Bucket, Permit, Event]
 
 func init() {
-	corelink.Register(corelink.Clocker(clockOf))
-	corelink.Register(&parts)
 	corelink.Register(&link{
 		Buckets: func(l *Limiter) []*Bucket { return l.bs },
 		Now:     func(l *Limiter) int64 { return l.bs[0].g.Load().Now() },
@@ -46,32 +43,14 @@ func init() {
 	})
 }
 
-// clockOf returns the clock a Limiter's buckets sleep on, nil for another
-// value. A group's clock is fixed when it is made and published through
+// clockOf returns the clock l's buckets sleep on, nil for the zero
+// Limiter. A group's clock is fixed when it is made and published through
 // the atomic group pointer, so it is read without the lock.
-func clockOf(g any) clockwork.Clock {
-	if l, ok := g.(*Limiter); ok && len(l.bs) > 0 {
-		return l.bs[0].g.Load().Timers
+func clockOf(l *Limiter) clockwork.Clock {
+	if len(l.bs) == 0 {
+		return nil
 	}
-	return nil
-}
-
-// parts is what the core lends htb and trtcm (see corelink.Parts).
-var parts = corelink.Parts[Option, Rate]{
-	ClockAndName: func(ctor, noObserver string, opts []Option) (clockwork.Clock, string, error) {
-		o, err := applyOptions(ctor, optClock|optName, map[optionSet]string{
-			optObserver: noObserver,
-			optMaxKeys:  bucketWhy[optMaxKeys],
-		}, opts)
-		return o.clock, o.name, err
-	},
-	CostCount: countErr,
-	NoLimits:  errNoLimits,
-	Settling:  settling,
-	Shape:     Rate.shape,
-	RateLess: func(a, b Rate) bool {
-		return exact.RateLess(a.tokens, a.period, b.tokens, b.period)
-	},
+	return l.bs[0].g.Load().Timers
 }
 
 // observeBucket reports e to b's observer, if it has one.

@@ -1,6 +1,10 @@
 package throttle
 
-import "time"
+import (
+	"time"
+
+	"github.com/throttlekit/throttle/internal/option"
+)
 
 // EventKind says what happened to a request.
 type EventKind uint8
@@ -56,18 +60,18 @@ type Observer interface {
 // observer the bucket does no extra work.
 func WithObserver(obs ...Observer) Option {
 	return func(opts *options) {
-		opts.set |= optObserver
+		opts.Given(option.Observer)
 		for _, o := range obs {
 			switch {
 			case o == nil:
-			case opts.obs == nil:
-				opts.obs = o
+			case opts.Observer == nil:
+				opts.Observer = o
 			default:
-				t, _ := opts.obs.(tee)
+				t, _ := opts.Observer.(tee)
 				if t == nil {
-					t = tee{opts.obs}
+					t = tee{opts.Observer}
 				}
-				opts.obs = append(t[:len(t):len(t)], o)
+				opts.Observer = append(t[:len(t):len(t)], o)
 			}
 		}
 	}

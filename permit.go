@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/errs"
 	"github.com/throttlekit/throttle/internal/exact"
 )
 
@@ -46,7 +47,7 @@ func (p *permit) Costs() []int64 { return slices.Clone(p.costs) }
 // values other than one per bucket (ErrInvalidCost) and a negative value
 // (ErrInvalidCost).
 func (p *permit) Settle(actual ...int64) error {
-	if err := settling(&p.settled, actual, len(p.bs), costCount); err != nil {
+	if err := errs.Settling(&p.settled, actual, len(p.bs), costCount); err != nil {
 		return err
 	}
 	err := settle(p.bs, p.costs, actual)
@@ -111,24 +112,4 @@ func settle(bs []*Bucket, costs, actual []int64) error {
 // It fails with ErrSettled if the permit was already settled or cancelled.
 func (p *permit) Cancel() error {
 	return p.Settle(make([]int64, len(p.bs))...)
-}
-
-// settling checks the values given to Settle on a permit over n limits,
-// a Bucket permit's and an htb.Permit's alike (count makes the error for a
-// wrong number of them), and marks the permit settled. When it fails the
-// caller settles nothing; once a permit is settled or cancelled, it fails
-// with ErrSettled.
-func settling(settled *atomic.Bool, actual []int64, n int, count func(got, want int) error) error {
-	if len(actual) != n {
-		return count(len(actual), n)
-	}
-	for _, a := range actual {
-		if a < 0 {
-			return errNegativeCost
-		}
-	}
-	if !settled.CompareAndSwap(false, true) {
-		return ErrSettled
-	}
-	return nil
 }

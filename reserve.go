@@ -32,7 +32,7 @@ type Reservation struct {
 // matching ErrInvalidCost or ErrCostExceedsCapacity.
 func (l *Limiter) Reserve(costs ...int64) (*Reservation, error) {
 	if len(l.bs) == 0 {
-		return nil, errNoLimits(len(costs), "Limiter", "NewLimiter")
+		return nil, errNoLimits(len(costs))
 	}
 	return reserve(l.bs, slices.Clone(costs))
 }

@@ -1,13 +1,13 @@
 package throttle
 
 import (
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/option"
 	"github.com/throttlekit/throttle/internal/queue"
 )
 
@@ -43,51 +43,8 @@ type Bucket struct {
 // Option configures a Bucket.
 type Option func(*options)
 
-type options struct {
-	clock   clockwork.Clock
-	name    string
-	obs     Observer
-	maxKeys int // WithMaxKeys, for a Keyed
-	set     optionSet
-	bad     []string // options given invalid values, each saying why
-}
-
-// optionSet is a set of Options, by kind.
-type optionSet uint8
-
-const (
-	optClock optionSet = 1 << iota
-	optName
-	optObserver
-	optMaxKeys
-)
-
-// optionNames are the Options' names, by bit, for errors.
-var optionNames = [...]string{"WithClock", "WithName", "WithObserver", "WithMaxKeys"}
-
-// applyOptions applies opts for the constructor ctor, which takes the
-// options in takes: any other fails with ErrInvalidOption, saying why
-// (why, by option), rather than being ignored.
-func applyOptions(ctor string, takes optionSet, why map[optionSet]string, opts []Option) (options, error) {
-	var o options
-	for _, opt := range opts {
-		if opt == nil {
-			return options{}, fmt.Errorf("%w: %s given a nil Option", ErrInvalidOption, ctor)
-		}
-		opt(&o)
-	}
-	if len(o.bad) > 0 {
-		return options{}, fmt.Errorf("%w: %s given %s", ErrInvalidOption, ctor, o.bad[0])
-	}
-	if extra := o.set &^ takes; extra != 0 {
-		for i, name := range optionNames {
-			if extra&(1<<i) != 0 {
-				return options{}, fmt.Errorf("%w: %s does not take %s%s", ErrInvalidOption, ctor, name, why[1<<i])
-			}
-		}
-	}
-	return o, nil
-}
+// options is what Options set; htb and trtcm apply the same ones.
+type options = option.Options[Observer]
 
 // WithClock makes the bucket read time from c and sleep on c's timers.
 // The default is the real clock, read directly as a monotonic offset. A
@@ -96,15 +53,19 @@ func applyOptions(ctor string, takes optionSet, why map[optionSet]string, opts [
 func WithClock(c clockwork.Clock) Option {
 	return func(o *options) {
 		if c == nil {
-			o.bad = append(o.bad, "WithClock(nil): leave WithClock out for the real clock")
+			o.Refuse("WithClock(nil): leave WithClock out for the real clock")
 		}
-		o.clock, o.set = c, o.set|optClock
+		o.Clock = c
+		o.Given(option.Clock)
 	}
 }
 
 // WithName names the bucket; errors and observer events carry the name.
 func WithName(name string) Option {
-	return func(o *options) { o.name, o.set = name, o.set|optName }
+	return func(o *options) {
+		o.Name = name
+		o.Given(option.Name)
+	}
 }
 
 // New returns a full bucket that holds at most capacity tokens and refills
@@ -135,7 +96,7 @@ func newBucket(ctor string, capacity int64, rate Rate, opts []Option) (*Bucket, 
 	if err != nil {
 		return nil, err
 	}
-	o, err := applyOptions(ctor, optClock|optName|optObserver, bucketWhy, opts)
+	o, err := option.Apply(ctor, option.Clock|option.Name|option.Observer, bucketWhy, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +106,9 @@ func newBucket(ctor string, capacity int64, rate Rate, opts []Option) (*Bucket, 
 // bucketOf makes the bucket of shape s, with options o already checked: a
 // nil clock there is the real one.
 func bucketOf(capacity int64, rate Rate, s shape, o options) *Bucket {
-	b := &Bucket{name: o.name, obs: o.obs, rate: rate, shape: s, paused: noPause}
+	b := &Bucket{name: o.Name, obs: o.Observer, rate: rate, shape: s, paused: noPause}
 	b.self[0] = b
-	g := newGroup(o.clock)
+	g := newGroup(o.Clock)
 	b.lvl = level{Tokens: capacity, Last: g.Now()}
 	g.members = []*Bucket{b}
 	b.g.Store(g)
@@ -155,7 +116,7 @@ func bucketOf(capacity int64, rate Rate, s shape, o options) *Bucket {
 }
 
 // bucketWhy says why New takes no WithMaxKeys.
-var bucketWhy = map[optionSet]string{optMaxKeys: ": it caps a Keyed's keys"}
+var bucketWhy = map[option.Set]string{option.MaxKeys: option.KeyedOnly}
 
 // TryAcquire spends cost tokens if the bucket holds them now and nobody is
 // queued in Acquire; it never blocks and never jumps the queue. A rejected

@@ -9,6 +9,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/option"
 	"github.com/throttlekit/throttle/internal/queue"
 )
 
@@ -161,11 +162,11 @@ func NewQuota(capacity int64, rate throttle.Rate, opts ...throttle.Option) (*Cla
 	if capacity < 0 {
 		return nil, fmt.Errorf("htb: NewQuota: capacity must not be negative, got %d", capacity)
 	}
-	s, err := parts.Shape(rate, capacity)
+	s, err := shapeOf(rate, capacity)
 	if err != nil {
 		return nil, err
 	}
-	clock, name, err := parts.ClockAndName("htb.NewQuota", ": classes report no events; observe the buckets of a Limiter instead", opts)
+	clock, name, err := option.ClockAndName("htb.NewQuota", ": classes report no events; observe the buckets of a Limiter instead", opts)
 	if err != nil {
 		return nil, err
 	}
@@ -190,85 +191,23 @@ func NewQuota(capacity int64, rate throttle.Rate, opts ...throttle.Option) (*Cla
 func (c *Class) NewClass(cfg Config) (*Class, error) {
 	d := c.lock()
 	defer d.Mu.Unlock()
-	if c.removed {
-		return nil, fmt.Errorf("htb: NewClass: %s: %w", className(c), ErrClassRemoved)
+	if err := c.checkChild(cfg); err != nil {
+		return nil, err
 	}
-	if root := c.path[len(c.path)-1]; root.g.Cap == 0 {
-		return nil, fmt.Errorf("htb: NewClass %q: %s: %w", cfg.Name, className(root), errClosed)
-	}
-	if cfg.Rate.Tokens() <= 0 {
-		return nil, fmt.Errorf("htb: NewClass %q: guaranteed rate must be positive, got %v", cfg.Name, cfg.Rate)
-	}
-	if cfg.Rate.Period() <= 0 {
-		return nil, fmt.Errorf("htb: NewClass %q: rate period must be positive, got %v", cfg.Name, cfg.Rate.Period())
-	}
-	sumBurst := int64(0)
-	for _, k := range c.kids {
-		sumBurst += k.g.Cap
-	}
-	burst := cfg.Burst
-	if burst == 0 {
-		burst = shareOf(c.g.Cap, cfg.Rate, c.rate)
-	}
-	if burst <= 0 {
-		return nil, fmt.Errorf("htb: NewClass %q: burst must be positive, got %d", cfg.Name, burst)
-	}
-	if sumBurst+burst > c.g.Cap {
-		return nil, fmt.Errorf("htb: NewClass %q: bursts of the children of %q would add up to %d, above its %d", cfg.Name, c.name, sumBurst+burst, c.g.Cap)
-	}
-	// The guarantees may not exceed the parent's: compare sums over the
-	// tree's denominator after admitting the new one.
-	gs, err := parts.Shape(cfg.Rate, burst)
+	burst, err := c.childBurst(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
+		return nil, err
 	}
-	dhi, den := bits.Mul64(c.tree.den/exact.GCD(c.tree.den, gs.Den), gs.Den)
-	if dhi != 0 || den > maxTreeDen {
-		return nil, fmt.Errorf("htb: NewClass %q: the periods of the hierarchy have no common denominator below 2^62 ns", cfg.Name)
-	}
-	scaled := func(num, dn uint64) (uint64, bool) {
-		hi, lo := bits.Mul64(num, den/dn)
-		return lo, hi == 0 && lo <= maxTreeDen
-	}
-	var sum uint64
-	for _, k := range c.kids {
-		n, ok := scaled(k.gnum, k.gden)
-		if !ok {
-			return nil, fmt.Errorf("htb: NewClass %q: rates too large for a common denominator", cfg.Name)
-		}
-		sum += n
-	}
-	nn, ok1 := scaled(gs.Num, gs.Den)
-	pn, ok2 := scaled(c.gnum, c.gden)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("htb: NewClass %q: rates too large for a common denominator", cfg.Name)
-	}
-	if sum+nn > pn {
-		return nil, fmt.Errorf("htb: NewClass %q: guarantees of the children of %q would add up to more than its %v", cfg.Name, c.name, c.rate)
-	}
-	// The ceiling.
-	ceil, ceilBurst := cfg.Ceil, cfg.CeilBurst
-	if ceil == (throttle.Rate{}) {
-		ceil = c.ceil
-	}
-	if ceil == throttle.Inf {
-		return nil, fmt.Errorf("htb: NewClass %q: ceiling must be finite", cfg.Name)
-	}
-	if ceilBurst == 0 {
-		ceilBurst = c.c.Cap
-	}
-	if parts.RateLess(ceil, cfg.Rate) || parts.RateLess(c.ceil, ceil) {
-		return nil, fmt.Errorf("htb: NewClass %q: ceiling %v must be at least the rate %v and at most the parent's ceiling %v", cfg.Name, ceil, cfg.Rate, c.ceil)
-	}
-	if ceilBurst < burst || ceilBurst > c.c.Cap {
-		return nil, fmt.Errorf("htb: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.Cap)
-	}
-	cs, err := parts.Shape(ceil, ceilBurst)
+	gs, den, nn, err := c.childGuarantee(cfg, burst)
 	if err != nil {
-		return nil, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
+		return nil, err
+	}
+	ceil, ceilBurst, cs, err := c.childCeiling(cfg, burst)
+	if err != nil {
+		return nil, err
 	}
 	for _, k := range c.tree.classes {
-		if _, ok := scaled(k.gnum, k.gden); !ok {
+		if _, ok := scaled(k.gnum, k.gden, den); !ok {
 			return nil, fmt.Errorf("htb: NewClass %q: rates too large for a common denominator", cfg.Name)
 		}
 	}
@@ -298,6 +237,112 @@ func (c *Class) NewClass(cfg Config) (*Class, error) {
 	k.d.Store(d)
 	d.changed(now)
 	return k, nil
+}
+
+// checkChild refuses a child under c, locked, that is removed or under a
+// closed quota, and one whose guaranteed rate is not positive.
+func (c *Class) checkChild(cfg Config) error {
+	if c.removed {
+		return fmt.Errorf("htb: NewClass: %s: %w", className(c), ErrClassRemoved)
+	}
+	if root := c.path[len(c.path)-1]; root.g.Cap == 0 {
+		return fmt.Errorf("htb: NewClass %q: %s: %w", cfg.Name, className(root), errClosed)
+	}
+	if cfg.Rate.Tokens() <= 0 {
+		return fmt.Errorf("htb: NewClass %q: guaranteed rate must be positive, got %v", cfg.Name, cfg.Rate)
+	}
+	if cfg.Rate.Period() <= 0 {
+		return fmt.Errorf("htb: NewClass %q: rate period must be positive, got %v", cfg.Name, cfg.Rate.Period())
+	}
+	return nil
+}
+
+// childBurst returns the burst of a child of c, locked, with cfg: as
+// given, or by default c's burst in the share of c's rate that cfg's is.
+// The bursts of c's children may not add up to more than c's.
+func (c *Class) childBurst(cfg Config) (int64, error) {
+	sumBurst := int64(0)
+	for _, k := range c.kids {
+		sumBurst += k.g.Cap
+	}
+	burst := cfg.Burst
+	if burst == 0 {
+		burst = shareOf(c.g.Cap, cfg.Rate, c.rate)
+	}
+	if burst <= 0 {
+		return 0, fmt.Errorf("htb: NewClass %q: burst must be positive, got %d", cfg.Name, burst)
+	}
+	if sumBurst+burst > c.g.Cap {
+		return 0, fmt.Errorf("htb: NewClass %q: bursts of the children of %q would add up to %d, above its %d", cfg.Name, c.name, sumBurst+burst, c.g.Cap)
+	}
+	return burst, nil
+}
+
+// childGuarantee returns the shape of the guarantee of a child of c,
+// locked, with cfg and burst, the tree's common denominator once the child
+// is in, and the child's rate over it. The guarantees may not exceed the
+// parent's: it compares sums over that denominator after admitting the
+// new one.
+func (c *Class) childGuarantee(cfg Config, burst int64) (gs exact.Shape, den, nn uint64, err error) {
+	gs, err = shapeOf(cfg.Rate, burst)
+	if err != nil {
+		return gs, 0, 0, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
+	}
+	dhi, den := bits.Mul64(c.tree.den/exact.GCD(c.tree.den, gs.Den), gs.Den)
+	if dhi != 0 || den > maxTreeDen {
+		return gs, 0, 0, fmt.Errorf("htb: NewClass %q: the periods of the hierarchy have no common denominator below 2^62 ns", cfg.Name)
+	}
+	var sum uint64
+	for _, k := range c.kids {
+		n, ok := scaled(k.gnum, k.gden, den)
+		if !ok {
+			return gs, 0, 0, fmt.Errorf("htb: NewClass %q: rates too large for a common denominator", cfg.Name)
+		}
+		sum += n
+	}
+	nn, ok1 := scaled(gs.Num, gs.Den, den)
+	pn, ok2 := scaled(c.gnum, c.gden, den)
+	if !ok1 || !ok2 {
+		return gs, 0, 0, fmt.Errorf("htb: NewClass %q: rates too large for a common denominator", cfg.Name)
+	}
+	if sum+nn > pn {
+		return gs, 0, 0, fmt.Errorf("htb: NewClass %q: guarantees of the children of %q would add up to more than its %v", cfg.Name, c.name, c.rate)
+	}
+	return gs, den, nn, nil
+}
+
+// scaled returns num/dn as a numerator over den, a multiple of dn, and
+// whether it is at most maxTreeDen.
+func scaled(num, dn, den uint64) (uint64, bool) {
+	hi, lo := bits.Mul64(num, den/dn)
+	return lo, hi == 0 && lo <= maxTreeDen
+}
+
+// childCeiling returns the ceiling of a child of c, locked, with cfg and
+// guaranteed burst: its rate and burst (c's where cfg leaves them out) and
+// its shape. It is at least the guarantee and at most c's ceiling.
+func (c *Class) childCeiling(cfg Config, burst int64) (ceil throttle.Rate, ceilBurst int64, cs exact.Shape, err error) {
+	ceil, ceilBurst = cfg.Ceil, cfg.CeilBurst
+	if ceil == (throttle.Rate{}) {
+		ceil = c.ceil
+	}
+	if ceil == throttle.Inf {
+		return ceil, 0, cs, fmt.Errorf("htb: NewClass %q: ceiling must be finite", cfg.Name)
+	}
+	if ceilBurst == 0 {
+		ceilBurst = c.c.Cap
+	}
+	if rateLess(ceil, cfg.Rate) || rateLess(c.ceil, ceil) {
+		return ceil, 0, cs, fmt.Errorf("htb: NewClass %q: ceiling %v must be at least the rate %v and at most the parent's ceiling %v", cfg.Name, ceil, cfg.Rate, c.ceil)
+	}
+	if ceilBurst < burst || ceilBurst > c.c.Cap {
+		return ceil, 0, cs, fmt.Errorf("htb: NewClass %q: ceiling burst %d must be at least the burst %d and at most the parent's %d", cfg.Name, ceilBurst, burst, c.c.Cap)
+	}
+	cs, err = shapeOf(ceil, ceilBurst)
+	if err != nil {
+		return ceil, 0, cs, fmt.Errorf("htb: NewClass %q: %w", cfg.Name, err)
+	}
+	return ceil, ceilBurst, cs, nil
 }
 
 // Remove takes a class without children or waiters out of the hierarchy;

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/errs"
 	"github.com/throttlekit/throttle/internal/queue"
 )
 
@@ -47,7 +47,7 @@ func (p *Permit) Costs() []int64 { return slices.Clone(p.costs) }
 // and its borrowing stays bounded by its ceiling. Queued waiters are
 // re-timed. Settling twice, or after Cancel, fails with ErrSettled.
 func (p *Permit) Settle(actual ...int64) error {
-	if err := parts.Settling(&p.settled, actual, len(p.cs), classCount); err != nil {
+	if err := errs.Settling(&p.settled, actual, len(p.cs), classCount); err != nil {
 		return err
 	}
 	d := p.cs[0].lock()
@@ -77,20 +77,22 @@ type Limiter struct {
 	cs []*Class
 }
 
-func init() {
-	corelink.Register(corelink.Clocker(func(g any) clockwork.Clock {
-		if l, ok := g.(*Limiter); ok && len(l.cs) > 0 {
-			return l.cs[0].d.Load().Timers
-		}
+// Clock returns the clock the Limiter's classes measure time and sleep
+// on (WithClock given to NewQuota; the real clock by default), so that the
+// HTTP Transport reads a server's "wait" on the same time line; nil for
+// the zero Limiter, which has no classes.
+func (l *Limiter) Clock() clockwork.Clock {
+	if len(l.cs) == 0 {
 		return nil
-	}))
+	}
+	return l.cs[0].domain().Timers
 }
 
-// parts is what the core lends this package: its options and errors.
-var parts = corelink.Load[*corelink.Parts[throttle.Option, throttle.Rate]]()
-
 // classCount is the error for got costs given for want classes.
-func classCount(got, want int) error { return parts.CostCount(got, want, "class") }
+func classCount(got, want int) error { return errs.CostCount(got, want, "class") }
+
+// errNoLimits is the error of a call with got costs on a zero Limiter.
+func errNoLimits(got int) error { return errs.NoLimits(got, "htb.Limiter", "htb.NewLimiter") }
 
 // NewLimiter returns a Limiter over classes, whose costs are
 // given in this order; each must belong to a different hierarchy, and all
@@ -120,7 +122,7 @@ func (l *Limiter) Classes() []*Class { return slices.Clone(l.cs) }
 // leaves that class out; at least one cost must be positive.
 func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 	if len(l.cs) == 0 {
-		return false, parts.NoLimits(len(costs), "htb.Limiter", "htb.NewLimiter")
+		return false, errNoLimits(len(costs))
 	}
 	var small [4]int
 	plan := small[:0]
@@ -136,7 +138,7 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 // p is nil when ok is false.
 func (l *Limiter) TryAcquirePermit(costs ...int64) (p throttle.Permit, ok bool, err error) {
 	if len(l.cs) == 0 {
-		return nil, false, parts.NoLimits(len(costs), "htb.Limiter", "htb.NewLimiter")
+		return nil, false, errNoLimits(len(costs))
 	}
 	plan := make([]int, len(costs))
 	if ok, err = l.tryAcquire(costs, plan); !ok || err != nil {
@@ -197,11 +199,11 @@ func (l *Limiter) tryAcquire(costs []int64, plan []int) (bool, error) {
 // guarantees of Class.Acquire.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (throttle.Permit, error) {
 	if len(l.cs) == 0 {
-		return nil, parts.NoLimits(len(costs), "htb.Limiter", "htb.NewLimiter")
+		return nil, errNoLimits(len(costs))
 	}
 	p := &Permit{cs: l.cs, costs: slices.Clone(costs), plan: make([]int, len(l.cs))}
 	if len(p.costs) != len(l.cs) {
-		return nil, parts.CostCount(len(p.costs), len(l.cs), "bucket")
+		return nil, errs.CostCount(len(p.costs), len(l.cs), "bucket")
 	}
 	if err := acquireClasses(ctx, p.cs, p.costs, p.plan); err != nil {
 		return nil, err
@@ -213,7 +215,7 @@ func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (throttle.Permit,
 // given the waiters queued now and no other change.
 func (l *Limiter) WaitTime(costs ...int64) (time.Duration, error) {
 	if len(l.cs) == 0 {
-		return 0, parts.NoLimits(len(costs), "htb.Limiter", "htb.NewLimiter")
+		return 0, errNoLimits(len(costs))
 	}
 	return waitClasses(l.cs, costs)
 }

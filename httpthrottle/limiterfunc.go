@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/corelink"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -67,16 +66,13 @@ func noGateIn(g throttle.Gate) bool {
 }
 
 // gateClock returns the clock the Transport reads pauses and deadlines on
-// for g: its own, through its Clock method (a Limiter's, redisbucket's),
-// else an htb.Limiter's or a trtcm.Marker's, else the real clock.
+// for g: its own, through its Clock method (a Limiter's, an htb.Limiter's,
+// a trtcm.Marker's, redisbucket's), else the real clock.
 func gateClock(g throttle.Gate) clockwork.Clock {
 	if c, ok := g.(interface{ Clock() clockwork.Clock }); ok {
 		if clk := c.Clock(); clk != nil {
 			return clk
 		}
-	}
-	if c := corelink.Clock(g); c != nil {
-		return c
 	}
 	return clockwork.NewRealClock()
 }

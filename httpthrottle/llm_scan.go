@@ -338,43 +338,50 @@ func (s *usageScanner) scanJSON(p []byte) {
 		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 			continue
 		}
-		switch j.state {
-		case jValue, jValueOrEnd:
-			if c == ']' && j.state == jValueOrEnd {
-				j.pop()
-				continue
-			}
+		s.structural(c)
+	}
+}
+
+// structural reads c, a byte that is not white space outside any string,
+// number or literal: the JSON grammar's punctuation, or a value's start.
+func (s *usageScanner) structural(c byte) {
+	j := &s.j
+	switch j.state {
+	case jValue, jValueOrEnd:
+		if c == ']' && j.state == jValueOrEnd {
+			j.pop()
+			return
+		}
+		s.startValue(c)
+	case jKeyOrEnd, jKey:
+		switch {
+		case c == '"':
+			j.state, j.inKey, j.keyN, j.esc = jString, true, 0, 0
+		case c == '}' && j.state == jKeyOrEnd:
+			j.pop()
+		default:
+			j.state = jError
+		}
+	case jColon:
+		if c != ':' {
+			j.state = jError
+			return
+		}
+		j.state = jValue
+	case jAfterValue:
+		switch {
+		case j.depth == 0:
+			// Another document (JSON lines): read it too.
 			s.startValue(c)
-		case jKeyOrEnd, jKey:
-			switch {
-			case c == '"':
-				j.state, j.inKey, j.keyN, j.esc = jString, true, 0, 0
-			case c == '}' && j.state == jKeyOrEnd:
-				j.pop()
-			default:
-				j.state = jError
+		case c == ',':
+			j.state = jKey
+			if j.inArray() {
+				j.state, j.key = jValue, keyOther
 			}
-		case jColon:
-			if c != ':' {
-				j.state = jError
-				continue
-			}
-			j.state = jValue
-		case jAfterValue:
-			switch {
-			case j.depth == 0:
-				// Another document (JSON lines): read it too.
-				s.startValue(c)
-			case c == ',':
-				j.state = jKey
-				if j.inArray() {
-					j.state, j.key = jValue, keyOther
-				}
-			case c == '}' && !j.inArray(), c == ']' && j.inArray():
-				j.pop()
-			default:
-				j.state = jError
-			}
+		case c == '}' && !j.inArray(), c == ']' && j.inArray():
+			j.pop()
+		default:
+			j.state = jError
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/errs"
 	"github.com/throttlekit/throttle/internal/exact"
 )
 
@@ -99,7 +100,7 @@ func (m *Marker) grant(cost int64, allowYellow bool) (*markPermit, Color) {
 
 // bucketCount is the error for got costs given for a Marker's one limit
 // (want is 1), worded as a Bucket's.
-func bucketCount(got, want int) error { return parts.CostCount(got, want, "bucket") }
+func bucketCount(got, want int) error { return errs.CostCount(got, want, "bucket") }
 
 func markCost(costs []int64) (int64, error) {
 	if len(costs) != 1 {
@@ -123,7 +124,7 @@ type markPermit struct {
 func (p *markPermit) Costs() []int64 { return []int64{p.cost} }
 
 func (p *markPermit) Settle(actual ...int64) error {
-	if err := parts.Settling(&p.settled, actual, 1, bucketCount); err != nil {
+	if err := errs.Settling(&p.settled, actual, 1, bucketCount); err != nil {
 		return err
 	}
 	m := p.m

@@ -6,8 +6,8 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/corelink"
 	"github.com/throttlekit/throttle/internal/exact"
+	"github.com/throttlekit/throttle/internal/option"
 	"github.com/throttlekit/throttle/internal/queue"
 )
 
@@ -72,18 +72,19 @@ func New(cir throttle.Rate, cbs int64, pir throttle.Rate, pbs int64, opts ...thr
 	if cir == throttle.Inf || pir == throttle.Inf {
 		return nil, fmt.Errorf("trtcm: New: rates must be finite, got CIR %v and PIR %v", cir, pir)
 	}
-	cs, err := parts.Shape(cir, cbs)
+	// Both rates are finite (above), as NewShape's inf says.
+	cs, err := exact.NewShape(cbs, cir.Tokens(), cir.Period(), false)
 	if err != nil {
 		return nil, fmt.Errorf("trtcm: New: committed: %w", err)
 	}
-	ps, err := parts.Shape(pir, pbs)
+	ps, err := exact.NewShape(pbs, pir.Tokens(), pir.Period(), false)
 	if err != nil {
 		return nil, fmt.Errorf("trtcm: New: peak: %w", err)
 	}
-	if parts.RateLess(pir, cir) {
+	if rateLess(pir, cir) {
 		return nil, fmt.Errorf("trtcm: New: peak rate %v is below the committed rate %v", pir, cir)
 	}
-	clock, name, err := parts.ClockAndName("trtcm.New", ": a Marker reports no events", opts)
+	clock, name, err := option.ClockAndName("trtcm.New", ": a Marker reports no events", opts)
 	if err != nil {
 		return nil, err
 	}
@@ -95,17 +96,15 @@ func New(cir throttle.Rate, cbs int64, pir throttle.Rate, pbs int64, opts ...thr
 	return m, nil
 }
 
-// parts is what the core lends this package: its options and errors.
-var parts = corelink.Load[*corelink.Parts[throttle.Option, throttle.Rate]]()
-
-func init() {
-	corelink.Register(corelink.Clocker(func(g any) clockwork.Clock {
-		if m, ok := g.(*Marker); ok {
-			return m.Timers
-		}
-		return nil
-	}))
+// rateLess reports a < b as rates, exactly.
+func rateLess(a, b throttle.Rate) bool {
+	return exact.RateLess(a.Tokens(), a.Period(), b.Tokens(), b.Period())
 }
+
+// Clock returns the clock the Marker measures time on (WithClock; the
+// real clock by default), so that the HTTP Transport reads a server's
+// "wait" on the same time line.
+func (m *Marker) Clock() clockwork.Clock { return m.Timers }
 
 // Mark marks a request of cost tokens in color-blind mode and updates the
 // buckets as RFC 2698 says. A negative cost is red and changes nothing.

@@ -87,7 +87,7 @@ func TestMarkerEqualsRFC2698(t *testing.T) {
 	colors := [3]int{}
 	for i := range traces {
 		cir, pir := randRate(rng), randRate(rng)
-		if parts.RateLess(pir, cir) {
+		if rateLess(pir, cir) {
 			cir, pir = pir, cir
 		}
 		cbs, pbs := rng.Int64N(50)+1, rng.Int64N(100)+1

@@ -1,26 +1,17 @@
-// Package corelink lends the other packages of this module the parts of
-// the core (package throttle) that are not its public API: to the HTTP
-// layer (httpthrottle) the buckets of a Limiter without a copy, its wait
-// without a Permit's allocation, a Permit booked in flight, a Keyed key
-// decided under one lock; to the classes (htb) and the marker (trtcm) the
-// core's options, errors and rate arithmetic; to all, the clock each Gate
-// sleeps on.
+// Package corelink lends the HTTP layer (httpthrottle) the parts of the
+// core (package throttle) that are not its public API: the buckets of a
+// Limiter without a copy, its wait without a Permit's allocation, its
+// clock, a Permit booked in flight, a Keyed key decided under one lock.
 // Exporting them from the core would put them in front of every user of a
 // Bucket; internal tables keep them between the packages of this module.
 //
 // The core cannot be imported here (it imports this package), so a table's
-// types are parameters: the core fills a Core and a Parts with its own
-// types in its init, and the other packages read them back with the same
-// types. Nothing else is stored, and nothing changes after init.
+// types are parameters: the core fills a Core with its own types in its
+// init, and httpthrottle reads it back with the same types. Nothing else
+// is stored, and nothing changes after init.
 package corelink
 
-import (
-	"sync/atomic"
-	"time"
-
-	"github.com/jonboulle/clockwork"
-	"github.com/throttlekit/throttle/internal/exact"
-)
+import "time"
 
 // Core is the table the core registers. L is *throttle.Limiter, B
 // *throttle.Bucket, P throttle.Permit, E throttle.Event.
@@ -100,47 +91,4 @@ func Load[T any]() T {
 		}
 	}
 	panic("corelink: no table registered of the type asked for")
-}
-
-// Clocker returns the clock a Gate of the registering package sleeps on,
-// or nil for a value that is not one of its Gates: the core registers one
-// for its Limiter, htb for its Limiter, trtcm for its Marker.
-type Clocker func(g any) clockwork.Clock
-
-// Clock returns the clock g sleeps on, as the Clocker of g's package says,
-// or nil when no Clocker knows g.
-func Clock(g any) clockwork.Clock {
-	for _, t := range tables {
-		if c, ok := t.(Clocker); ok {
-			if clk := c(g); clk != nil {
-				return clk
-			}
-		}
-	}
-	return nil
-}
-
-// Parts is the table the core lends the packages of its other limiters,
-// htb and trtcm, so that their options, errors and rate arithmetic are
-// the core's. O is throttle.Option, R throttle.Rate.
-type Parts[O, R any] struct {
-	// ClockAndName applies opts for the constructor ctor, which takes
-	// WithClock and WithName only; WithObserver fails saying noObserver
-	// (why it does not apply), any other Option as the core's
-	// constructors' do.
-	ClockAndName func(ctor, noObserver string, opts []O) (clockwork.Clock, string, error)
-	// CostCount is the error for got costs given for want items (kind:
-	// "bucket", "class").
-	CostCount func(got, want int, kind string) error
-	// NoLimits is the error of a call with got costs on a zero value of
-	// kind, which has no limits; constructor is how to make one.
-	NoLimits func(got int, kind, constructor string) error
-	// Settling checks the values given to a permit's Settle over n
-	// limits and marks it settled, as the core's permits do.
-	Settling func(settled *atomic.Bool, actual []int64, n int, count func(got, want int) error) error
-	// Shape validates r for a bucket of capacity and reduces it, as the
-	// core's Bucket does (exact.NewShape).
-	Shape func(r R, capacity int64) (exact.Shape, error)
-	// RateLess reports a < b as rates, exactly.
-	RateLess func(a, b R) bool
 }
