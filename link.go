@@ -13,21 +13,9 @@ type link = corelink.Core[*Limiter, *Bucket, Permit, Event]
 func init() {
 	corelink.Register(&link{
 		Buckets: func(l *Limiter) []*Bucket { return l.bs },
-		Now:     func(l *Limiter) int64 { return l.bs[0].g.Load().Now() },
-		NewPermit: func(bs []*Bucket, costs []int64, book corelink.Book[*Bucket]) Permit {
-			p := newPermit(bs, costs)
-			p.booked = book
-			return p
-		},
-		Settle:       settle,
-		Give:         (*Bucket).give,
-		Name:         func(b *Bucket) string { return b.name },
-		Capacity:     (*Bucket).capacity,
-		Paused:       (*Bucket).pausedUntil,
-		Observe:      observeBucket,
-		CostCount:    costCount,
-		DefaultCosts: defaultCosts,
-		Queued:       func(l *Limiter) int { return l.bs[0].queued() },
+		Give:    (*Bucket).give,
+		Paused:  (*Bucket).pausedUntil,
+		Queued:  func(l *Limiter) int { return l.bs[0].queued() },
 		HeldKeys: func(v any) int {
 			if k, ok := v.(interface{ heldCount() int }); ok {
 				return k.heldCount()

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/throttlekit/throttle/internal/corelink"
 	"github.com/throttlekit/throttle/internal/errs"
 	"github.com/throttlekit/throttle/internal/exact"
 )
@@ -17,10 +16,6 @@ type permit struct {
 	costs   []int64
 	settled atomic.Bool
 	small   [2]int64 // costs, for the usual requests-and-tokens pair, without another allocation
-	// booked, if set, is told the costs and the actual use once the permit
-	// is settled, or kept as it is (see Keep): a Transport's count of tokens
-	// in flight.
-	booked corelink.Book[*Bucket]
 }
 
 // newPermit records a copy of costs taken from bs.
@@ -50,29 +45,7 @@ func (p *permit) Settle(actual ...int64) error {
 	if err := errs.Settling(&p.settled, actual, len(p.bs), costCount); err != nil {
 		return err
 	}
-	err := settle(p.bs, p.costs, actual)
-	if p.booked != nil {
-		p.booked.Settled(p.bs, p.costs, actual)
-	}
-	return err
-}
-
-// TakenCosts, LimitName and Keep are for the Transport, which settles a
-// permit from a response (WithLLM); the type is not exported, so neither are
-// they to users.
-
-// TakenCosts returns the costs taken, not to be written.
-func (p *permit) TakenCosts() []int64 { return p.costs }
-
-// LimitName returns the name of limit i, in cost order.
-func (p *permit) LimitName(i int) string { return p.bs[i].name }
-
-// Keep ends a permit that will not be settled, its costs staying as taken,
-// without the work and the event of a settlement.
-func (p *permit) Keep() {
-	if p.settled.CompareAndSwap(false, true) && p.booked != nil {
-		p.booked.Settled(p.bs, p.costs, p.costs)
-	}
+	return settle(p.bs, p.costs, actual)
 }
 
 // settle corrects costs taken from bs to actual. A charge that would leave

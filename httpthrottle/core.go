@@ -5,6 +5,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/corelink"
+	"github.com/throttlekit/throttle/internal/errs"
 )
 
 // core is what the core package lends this one (see corelink): read once,
@@ -45,7 +46,7 @@ func (a *attempt) Settle(actual ...int64) error {
 	if a.p != nil {
 		err = a.p.Settle(actual...)
 	} else if len(actual) != len(a.costs) {
-		err = core.CostCount(len(actual), len(a.costs))
+		err = errs.CostCount(len(actual), len(a.costs), "bucket")
 	} else {
 		err = a.g.tk.Settle(a.costs, actual)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/errs"
 
 	"github.com/throttlekit/throttle/internal/fields"
 	"github.com/throttlekit/throttle/internal/headers"
@@ -265,7 +266,7 @@ func (h *limitHandler) costsOf(w http.ResponseWriter, r *http.Request, g *gate) 
 	case err != nil:
 		costError(w, err)
 	case len(costs) != n:
-		http.Error(w, "request cost: "+core.CostCount(len(costs), n).Error(), http.StatusInternalServerError)
+		http.Error(w, "request cost: "+errs.CostCount(len(costs), n, "bucket").Error(), http.StatusInternalServerError)
 	case costsFree(costs):
 		h.next.ServeHTTP(w, r)
 	default:

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/errs"
 )
 
 // RequestPermit returns the Permit LimitHandler took for the request that w
@@ -121,7 +122,7 @@ func (p *takenPermit) Costs() []int64 { return slices.Clone(p.costs) }
 
 func (p *takenPermit) Settle(actual ...int64) error {
 	if len(actual) != len(p.costs) {
-		return fmt.Errorf("%w: %d values settled for %d limits", throttle.ErrInvalidCost, len(actual), len(p.costs))
+		return errs.CostCount(len(actual), len(p.costs), "bucket")
 	}
 	for _, a := range actual {
 		if a < 0 {

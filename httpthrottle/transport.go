@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/errs"
 
 	"golang.org/x/sync/semaphore"
 
@@ -401,7 +402,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if t.cost != nil {
 		costs, err = t.cost(req, g)
 		if n := len(gt.names); err == nil && len(costs) != n {
-			err = core.CostCount(len(costs), n)
+			err = errs.CostCount(len(costs), n, "bucket")
 		}
 		if err != nil {
 			closeRequestBody(req)

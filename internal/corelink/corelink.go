@@ -19,31 +19,13 @@ type Core[L, B, P, E any] struct {
 	// Buckets returns the Limiter's buckets, in cost order; not to be
 	// written.
 	Buckets func(l L) []B
-	// Now reads the Limiter's monotonic time line, in nanoseconds.
-	Now func(l L) int64
-	// NewPermit records a copy of costs taken from bs; book, if not nil,
-	// is told the costs and the actual use once the permit is settled or
-	// kept (Permit.Keep).
-	NewPermit func(bs []B, costs []int64, book Book[B]) P
-	// Settle corrects costs taken from bs to actual, as a Permit's Settle
-	// does.
-	Settle func(bs []B, costs, actual []int64) error
-	// Name, Capacity and Paused read what their names say of b (Paused the
-	// end of a pause in force, zero if none): one field under the lock, for
-	// the response path, where a whole Status would serve and project the
-	// queue.
-	Name     func(b B) string
-	Capacity func(b B) int64
-	Paused   func(b B) time.Time
+	// Paused reads the end of a pause in force on b, zero if none: one
+	// field under the lock, for Auto's response path, where a whole Status
+	// would serve and project the queue.
+	Paused func(b B) time.Time
 	// Give returns n tokens to b, never above its capacity, with no event:
 	// a server's window that restored its quota.
 	Give func(b B, n int64)
-	// Observe reports e to the observer of b, if it has one.
-	Observe func(b B, e E) bool
-	// CostCount is the core's error for got costs where want were due.
-	CostCount func(got, want int) error
-	// DefaultCosts returns one on each of n limits, not to be written.
-	DefaultCosts func(n int) []int64
 	// Queued returns the number of waiters queued on the Limiter's
 	// buckets: the HTTP layer's tests wait for every goroutine to have
 	// finished or queued on it.
@@ -54,12 +36,6 @@ type Core[L, B, P, E any] struct {
 	// Keyed returns a Keyed's Admitter (of its key type), or nil for a
 	// value that is not a Keyed.
 	Keyed func(k any) any
-}
-
-// Book is told of a permit's settlement: a Transport's count of tokens in
-// flight.
-type Book[B any] interface {
-	Settled(bs []B, costs, actual []int64)
 }
 
 // Decision is what a Keyed decided for a key held compactly (Admitter). S
