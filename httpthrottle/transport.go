@@ -468,7 +468,7 @@ func (x *exchange) send() (*http.Response, error) {
 	taken := !costsFree(x.costs)
 	if taken {
 		var full uint64
-		if x.bursting() {
+		if x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
 			full = t.bursts.full(x.g, x.costs)
 		}
 		w, err := x.takeTurn()

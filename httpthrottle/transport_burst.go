@@ -40,9 +40,11 @@ import (
 // its take is counted neither in the burst nor after it.
 
 // Bursts are followed on a Gate that takes without a Permit (Taker), can
-// be lowered (Leveler) and reports its levels (Meter): a Limiter, a key
-// of a Keyed. A Gate shared by a fleet (redisbucket's) is none: its level
-// is the fleet's, and reading it is a round trip to Redis.
+// be lowered (Leveler) and reports its levels (Meter). The levels are read
+// (a round trip to Redis for redisbucket's Limiter) only by a call that
+// could open a burst: none is open, and the Transport has no call of the
+// Gate in flight, which the server would have counted or be about to
+// count (its quota is then not full).
 
 // burstBook keeps the open bursts of a Transport's limits.
 type burstBook struct {
@@ -76,6 +78,22 @@ const maxBurstLimits = 64
 func (x *exchange) bursting() bool {
 	g := x.g
 	return x.t.settle != nil && g.tk != nil && g.level != nil && g.meter != nil && g.keyed
+}
+
+// idle reports whether no burst of g is open: a call joins an open burst
+// whatever its limits' levels, so only a call that opens one reads them.
+func (k *burstBook) idle(g *gate) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.m) == 0 {
+		return true
+	}
+	for i := range min(len(g.names), maxBurstLimits) {
+		if k.m[limitRef{g.g, i}] != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // full returns the mask of the limits of g at their capacity that a call

@@ -90,6 +90,21 @@ func (f *flightBook) settled(g throttle.Gate, costs, actual []int64) {
 	f.mu.Unlock()
 }
 
+// idle reports whether no attempt on g is in flight.
+func (f *flightBook) idle(g *gate) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.m) == 0 {
+		return true
+	}
+	for i := range g.names {
+		if e := f.m[limitRef{g.g, i}]; e != nil && e.inFlight > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // unsettled is what the attempts in flight on limit r reserved and have
 // not settled: at most what they can give back.
 func (f *flightBook) unsettled(r limitRef) int64 {

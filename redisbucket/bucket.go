@@ -111,7 +111,8 @@ func (b *Bucket) TryAcquireContext(ctx context.Context, cost int64) (bool, error
 //
 // It returns at once, spending nothing, with a *throttle.WaitError (which
 // matches context.DeadlineExceeded) when ctx's deadline comes before the
-// wait ends; with throttle.ErrCostExceedsCapacity when the rate is zero and the bucket
+// wait ends and that wait is certain (a wait that this process's unsettled
+// permits could shorten waits its turn instead; see docs/redis.md); with throttle.ErrCostExceedsCapacity when the rate is zero and the bucket
 // cannot cover cost; with an error wrapping ErrUnavailable under FailClosed
 // while Redis is unavailable; with ctx's error when ctx ends while waiting.
 func (b *Bucket) Acquire(ctx context.Context, cost int64) error {

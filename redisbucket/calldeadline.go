@@ -8,8 +8,8 @@ import (
 
 // sharedDeadline is a call timeout that the calls started within one
 // window share: a context.WithTimeout per call is a timer to start and
-// stop, about a microsecond, half of what the library costs a decision on
-// top of go-redis (BenchmarkRedisClientOverhead).
+// stop, a large part of what the library costs a decision on top of
+// go-redis (benchmarks/README.md, BenchmarkRedisClientOverhead).
 type sharedDeadline struct {
 	ctx   context.Context
 	until time.Time // calls started before this take ctx

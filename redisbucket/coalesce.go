@@ -2,7 +2,6 @@ package redisbucket
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -41,8 +40,8 @@ import (
 // within a batch, and among Acquire callers that had to wait through the
 // local queue (fifo.go), whose head alone calls.
 //
-// (No timer sends a batch: the runtime's timers fire about a millisecond
-// late on an idle process here, longer than the round trips at stake.)
+// (No timer sends a batch: the runtime's timers can fire later than the
+// round trips at stake.)
 type batcher struct {
 	mu       sync.Mutex
 	inflight int       // calls in flight: lone fast-path calls and batches
@@ -60,10 +59,11 @@ type batcher struct {
 
 // callSpacing is the round trip per call in flight: a limiter keeps
 // about one call in flight per callSpacing of its shortest recent round
-// trip. The shortest loopback round trip to a busy server is 20-60 µs
-// here (the median 30-150), most of it the server's and the client's work
-// per call: there the bound stays 1, since a second call in flight would
-// halve the batches, not the wait. At 0.5 ms and more it is half the pool.
+// trip. A loopback round trip is mostly the server's and the client's
+// work per call, and shorter than callSpacing (benchmarks/README.md,
+// BenchmarkRedisRoundTrips): there the bound stays 1, since a second call
+// in flight would halve the batches, not the wait. At 0.5 ms and more it
+// is half the pool.
 const callSpacing = 50 * time.Microsecond
 
 // maxInFlight returns the bound on a limiter's calls in flight on client:
@@ -216,7 +216,12 @@ func (e *engine) sendBatch(ms []*member) {
 	e.st.calls.Add(1)
 	v, err := e.run(cctx, args)
 	cancel()
-	if err == nil && len(v) == 1 && v[0] == -2 {
+	var br batchReply
+	general := false
+	if err == nil {
+		br, general, err = decodeBatch(v, len(live))
+	}
+	if general {
 		for _, m := range live {
 			// Each with the view the one before it left.
 			local := e.o.clock.Now()
@@ -226,9 +231,6 @@ func (e *engine) sendBatch(ms []*member) {
 		}
 		return
 	}
-	if err == nil && len(v) != 1+3*len(live) {
-		err = fmt.Errorf("redisbucket: script replied %d values to a batch of %d, want %d", len(v), len(live), 1+3*len(live))
-	}
 	if err != nil {
 		e.st.callErrors.Add(1)
 		for _, m := range live {
@@ -237,14 +239,10 @@ func (e *engine) sendBatch(ms []*member) {
 		}
 		return
 	}
-	at := v[0]
-	levels := make([]int64, 2*len(live))
 	for i, m := range live {
-		r := v[1+3*i:]
-		levels[2*i] = r[2]
-		m.res = result{status: r[0], wait: time.Duration(r[1]) * time.Microsecond, now: at, levels: levels[2*i : 2*i+2 : 2*i+2]}
+		m.res = br.member(i)
 	}
-	e.seen.set(e.limits, local, at, levels[2*len(live)-2:], nil, sent)
+	e.seen.set(e.limits, local, br.now(), br.last(), nil, sent)
 	for _, m := range live {
 		close(m.done)
 	}

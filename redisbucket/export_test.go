@@ -12,7 +12,7 @@ import (
 func WithServerTime(f func() time.Time) Option { return func(o *options) { o.serverTime = f } }
 
 // ScriptSource exposes the script for SCRIPT LOAD checks.
-const ScriptSource = scriptSrc
+var ScriptSource = scriptSrc
 
 // Queued returns how many Acquire callers wait in line behind the head.
 func Queued(b *Bucket) int64 { return int64(b.e.line.queued()) }
@@ -55,7 +55,7 @@ func BreakerState(b *Bucket) string {
 	br := b.e.br
 	br.mu.Lock()
 	defer br.mu.Unlock()
-	return fmt.Sprintf("open=%v probing=%v next in %v cause=%v", br.open, br.probing, time.Until(br.next), br.cause)
+	return fmt.Sprintf("state=%v next in %v cause=%v", br.state, time.Until(br.next), br.cause)
 }
 
 // BreakerCause returns the error that keeps b's breaker open, or nil.
@@ -67,7 +67,7 @@ func LimiterBreakerCause(l *Limiter) error { return breakerCause(l.e) }
 func breakerCause(e *engine) error {
 	e.br.mu.Lock()
 	defer e.br.mu.Unlock()
-	if !e.br.open {
+	if e.br.state == breakerClosed {
 		return nil
 	}
 	return e.br.cause

@@ -34,7 +34,7 @@ func (l *Limiter) TryAcquirePermitContext(ctx context.Context, costs ...int64) (
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	return &Permit{e: l.e, id: id, costs: slices.Clone(costs), mode: d.mode}, true, nil
+	return l.e.newPermit(id, costs, d.mode, nil), true, nil
 }
 
 // Status appends the state of every limit, in cost order, to dst: one
@@ -73,3 +73,48 @@ func untilFull(capacity int64, tokens float64, r throttle.Rate) time.Duration {
 	}
 	return time.Duration(d + 0.999999)
 }
+
+// Take is Acquire without the Permit: it waits its turn under the same
+// rules, takes the costs, and reports how long the call waited (on the
+// Limiter's clock). With TryAcquire and Settle it makes the Limiter a
+// throttle.Taker, which the HTTP Transport and the gRPC interceptors use,
+// so that no Permit is left unsettled (estimates.go): the costs a Taker
+// took are exact as far as this Limiter knows; a caller that settles them
+// later decides about its own deadlines (the Transport does).
+func (l *Limiter) Take(ctx context.Context, costs ...int64) (time.Duration, error) {
+	start := l.e.o.clock.Now()
+	_, err := l.e.acquireQueued(ctx, costs, "", func(ctx context.Context) (decision, error) {
+		return l.e.decide(ctx, costs, "")
+	})
+	if err != nil {
+		return 0, err
+	}
+	return l.e.o.clock.Since(start), nil
+}
+
+// Settle corrects costs that Take or TryAcquire took to the actual use, as
+// Permit.Settle does: what was taken beyond actual goes back, never above
+// a limit's capacity (all of it, with actual all zero, for a call never
+// made), and what actual exceeds was taken by is charged at once, at most
+// one capacity into debt (beyond, the charge stops there and the error
+// matches throttle.ErrCostExceedsCapacity). It is one Redis call (retried
+// once, under a fresh permit id that makes the retry safe) under the call
+// timeout; when Redis cannot be reached it fails with an error wrapping
+// ErrUnavailable and the costs stay as taken.
+func (l *Limiter) Settle(taken, actual []int64) error {
+	e := l.e
+	if len(taken) != len(e.limits) {
+		return costCount(len(taken), len(e.limits))
+	}
+	for _, c := range taken {
+		if c < 0 {
+			return throttle.ErrInvalidCost
+		}
+	}
+	p := &Permit{e: e, id: newPermitID(), costs: slices.Clone(taken), mode: ModeRedis}
+	err := p.SettleContext(context.Background(), actual...)
+	e.est.settled()
+	return err
+}
+
+var _ throttle.Taker = (*Limiter)(nil)

@@ -144,7 +144,7 @@ func (l *leaser) decide(ctx context.Context, cost int64) (decision, error) {
 
 	costs := []int64{cost}
 	id := newPermitID()
-	res, fail, cause, err := l.e.attempt(ctx, now, "l", id, costs, []int64{max(want, cost)}, l.share, l.hold+time.Minute)
+	res, fail, cause, err := l.e.attempt(ctx, now, modeLease, id, costs, []int64{max(want, cost)}, l.share, l.hold+time.Minute)
 	if err != nil {
 		return decision{}, err
 	}
@@ -299,9 +299,9 @@ func (l *leaser) giveBack(bs []*batch) error {
 			continue
 		}
 		ctx := context.Background()
-		_, err := l.e.call(ctx, "s", b.id, []int64{b.size}, []int64{b.size - b.left}, 1, l.hold+time.Minute)
+		_, err := l.e.call(ctx, modeSettle, b.id, []int64{b.size}, []int64{b.size - b.left}, 1, l.hold+time.Minute)
 		if err != nil && unavailable(ctx, err) {
-			_, err = l.e.call(ctx, "s", b.id, []int64{b.size}, []int64{b.size - b.left}, 1, l.hold+time.Minute)
+			_, err = l.e.call(ctx, modeSettle, b.id, []int64{b.size}, []int64{b.size - b.left}, 1, l.hold+time.Minute)
 		}
 		errs = append(errs, err)
 	}

@@ -85,12 +85,18 @@ func TestLimiterAcquireWaitsForLatestLimit(t *testing.T) {
 	r := newRig(t)
 	l := r.limiter("wait", rpmTPM)
 	ctx := context.Background()
-	if _, err := l.Acquire(ctx, 1, 100); err != nil {
+	p, err := l.Acquire(ctx, 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Settled at its estimate: the wait below rests on settled levels only
+	// (an unsettled permit could give its costs back: estimates_test.go).
+	if err := p.Settle(1, 100); err != nil {
 		t.Fatal(err)
 	}
 	dl, cancel := context.WithDeadline(ctx, r.fc.Now().Add(time.Second))
 	defer cancel()
-	_, err := l.Acquire(dl, 1, 50)
+	_, err = l.Acquire(dl, 1, 50)
 	var we *throttle.WaitError
 	if !errors.As(err, &we) || we.Limit != "tpm" || we.Wait != 30*time.Second {
 		t.Fatalf("err %v", err)

@@ -39,7 +39,7 @@ type options struct {
 	// startWithout builds the limiter when Redis does not answer the
 	// constructor's check (WithStartWithoutRedis).
 	startWithout bool
-	// reserve makes Acquire reserve (queue.go) instead of deciding again
+	// reserve makes Acquire reserve (reserve.go) instead of deciding again
 	// after each sleep.
 	reserve  bool
 	nilClock bool // WithClock(nil), refused

@@ -25,6 +25,7 @@ type Permit struct {
 	costs []int64
 	mode  Mode
 	local throttle.Permit // under FailLocal, the local buckets' permit
+	held  *heldPermit     // taken from Redis: booked in the engine's estimates until settled
 
 	mu   sync.Mutex
 	done bool
@@ -38,7 +39,17 @@ func acquirePermit(ctx context.Context, e *engine, costs []int64) (*Permit, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Permit{e: e, id: id, costs: slices.Clone(costs), mode: d.mode, local: d.local}, nil
+	return e.newPermit(id, costs, d.mode, d.local), nil
+}
+
+// newPermit returns the Permit of an acquisition granted by mode, booked
+// in the estimates when that is Redis.
+func (e *engine) newPermit(id string, costs []int64, mode Mode, local throttle.Permit) *Permit {
+	p := &Permit{e: e, id: id, costs: slices.Clone(costs), mode: mode, local: local}
+	if mode == ModeRedis {
+		e.est.hold(p, p.costs)
+	}
+	return p
 }
 
 // ID returns the permit's id, unique to this acquisition.
@@ -92,52 +103,20 @@ func (p *Permit) SettleContext(ctx context.Context, actual ...int64) error {
 	var localCapped error
 	switch p.mode {
 	case ModeRedis:
-		b := make([]int64, len(actual))
-		for i, a := range actual {
-			// Debt stops at one capacity: from a level of at most one
-			// capacity, a charge of two reaches it, and more changes
-			// nothing but the size of the numbers sent.
-			b[i] = min(a, p.costs[i]+2*p.e.limits[i].capacity)
-			if b[i] < a && capped < 0 {
-				capped = i
-			}
-		}
 		var err error
-		var res result
-		for range 2 {
-			if res, err = p.e.call(ctx, "s", p.id, p.costs, b, 1, p.e.o.permitTTL); err == nil || !unavailable(ctx, err) {
-				break
-			}
-		}
-		if err == nil && res.status == 1 && res.amount > 0 && int(res.amount) <= len(p.costs) {
-			capped = int(res.amount) - 1
-		}
-		if err != nil {
-			if cerr := ctxErr(ctx); cerr != nil {
-				return cerr
-			}
-			if unavailable(ctx, err) {
-				return fmt.Errorf("%w: settle permit %s: %w", ErrUnavailable, p.id, err)
-			}
+		if capped, err = p.settleRedis(ctx, actual); err != nil {
 			return err
 		}
 	case ModeFailLocal:
-		d := make([]int64, len(actual))
-		for i := range actual {
-			d[i] = actual[i] - p.costs[i]
-		}
-		p.e.seen.spent(d)
-		// The local debt stops at the local bucket's capacity, as the
-		// shared one's does; the core reports the cap with the limit's name.
-		if p.local != nil {
-			if err := p.local.Settle(actual...); errors.Is(err, throttle.ErrCostExceedsCapacity) {
-				localCapped = err
-			} else if err != nil {
-				return err
-			}
+		var err error
+		if localCapped, err = p.settleLocal(actual); err != nil {
+			return err
 		}
 	}
 	p.done = true
+	if p.held != nil {
+		p.held.release()
+	}
 	if o := p.e.o.obs; o != nil {
 		for i, a := range actual {
 			o.Observe(Event{Event: throttle.Event{Kind: throttle.EventSettled, Limit: p.e.limits[i].name, Cost: a, Estimate: p.costs[i]}, Mode: p.mode})
@@ -147,6 +126,64 @@ func (p *Permit) SettleContext(ctx context.Context, actual ...int64) error {
 		return p.debtCapped(capped, actual[capped], p.e.limits[capped].capacity)
 	}
 	return localCapped
+}
+
+// settleRedis settles a permit Redis granted: one call (retried once
+// when Redis is unavailable). It returns the first limit whose charge
+// stopped at the debt bound, or -1.
+func (p *Permit) settleRedis(ctx context.Context, actual []int64) (int, error) {
+	capped := -1
+	b := make([]int64, len(actual))
+	for i, a := range actual {
+		// Debt stops at one capacity: from a level of at most one
+		// capacity, a charge of two reaches it, and more changes
+		// nothing but the size of the numbers sent.
+		b[i] = min(a, p.costs[i]+2*p.e.limits[i].capacity)
+		if b[i] < a && capped < 0 {
+			capped = i
+		}
+	}
+	var err error
+	var res result
+	for range 2 {
+		if res, err = p.e.call(ctx, modeSettle, p.id, p.costs, b, 1, p.e.o.permitTTL); err == nil || !unavailable(ctx, err) {
+			break
+		}
+	}
+	if err != nil {
+		if cerr := ctxErr(ctx); cerr != nil {
+			return -1, cerr
+		}
+		if unavailable(ctx, err) {
+			return -1, fmt.Errorf("%w: settle permit %s: %w", ErrUnavailable, p.id, err)
+		}
+		return -1, err
+	}
+	if res.status == statusGranted && res.amount > 0 && int(res.amount) <= len(p.costs) {
+		capped = int(res.amount) - 1
+	}
+	return capped, nil
+}
+
+// settleLocal settles a permit FailLocal granted: the difference goes to
+// what Redis is charged when it answers again, and the local buckets
+// settle, whose debt stops at their capacity as the shared one's does
+// (the core reports the cap with the limit's name: capped).
+func (p *Permit) settleLocal(actual []int64) (capped, err error) {
+	d := make([]int64, len(actual))
+	for i := range actual {
+		d[i] = actual[i] - p.costs[i]
+	}
+	p.e.seen.spent(d)
+	if p.local == nil {
+		return nil, nil
+	}
+	if err := p.local.Settle(actual...); errors.Is(err, throttle.ErrCostExceedsCapacity) {
+		return err, nil
+	} else if err != nil {
+		return nil, err
+	}
+	return nil, nil
 }
 
 // debtCapped is the error of a settlement whose charge on limit i, for

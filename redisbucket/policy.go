@@ -3,6 +3,7 @@ package redisbucket
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/throttlekit/throttle"
@@ -141,5 +142,60 @@ func (e *engine) opened() {
 		}
 		c := e.limits[i].capacity
 		e.local.Lower(i, int64(float64(max(tok, 0))*float64(b.Status().Capacity)/float64(c)))
+	}
+}
+
+// fallback decides by the failure policy.
+func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
+	d := decision{mode: e.o.policy.mode, cause: cause}
+	untilProbe := max(e.br.openUntil().Sub(now), time.Millisecond)
+	switch d.mode {
+	case ModeFailOpen:
+		d.granted = true
+		e.seen.spent(costs)
+	case ModeFailClosed:
+		d.wait = untilProbe
+	case ModeFailLocal:
+		p, ok, err := e.local.TryAcquirePermit(costs...)
+		switch {
+		case ok:
+			d.granted, d.local = true, p
+			e.seen.spent(costs)
+		case err != nil:
+			// Above a local capacity: refused until Redis is back.
+			d.wait = untilProbe
+		default:
+			w, err := e.local.WaitTime(costs...)
+			if err != nil {
+				w = untilProbe
+			}
+			d.wait = min(max(w, time.Nanosecond), untilProbe)
+		}
+	}
+	return d
+}
+
+// fallbackView is what peek reports while the failure policy decides:
+// FailOpen full, FailClosed empty, FailLocal the local buckets.
+func (e *engine) fallbackView(v *view, costs []int64, now time.Time) {
+	untilProbe := max(e.br.openUntil().Sub(now), time.Millisecond)
+	switch e.o.policy.mode {
+	case ModeFailOpen:
+		for i, l := range e.limits {
+			v.tokens[i] = float64(l.capacity)
+		}
+	case ModeFailClosed:
+		v.wait = untilProbe
+	case ModeFailLocal:
+		if slices.ContainsFunc(costs, func(c int64) bool { return c > 0 }) {
+			w, err := e.local.WaitTime(costs...)
+			if err != nil {
+				w = untilProbe
+			}
+			v.wait = w
+		}
+		for i, b := range e.localBs {
+			v.tokens[i] = b.Status().Level
+		}
 	}
 }

@@ -29,14 +29,12 @@ import (
 func (e *engine) start() error {
 	ctx, cancel := context.WithTimeout(context.Background(), e.o.callTimeout)
 	defer cancel()
-	args := e.argv(e.keys, 9+6*len(e.limits))
-	args = append(args, "p", e.timeArg(), len(e.limits), "", 1, "", "", "", "")
-	for _, l := range e.limits {
-		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], 0, 0)
-	}
+	args := e.argv(e.keys, generalHead+perLimit*len(e.limits))
+	args = append(args, modePeek, e.timeArg(), len(e.limits), "", 1, "", "", "", "")
+	args = e.appendLimits(args, make([]int64, len(e.limits)), nil)
 	v, err := e.run(ctx, args)
-	if err == nil && len(v) != replyHead+2*len(e.limits) {
-		err = fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), replyHead+2*len(e.limits))
+	if err == nil {
+		_, err = decodeReply(v, len(e.limits))
 	}
 	if err == nil {
 		return nil

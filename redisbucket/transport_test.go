@@ -183,3 +183,67 @@ func TestTransportFleet(t *testing.T) {
 type statusError struct{ code int }
 
 func (e *statusError) Error() string { return http.StatusText(e.code) }
+
+// TestTransportLLMBurstOnEstimates is issue 42's burst through a shared
+// Limiter: ten calls at once under WithLLM, each reserving its prompt and
+// max_tokens (400) where it uses 95; the tokens cover four reservations,
+// and the projection of the tenth is minutes past its 15 s deadline. No
+// call is refused at once: those that do not fit wait their turn and go
+// as the first settle, all ten served with the clock standing still.
+func TestTransportLLMBurstOnEstimates(t *testing.T) {
+	r := newRig(t)
+	lim := r.limiter("burst", []redisbucket.Limit{
+		{Name: "requests", Capacity: 100, Rate: throttle.Per(100, time.Minute)},
+		{Name: "tokens", Capacity: 1700, Rate: throttle.Per(1700, 10*time.Minute)},
+	})
+	release := make(chan struct{})
+	var once sync.Once
+	v := newVendor(t, func(n int, proc string, w http.ResponseWriter) {
+		if n == 4 {
+			once.Do(func() { close(release) })
+		}
+		<-release // the first answers wait until four calls are in flight
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"usage":{"prompt_tokens":10,"completion_tokens":85,"total_tokens":95}}`)
+	})
+	// Before the server closes (cleanups run last first): a failed test
+	// leaves no answer waiting.
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	const n = 10
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			ctx, cancel := context.WithDeadline(context.Background(), r.fc.Now().Add(15*time.Second))
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, v.srv.URL,
+				strings.NewReader(`{"model":"m","max_tokens":400,"messages":[{"role":"user","content":"Say ok."}]}`))
+			req.Header.Set("X-Proc", string(rune('a'+i)))
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					err = &statusError{resp.StatusCode}
+				}
+			}
+			errs <- err
+		}()
+	}
+	timeout := time.After(20 * time.Second)
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("a call failed: %v (%d reached the vendor)", err, v.count())
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d calls reached the vendor, the others still wait", v.count(), n)
+		}
+	}
+	if got := v.count(); got != n {
+		t.Fatalf("%d calls reached the vendor, want %d", got, n)
+	}
+}

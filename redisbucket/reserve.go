@@ -3,7 +3,6 @@ package redisbucket
 import (
 	"context"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/throttlekit/throttle"
@@ -36,11 +35,12 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 	start := e.o.clock.Now()
 	for {
 		now := e.o.clock.Now()
+		gen := e.est.gen.Load()
 		most := maxReserveWait
 		if dl, ok := ctx.Deadline(); ok {
 			most = max(min(dl.Sub(now).Microseconds(), most), 0)
 		}
-		res, fail, _, err := e.attempt(ctx, now, "r", permit, costs, nil, most, e.o.permitTTL)
+		res, fail, _, err := e.attempt(ctx, now, modeReserve, permit, costs, nil, most, e.o.permitTTL)
 		if err != nil {
 			if ctxErr(ctx) != nil {
 				e.count(decision{}, costs, throttle.EventCancelled, e.o.clock.Since(start))
@@ -56,10 +56,10 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			// queue at its deepest: then the wait is until the costs are
 			// covered outright, and the next call reserves.
 			d.wait = max(d.wait, time.Microsecond)
-			if err := e.hopeless(ctx, d, costs); err != nil {
+			if err := e.hopeless(ctx, &d, costs); err != nil {
 				return d, err
 			}
-			if err := e.sleep(ctx, d.wait); err != nil {
+			if err := e.waitTurn(ctx, d, gen); err != nil {
 				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
 				return d, err
 			}
@@ -77,18 +77,6 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 	}
 }
 
-// sleep waits d on the injected clock, or until ctx ends.
-func (e *engine) sleep(ctx context.Context, d time.Duration) error {
-	t := e.o.clock.NewTimer(d)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	case <-t.Chan():
-		return nil
-	}
-}
-
 // giveBack returns a reservation whose wait was cut short (mode c): the
 // script gives each limit back what nobody reserved behind it since. It
 // runs after the caller's context ended, so on a context of its own,
@@ -99,7 +87,7 @@ func (e *engine) sleep(ctx context.Context, d time.Duration) error {
 func (e *engine) giveBack(ctx context.Context, res result, costs []int64, permit string) {
 	extra := make([]any, 0, 1+2*len(e.limits))
 	at := ""
-	if res.status == 1 {
+	if res.status == statusGranted {
 		at = strconv.FormatInt(res.now, 10)
 	}
 	extra = append(extra, at)
@@ -107,60 +95,7 @@ func (e *engine) giveBack(ctx context.Context, res result, costs []int64, permit
 		extra = append(extra, res.levels[2*i], res.levels[2*i+1])
 	}
 	// The error is in Stats (CallErrors) and changes nothing here.
-	_, _ = e.call(context.WithoutCancel(ctx), "c", permit, costs, nil, 1, e.o.permitTTL, extra...)
-}
-
-// pauses is the latest end of a pause (mode d) that a reply reported, and
-// the latest lowering of a rate this process told Redis of (Tune), with a
-// channel closed when either changes: a sleeper whose reservation was made
-// before hears of them without a call of its own.
-type pauses struct {
-	mu    sync.Mutex
-	until int64 // server µs
-	ch    chan struct{}
-	// gen counts slowdowns; the latest multiplies the waits that remain at
-	// local time at by factor.
-	gen    int64
-	factor float64
-	at     time.Time
-}
-
-// saw records a reply's pause end (0 for none).
-func (p *pauses) saw(until int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if until <= p.until {
-		return
-	}
-	p.until = until
-	p.wake()
-}
-
-// slowed records that a rate fell by factor (above 1) at local time at.
-func (p *pauses) slowed(factor float64, at time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.gen++
-	p.factor, p.at = factor, at
-	p.wake()
-}
-
-func (p *pauses) wake() {
-	if p.ch != nil {
-		close(p.ch)
-		p.ch = nil
-	}
-}
-
-// get returns the latest pause end, the slowdowns so far, and a channel
-// closed when either changes.
-func (p *pauses) get() (until, gen int64, factor float64, at time.Time, changed <-chan struct{}) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ch == nil {
-		p.ch = make(chan struct{})
-	}
-	return p.until, p.gen, p.factor, p.at, p.ch
+	_, _ = e.call(context.WithoutCancel(ctx), modeCancel, permit, costs, nil, 1, e.o.permitTTL, extra...)
 }
 
 // heardFresh is how recent a reply must be for a waking sleeper to trust
@@ -235,5 +170,5 @@ func (e *engine) sleepReserved(ctx context.Context, res result) error {
 // its reply carries. An error leaves things as they were: the breaker and
 // the failure policy take the next decisions.
 func (e *engine) confirm(ctx context.Context) {
-	_, _, _, _ = e.attempt(ctx, e.o.clock.Now(), "p", "", make([]int64, len(e.limits)), nil, 1, e.o.permitTTL)
+	_, _, _, _ = e.attempt(ctx, e.o.clock.Now(), modePeek, "", make([]int64, len(e.limits)), nil, 1, e.o.permitTTL)
 }

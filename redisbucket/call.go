@@ -1,0 +1,124 @@
+package redisbucket
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// call runs the script once, bounded by the call timeout. It brings the
+// client's view of the levels (for a key that vanished), what the failure
+// policy granted since the last call that reached Redis, and, when due,
+// the fleet registration.
+func (e *engine) call(ctx context.Context, mode string, permit string, a, b []int64, share int64, ttl time.Duration, extra ...any) (result, error) {
+	return e.callAt(ctx, e.o.clock.Now(), mode, permit, a, b, share, ttl, extra...)
+}
+
+// timeArg is the script's time argument: "" for the server's TIME, or the
+// time a test set (see serverTime) in µs.
+func (e *engine) timeArg() string {
+	if e.o.serverTime == nil {
+		return ""
+	}
+	return strconv.FormatInt(e.o.serverTime().UnixMicro(), 10)
+}
+
+// callAt is call for a caller that has just read the clock: local (the
+// clock is read once per decision and passed down). extra follows the
+// per-limit arguments (mode t's).
+func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permit string, a, b []int64, share int64, ttl time.Duration, extra ...any) (result, error) {
+	keys := e.keys
+	permitTTL := ""
+	if permit != "" {
+		keys = []string{e.key, e.key + ":p:" + permit}
+		if mode == modeSettle {
+			ttl = min(ttl, time.Minute)
+		}
+		permitTTL = strconv.FormatInt(ttl.Milliseconds(), 10)
+	}
+	now := e.timeArg()
+	hint, charge, owed, sent := e.seen.get(local)
+	member, fleetTTL := "", ""
+	if e.fl != nil && e.fl.due(local) {
+		member, fleetTTL = e.fl.member, e.fl.ttlArg
+		keys = append(keys[:len(keys):len(keys)], e.fl.key)
+	}
+	if mode == modeAcquire && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
+		return e.decideFast(ctx, local, now, hint, sent, a[0])
+	}
+	args := e.argv(keys, generalHead+perLimit*len(e.limits)+len(extra))
+	args = append(args, mode, now, len(e.limits), permitTTL, share, hint, charge, member, fleetTTL)
+	args = e.appendLimits(args, a, b)
+	args = append(args, extra...)
+	cctx, cancel := e.callCtx(ctx)
+	defer cancel()
+	e.st.calls.Add(1)
+	v, err := e.run(cctx, args)
+	var res result
+	if err == nil {
+		res, err = decodeReply(v, len(e.limits))
+	}
+	if err != nil {
+		e.st.callErrors.Add(1)
+		if member != "" {
+			e.fl.failed()
+		}
+		return result{}, err
+	}
+	e.pz.saw(res.paused)
+	e.heard.Store(local.UnixNano())
+	e.seen.set(e.limits, local, res.now, res.levels, owed, sent)
+	e.tuned.Store(res.tunedMask())
+	if res.reset() {
+		e.st.stateResets.Add(1)
+	}
+	if member != "" {
+		e.fl.registered(res.live)
+		e.shareChanged(res.live)
+	}
+	return res, nil
+}
+
+// callFast is call on the script's fast path: one limit in µs, an
+// acquisition without permit, charge or registration, with five arguments
+// and a four-value reply (five when the script fell through to its general
+// path, the fifth its flags).
+func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint []byte, sent uint64, cost int64) (result, error) {
+	cctx, cancel := e.callCtx(ctx)
+	defer cancel()
+	e.st.calls.Add(1)
+	args := e.argv(e.keys, 6)
+	args = append(args, e.fastArgs[0], e.fastArgs[1], e.fastArgs[2], cost, hint)
+	if now != "" {
+		args = append(args, now)
+	}
+	v, err := e.run(cctx, args)
+	var res result
+	if err == nil {
+		err = res.readFast(v)
+	}
+	if err != nil {
+		e.st.callErrors.Add(1)
+		return result{}, err
+	}
+	e.tuned.Store(res.tunedMask())
+	e.seen.set(e.limits, local, res.now, res.levels, nil, sent)
+	e.heard.Store(local.UnixNano())
+	if res.reset() {
+		e.st.stateResets.Add(1)
+	}
+	return res, nil
+}
+
+// appendLimits appends the per-limit arguments: each limit's shape, then
+// a[i] and b[i] (0 for a nil b).
+func (e *engine) appendLimits(args []any, a, b []int64) []any {
+	for i, l := range e.limits {
+		var bi int64
+		if b != nil {
+			bi = b[i]
+		}
+		args = append(args, l.args[0], l.args[1], l.args[2], l.args[3], a[i], bi)
+	}
+	return args
+}
