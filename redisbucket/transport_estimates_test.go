@@ -98,12 +98,18 @@ func TestTransportWaitsOnEstimates(t *testing.T) {
 
 	// Now nothing is in flight: a call that needs more than the settled
 	// level refills in time fails at once, naming the limit.
-	if _, err := lim.Acquire(context.Background(), 0, 500); err != nil {
+	// (Settled at once: a permit held unsettled would make every wait an
+	// estimate.)
+	p, err := lim.Acquire(context.Background(), 0, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Settle(0, 500); err != nil {
 		t.Fatal(err)
 	}
 	ctx2, cancel2 := clockwork.WithTimeout(context.Background(), r.fc, time.Second)
 	defer cancel2()
-	err := call(ctx2, "900")
+	err = call(ctx2, "900")
 	var wait *throttle.WaitError
 	if !errors.As(err, &wait) || wait.Limit != "tokens" {
 		t.Fatalf("a call on settled state past its deadline: %v; want a *WaitError naming tokens", err)
