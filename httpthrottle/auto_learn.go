@@ -77,6 +77,7 @@ type lane struct {
 	measured bool
 	lastR    int64
 	lastLo   int64 // the least lastR may mean (see roundedCount)
+	prevLo   int64 // the least the count before may mean
 	lastAt   int64
 	own      int64
 	// The first share before the first count spaced the next call; 0 once
@@ -525,7 +526,14 @@ func (ln *lane) heard(a *AutoLimiter, c roundedCount, cost int64, now int64) {
 	}
 	ln.rate = a.clamp(ln.rate, !ln.tokens)
 	share := min(1, ln.rate/ln.ceil)
+	if at, ok := ln.stepped(c, cost); ok {
+		// The client's share of what is left above the reserve, as for
+		// a first count: the level of a client that spent its grant
+		// while the count could not show it is back with the server's.
+		ln.raise(int64(share * max(at-reserve, 0)))
+	}
 	ln.lim.Lower(0, int64(float64(c.hi)*share))
+	ln.prevLo = c.lo
 }
 
 // firstShare is the share rule's start, on the first count c of the lane

@@ -35,3 +35,23 @@ func exactCount(rem int64) roundedCount { return roundedCount{rem: rem, lo: rem,
 func (c roundedCount) nearest(v float64) float64 {
 	return min(max(v, float64(c.lo)), float64(c.hi))
 }
+
+// stepped returns the level a rounded count pins when it has just stepped
+// down, and whether it has: the previous count's range and c's do not
+// meet, so the server's count crossed the boundary between them since the
+// previous response. It holds at most c.hi, and at least the least of the
+// previous count less what the client spent since (cost, the response's
+// own): a rounded count that steps is as good as exact, once.
+func (ln *lane) stepped(c roundedCount, cost int64) (float64, bool) {
+	if c.lo == c.hi || c.hi >= ln.prevLo {
+		return 0, false
+	}
+	return float64(max(min(c.hi, ln.prevLo-cost), c.lo)), true
+}
+
+// raise gives the lane's bucket what it lacks of level n.
+func (ln *lane) raise(n int64) {
+	if d := n - ln.b.Status().Remaining; d > 0 {
+		ln.lim.Settle([]int64{d}, []int64{0})
+	}
+}

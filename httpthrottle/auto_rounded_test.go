@@ -60,3 +60,47 @@ func TestAutoRoundedZeroHolds(t *testing.T) {
 		t.Errorf("level %d after a count of 0; want up to the 499 a rounded 0 may mean", got)
 	}
 }
+
+// A client that has spent its bucket while Anthropic's rounded count stood
+// at 1,000 hears it step to 0: the server's count crossed 500 since the
+// response before, so it holds about that, not nothing. The client's level
+// comes back to its share of that above the reserve, as a first count's
+// grant would give, instead of creeping up at the rate while the server
+// holds hundreds.
+func TestAutoRoundedStepPins(t *testing.T) {
+	a, clk := newAutoFake(t)
+	req := get(t, "https://api.anthropic.com/v1/messages")
+	const ceil = 8000.0 / 60
+	left := 1000.0
+	l := tellTokens(t, a, req, left, 0)
+	for left+ceil*0.066-50 >= 500 {
+		clk.Advance(66 * time.Millisecond)
+		left += ceil*0.066 - 50
+		l = tellTokens(t, a, req, left, 100)
+	}
+	b := l.Bucket("output-tokens")
+	for {
+		ok, err := b.TryAcquire(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+	}
+	clk.Advance(66 * time.Millisecond)
+	left += ceil*0.066 - 50
+	if math.Round(left/1000) != 0 {
+		t.Fatalf("the count did not step: %v left", left)
+	}
+	tellTokens(t, a, req, left, 100)
+	st := b.Status()
+	share := min(1, perSec(st.Rate)/ceil)
+	// The step pins at least the 500 the count before proved, less the
+	// 100 of the call answered since; the reserve is a second of the rate,
+	// less than half the burst.
+	reserve := ceil
+	if want := int64(share * (500 - 100 - reserve)); st.Remaining < want {
+		t.Errorf("level %d after the count stepped from 1,000 to 0 (%.0f left); want %d, the share of what the step pins above the reserve", st.Remaining, left, want)
+	}
+}
