@@ -138,6 +138,14 @@ import (
 // and never less than before, so that a call queued at a capacity is not
 // refused as oversized; at least the largest cost seen; at most the
 // burst). A refusal halves R, once per interval, never below the floor.
+// A count the server rounds (Anthropic's token counts, to the nearest
+// thousand: a 0 means up to 499) is the range it may mean: C is the least
+// the two counts allow, r1 in T is the value of the range nearest the
+// reserve (a range that holds the reserve shows neither surplus nor
+// shortfall), the level is lowered to the share of the most the count may
+// mean, and a count that steps down past a boundary pins the server's
+// count at about that boundary: the level is raised to the share of it
+// above the reserve, as a first count's is.
 // A refusal about the request or the account (the Transport's 413 for a
 // 429 that no wait cures, such as OpenAI's insufficient_quota, or a 402)
 // teaches nothing.

@@ -76,6 +76,8 @@ type lane struct {
 	// The share rule's last measurement.
 	measured bool
 	lastR    int64
+	lastLo   int64 // the least lastR may mean (see roundedCount)
+	prevLo   int64 // the least the count before may mean
 	lastAt   int64
 	own      int64
 	// The first share before the first count spaced the next call; 0 once
@@ -212,7 +214,7 @@ func (q *autoQuota) learnFrom(l *throttle.Limiter, costs []int64, status int, si
 			// a sign that the client's share is too large.
 			q.windowCount(ln, ln.cur, cost, now)
 		case ln.cur != nil && ln.cur.Remaining >= 0:
-			ln.heard(a, ln.cur.Remaining, cost, now)
+			ln.heard(a, countOf(ln.cur), cost, now)
 			if throttled {
 				ln.refused(a, now)
 			}
@@ -476,9 +478,14 @@ func (ln *lane) interval() int64 {
 	return int64(min(max(d, 0.05), 1) * float64(time.Second))
 }
 
-// heard applies a remaining count rem, on a response that cost cost: the
-// share rule of AutoLimiter.
-func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
+// heard applies a remaining count c, on a response that cost cost: the
+// share rule of AutoLimiter. A rounded count teaches what its range proves
+// (see roundedCount): the consumption measured is the least the two counts
+// allow, the target steers to the reserve as near as the range tells, and
+// the level is lowered to the client's share of the most the count may
+// mean.
+func (ln *lane) heard(a *AutoLimiter, c roundedCount, cost int64, now int64) {
+	rem := c.rem
 	ln.own += cost
 	ln.maxCost = max(ln.maxCost, cost)
 	ln.seen = max(ln.seen, rem+cost)
@@ -504,86 +511,10 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 		spaced, ln.spaced = ln.spaced, 0
 	}
 	if !ln.measured {
-		ln.measured = true
-		// The fraction left of the burst as seen so far, and of the
-		// limit when the limit is the burst: a first count may come from
-		// a quota others have half spent, or from a server whose burst is
-		// a small part of its limit (GCRA, LimitHandler). The share of
-		// nothing known yet takes the lower; keeping the rate the client
-		// had takes the higher.
-		f := min(float64(rem)/burst, 1)
-		if ln.exact && ln.tops < autoBurstTops {
-			// The burst is not known yet: it may be as short as what
-			// this first count shows.
-			f = min(float64(rem)/float64(ln.seen), 1)
-		}
-		fl := f
-		if ln.exact {
-			fl = min(float64(rem)/float64(ln.limit), 1)
-		}
-		if m := ln.fleetN; m > 0 {
-			// The fleet says how many share the quota: an equal part, and
-			// no less than the share of nothing known, so that a member
-			// whose first count shows the quota spent does not start at
-			// the floor.
-			ln.rate = max(ln.ceil*f/float64(m), ln.ceil*autoShare0*max(fl, autoShareLeast))
-		} else {
-			// No lower than the rate the client already had, up to a
-			// fifth of the server's, times the fraction left: calls
-			// queued on the congestion-controlled bucket this lane takes
-			// over must not all fail their deadlines at once. A token
-			// limit starts at half: a prompt costs thousands, and a
-			// twentieth of the rate would refuse most calls their
-			// deadlines.
-			first := autoShare0
-			if ln.tokens {
-				first = autoShareTokens
-			}
-			ln.rate = max(ln.ceil*first*max(fl, autoShareLeast), min(ln.rate, ln.ceil*autoShareMax)*f)
-			if c := 1 - fl; ln.exact && !ln.tokens && c > 0 {
-				// A first count that shows the limit part spent may come
-				// from a quota others are spending at once (fifty clients
-				// that start together see every count from the limit
-				// down to none), or from a server whose burst is short.
-				// One count cannot tell: the next call waits the more,
-				// up to autoSpace, the more is spent, so that the second
-				// calls of clients that started together are spread, not
-				// sent together. The next count tells (below).
-				ln.spaced = ln.rate
-				ln.rate = 1 / (1/ln.rate + autoSpace*c)
-			}
-		}
-		// What the server says is left above the reserve, the client's
-		// share of it may spend at once: ten calls made together with 590
-		// of 600 left go together, not at the starting rate.
-		ln.grant = int64(min(1, ln.rate/ln.ceil) * max(float64(rem)-reserve, 0))
-		ln.lastR, ln.lastAt, ln.own = rem, now, 0
+		ln.firstShare(c, burst, reserve, now)
 	} else if dt := now - ln.lastAt; dt >= ln.interval() {
-		secs := float64(dt) / float64(time.Second)
-		own := float64(ln.own)
-		used := max(ln.ceil*secs+float64(ln.lastR-rem), own)
-		if float64(rem+cost) >= burst {
-			// The server's bucket is full: its refill was thrown away, so
-			// what others spent cannot be told from it. The client is
-			// alone enough to spend more.
-			used = own
-		}
-		target := max(ln.ceil+(float64(rem)-reserve)/autoTau, autoMinTarget*ln.ceil)
-		// The share of the target, plus the same small increase for
-		// every client, which evens out the shares over time.
-		next := ln.rate * 2
-		if used > 0 {
-			next = own*target/used + autoFair*ln.ceil*secs
-		}
-		next = min(max(next, ln.rate/2), ln.rate*2)
-		// A decrease is averaged with the rate before, except on the
-		// count after a spaced first one that others have spent: the first
-		// measurement of a crowd, which the first share overestimated.
-		if next < ln.rate && !(spaced > 0 && !top) {
-			next = (ln.rate + next) / 2
-		}
-		ln.rate = next
-		ln.lastR, ln.lastAt, ln.own = rem, now, 0
+		ln.measure(c, cost, dt, burst, reserve, spaced > 0 && !top)
+		ln.lastR, ln.lastLo, ln.lastAt, ln.own = c.rem, c.lo, now, 0
 	}
 	if spaced > 0 && top {
 		// The count after a spaced first one is again the most seen: the
@@ -595,7 +526,105 @@ func (ln *lane) heard(a *AutoLimiter, rem, cost int64, now int64) {
 	}
 	ln.rate = a.clamp(ln.rate, !ln.tokens)
 	share := min(1, ln.rate/ln.ceil)
-	ln.lim.Lower(0, int64(float64(rem)*share))
+	if at, ok := ln.stepped(c, cost); ok {
+		// The client's share of what is left above the reserve, as for
+		// a first count: the level of a client that spent its grant
+		// while the count could not show it is back with the server's.
+		ln.raise(int64(share * max(at-reserve, 0)))
+	}
+	ln.lim.Lower(0, int64(float64(c.hi)*share))
+	ln.prevLo = c.lo
+}
+
+// firstShare is the share rule's start, on the first count c of the lane
+// (see AutoLimiter).
+func (ln *lane) firstShare(c roundedCount, burst, reserve float64, now int64) {
+	rem := c.rem
+	ln.measured = true
+	// The fraction left of the burst as seen so far, and of the
+	// limit when the limit is the burst: a first count may come from
+	// a quota others have half spent, or from a server whose burst is
+	// a small part of its limit (GCRA, LimitHandler). The share of
+	// nothing known yet takes the lower; keeping the rate the client
+	// had takes the higher.
+	f := min(float64(rem)/burst, 1)
+	if ln.exact && ln.tops < autoBurstTops {
+		// The burst is not known yet: it may be as short as what
+		// this first count shows.
+		f = min(float64(rem)/float64(ln.seen), 1)
+	}
+	fl := f
+	if ln.exact {
+		fl = min(float64(rem)/float64(ln.limit), 1)
+	}
+	if m := ln.fleetN; m > 0 {
+		// The fleet says how many share the quota: an equal part, and
+		// no less than the share of nothing known, so that a member
+		// whose first count shows the quota spent does not start at
+		// the floor.
+		ln.rate = max(ln.ceil*f/float64(m), ln.ceil*autoShare0*max(fl, autoShareLeast))
+	} else {
+		// No lower than the rate the client already had, up to a
+		// fifth of the server's, times the fraction left: calls
+		// queued on the congestion-controlled bucket this lane takes
+		// over must not all fail their deadlines at once. A token
+		// limit starts at half: a prompt costs thousands, and a
+		// twentieth of the rate would refuse most calls their
+		// deadlines.
+		first := autoShare0
+		if ln.tokens {
+			first = autoShareTokens
+		}
+		ln.rate = max(ln.ceil*first*max(fl, autoShareLeast), min(ln.rate, ln.ceil*autoShareMax)*f)
+		if spent := 1 - fl; ln.exact && !ln.tokens && spent > 0 {
+			// A first count that shows the limit part spent may come
+			// from a quota others are spending at once (fifty clients
+			// that start together see every count from the limit
+			// down to none), or from a server whose burst is short.
+			// One count cannot tell: the next call waits the more,
+			// up to autoSpace, the more is spent, so that the second
+			// calls of clients that started together are spread, not
+			// sent together. The next count tells (below).
+			ln.spaced = ln.rate
+			ln.rate = 1 / (1/ln.rate + autoSpace*spent)
+		}
+	}
+	// What the server says is left above the reserve, the client's
+	// share of it may spend at once: ten calls made together with 590
+	// of 600 left go together, not at the starting rate.
+	ln.grant = int64(min(1, ln.rate/ln.ceil) * max(float64(rem)-reserve, 0))
+	ln.lastR, ln.lastLo, ln.lastAt, ln.own = rem, c.lo, now, 0
+}
+
+// measure is the share rule's step on a count c, dt after the last
+// measurement, on a response that cost cost (see AutoLimiter). crowd is
+// the count after a spaced first one that others have spent.
+func (ln *lane) measure(c roundedCount, cost, dt int64, burst, reserve float64, crowd bool) {
+	rem := c.rem
+	secs := float64(dt) / float64(time.Second)
+	own := float64(ln.own)
+	used := max(ln.ceil*secs+float64(ln.lastLo-c.hi), own)
+	if float64(rem+cost) >= burst {
+		// The server's bucket is full: its refill was thrown away, so
+		// what others spent cannot be told from it. The client is
+		// alone enough to spend more.
+		used = own
+	}
+	target := max(ln.ceil+(c.nearest(reserve)-reserve)/autoTau, autoMinTarget*ln.ceil)
+	// The share of the target, plus the same small increase for
+	// every client, which evens out the shares over time.
+	next := ln.rate * 2
+	if used > 0 {
+		next = own*target/used + autoFair*ln.ceil*secs
+	}
+	next = min(max(next, ln.rate/2), ln.rate*2)
+	// A decrease is averaged with the rate before, except on the
+	// count after a spaced first one that others have spent: the first
+	// measurement of a crowd, which the first share overestimated.
+	if next < ln.rate && !crowd {
+		next = (ln.rate + next) / 2
+	}
+	ln.rate = next
 }
 
 // windowOf reports whether a reported quota is restored whole at the end

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -117,7 +118,10 @@ const defaultRetries = 3
 // Stripe-Should-Retry: false; and the response is a 429 (or a 403 as
 // above), a 503 or 529 with Retry-After, a 503 or 529 without it to an
 // idempotent method or a request with an Idempotency-Key, or a status of
-// 400 or more with x-should-retry: true. Each retry takes a new permit.
+// 400 or more with x-should-retry: true. Each retry takes a new permit,
+// queued ahead of the calls waiting for the Gate (as throttle.WithPriority
+// lets a waiter pass others): the pause made every call wait the server's
+// wait, and the refused call keeps the turn it had.
 // Otherwise RoundTrip returns the last response itself, body intact, with a
 // nil error, as the RoundTripper contract asks. A response that is retried
 // is read (up to 16 KiB, so it can still be returned if the next permit
@@ -540,11 +544,30 @@ func (x *exchange) takeTurn() (int64, error) {
 	if until, retry := x.t.pauses.retryOf(x.req); retry {
 		return x.takeRetry(until)
 	}
-	w, err := x.take(x.ctx)
+	w, err := x.take(x.turnContext())
 	if err != nil {
 		return x.takeLater(err)
 	}
 	return w, nil
+}
+
+// retryPriority is the priority a Transport's own retry queues with (see
+// turnContext).
+const retryPriority = math.MaxInt
+
+// turnContext is the context the request queues on the Gate with. A retry
+// of the Transport's queues ahead of the calls waiting there (as far as
+// throttle.WithPriority lets a waiter pass others): its call had its turn
+// and spent it, and the server's wait (Gemini's retryDelay, a
+// Retry-After) was the wait of every call of the quota, which the pause
+// made them all wait. Queued behind the calls that were waiting, it would
+// pay the quota's wait twice, and the server's window could be spent
+// again when its turn came, refusing it a second time.
+func (x *exchange) turnContext() context.Context {
+	if x.n == 0 {
+		return x.ctx
+	}
+	return throttle.WithPriority(x.ctx, retryPriority)
 }
 
 // take takes the costs on the Gate with ctx: a Taker's Take, which reports

@@ -228,7 +228,7 @@ func satAddDur(a, b time.Duration) time.Duration { return time.Duration(satAdd(i
 // takeHoping takes costs without the fail-fast of the deadline: the
 // request queues, and leaves the queue when ctx ends.
 func (x *exchange) takeHoping() (int64, error) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(x.ctx))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(x.turnContext()))
 	stop := context.AfterFunc(x.ctx, cancel)
 	defer func() {
 		stop()

@@ -460,3 +460,70 @@ func TestTransportWindowResetDeadline(t *testing.T) {
 		t.Errorf("%d attempts, want 22 (21 calls, one retried)", n)
 	}
 }
+
+// TestGeminiDelayHoldsEveryCall: Gemini's retryDelay is the wait of every
+// call of the quota, the pause makes them all wait it, and the refused
+// call, whose turn came first, goes first when it is over: queued behind
+// the calls that waited meanwhile, its retry would pay the wait twice and
+// could meet the server's next window spent.
+func TestGeminiDelayHoldsEveryCall(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	const delay = time.Second
+	rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			respondJSON(w, http.StatusTooManyRequests, nil, strings.Replace(geminiRetry3s, `"3s"`, `"1s"`, 1))
+			return
+		}
+		respondJSON(w, http.StatusOK, nil, `{}`)
+	})
+	// The calls that queue during the pause cost 2 and are due 2 s after
+	// it, when the bucket has them again: the refused call's retry, due
+	// at the end of the pause, is alone then.
+	l := newLimiter(t, fc, 2, throttle.Per(1, time.Second))
+	cost := func(r *http.Request, _ throttle.Gate) ([]int64, error) {
+		if r.Header.Get("X-Call") == "refused" {
+			return []int64{1}, nil
+		}
+		return []int64{2}, nil
+	}
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithCost(cost)))
+	var wg sync.WaitGroup
+	var finished atomic.Int64
+	call := func(body string) {
+		wg.Go(func() {
+			defer finished.Add(1)
+			req, _ := http.NewRequest(http.MethodPost, rec.srv.URL, strings.NewReader(body))
+			req.Header.Set("X-Call", body)
+			resp, err := tr.RoundTrip(req)
+			if err != nil || resp.StatusCode != 200 {
+				t.Errorf("call %s: status %v, error %v; want 200", body, resp, err)
+				return
+			}
+			resp.Body.Close()
+		})
+	}
+	call("refused")
+	waitFor(t, "the first call's refusal", func() bool { return rec.count() == 1 })
+	blockUntil(t, fc, 1) // its back-off, the server's delay
+	call("b")
+	call("c")
+	waitFor(t, "the other calls to queue", func() bool { return httpthrottle.QueuedFor(l) == 2 })
+	fc.Advance(delay)
+	waitFor(t, "the retry to go or queue", func() bool { return rec.count() == 2 || httpthrottle.QueuedFor(l) == 3 })
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	advanceUntil(t, fc, done, 1, 100*time.Millisecond)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.bodies) != 4 || rec.bodies[1] != "refused" {
+		t.Errorf("the vendor saw %q; want the refused call's retry second, before the calls that queued during its pause", rec.bodies)
+	}
+	if len(rec.arrivals) > 1 {
+		if got := rec.arrivals[1].Sub(epoch); got < delay {
+			t.Errorf("the retry came %v after the refusal, before the %v asked", got, delay)
+		}
+	}
+}
