@@ -55,12 +55,32 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) 
 		return l, decision{}, nil
 	}
 	p = e.prof()
+	d, err := k.decide(e, p, costs, status, now, ietf)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, decision{}, err
+	}
+	s.sweep(now, steps)
+	s.mu.Unlock()
+	if k.obs != nil {
+		kind := EventRejected
+		if d.OK {
+			kind = EventGranted
+		}
+		p.observe(k.obs, d.Costs, kind)
+	}
+	return nil, d, nil
+}
+
+// decide is admit's decision on e, a key held compactly, at now, under the
+// shard lock: the spend, the status of every limit, the wait of a refusal
+// and, with ietf set, the header values the cache of p has.
+func (k *Keyed[K]) decide(e *entry[K], p *profile, costs []int64, status []LimitStatus, now int64, ietf bool) (decision, error) {
 	if costs == nil {
 		costs = defaultCosts(len(p.shapes))
 	}
 	if err := p.check(costs); err != nil {
-		s.mu.Unlock()
-		return nil, decision{}, err
+		return decision{}, err
 	}
 	d := decision{OK: e.try(costs, now), Costs: costs}
 	for i := range p.shapes {
@@ -95,16 +115,7 @@ func (k *Keyed[K]) admit(key K, costs []int64, status []LimitStatus, ietf bool) 
 			}
 		}
 	}
-	s.sweep(now, steps)
-	s.mu.Unlock()
-	if k.obs != nil {
-		kind := EventRejected
-		if d.OK {
-			kind = EventGranted
-		}
-		p.observe(k.obs, costs, kind)
-	}
-	return nil, d, nil
+	return d, nil
 }
 
 // costView returns what LimitHandler's cost function is shown for key: the
