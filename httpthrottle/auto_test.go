@@ -67,7 +67,7 @@ func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request
 		costs[i] = 1
 	}
 	if heed {
-		must(NewTransport(nil, a.Limiter)).heed(req, newGate(l, nil), costs, status, &sig, clk)
+		must(NewTransport(nil, a.Limiter)).heed(req, newGate(l, nil), costs, status, &sig, clk, nil)
 	}
 	autoOf(l).response(req, l.Limiter, costs, status, &sig, defaultMaxPause)
 	return l

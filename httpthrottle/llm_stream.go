@@ -131,26 +131,27 @@ func (c LLM) settleUsage(p settler, u Usage, clamped *atomic.Int64) {
 
 // settle corrects the permit of one attempt against what its response
 // reports: a 2xx JSON or event-stream body as the caller reads it, a status
-// of 400 or more at once (to no tokens). It reports whether the response
+// of 400 or more (to no tokens) through refund, which the caller runs
+// once it has paused for a refusal. It reports whether the response
 // refuses the request itself rather than the client's pace: a 429 whose
 // body says the request is too large, or which reports a token limit below
 // the request's estimate.
-func (c LLM) settle(resp *http.Response, p settler, sig *headers.Signals, clamped *atomic.Int64) (aboutRequest bool) {
+func (c LLM) settle(resp *http.Response, p settler, sig *headers.Signals, clamped *atomic.Int64) (aboutRequest bool, refund func()) {
 	switch {
 	case resp.StatusCode >= 400:
 		if resp.StatusCode == http.StatusTooManyRequests {
 			aboutRequest = c.tooLarge(resp, sig)
 		}
-		c.settleUsage(p, Usage{}, nil)
+		return aboutRequest, func() { c.settleUsage(p, Usage{}, nil) }
 	case resp.StatusCode >= 200 && resp.StatusCode < 300 && resp.Body != nil && resp.Body != http.NoBody:
 		if c.readUsage(resp, &usageBody{p: p, clamped: clamped}) {
-			return false
+			return false, nil
 		}
 		p.Keep()
 	default:
 		p.Keep()
 	}
-	return aboutRequest
+	return false, nil
 }
 
 // readUsage hands resp's body to the caller through b, which reads the

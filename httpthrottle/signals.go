@@ -31,19 +31,33 @@ const statusOverloaded = 529
 // its own rate, the refused request still retried after the server's
 // wait.
 //
+// refund, if not nil, gives back what the request reserved (WithLLM's
+// settlement of a refused request): it runs after a refusal's pause has
+// begun, so that no call waiting for what it gives back is sent before the
+// pause, and before the levels are set, so that it does not undo them.
+//
 // A success that carries no signal, most responses, needs nothing; that
 // test is kept small enough to inline, so that such a response makes no
 // call here at all.
-func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
-	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 {
+func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock, refund func()) {
+	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 && refund == nil {
 		return
 	}
-	t.heedSignals(req, g, costs, status, sig, clock)
+	t.heedSignals(req, g, costs, status, sig, clock, refund)
 }
 
 // heedSignals is heed for a response that said something.
-func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock) {
+func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock, refund func()) {
 	t.countMalformed(sig)
+	d, refused := t.refusal(req, status, sig, clock)
+	if refused && g.pause != nil {
+		// Paused before the refund, which serves the queue; the levels
+		// are set below.
+		g.pause.PauseUntil(clock.Now().Add(d))
+	}
+	if refund != nil {
+		refund()
+	}
 	n := len(g.names)
 	if g.level != nil {
 		t.lowerToReported(sig, n, g.name, g.level.Lower)
@@ -51,7 +65,6 @@ func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, statu
 	if g.tune != nil {
 		t.tuneToReported(sig, g)
 	}
-	d, refused := t.refusal(req, status, sig, clock)
 	if !refused {
 		return
 	}

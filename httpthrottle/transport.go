@@ -171,8 +171,11 @@ type Transport struct {
 	customCost bool
 	// llm is the config of WithLLM, nil without it: its roles also match
 	// the server's quotas to limits (see quotaIndex).
-	llm      *LLM
-	settle   func(resp *http.Response, p settler, sig *headers.Signals) (aboutRequest bool)
+	llm *LLM
+	// settle settles an attempt's permit from its response; refund, if
+	// not nil, gives back what a refused attempt reserved, for heed to run
+	// once the refusal's pause has begun.
+	settle   func(resp *http.Response, p settler, sig *headers.Signals) (aboutRequest bool, refund func())
 	retrySDK bool // retry requests of SDKs that retry on their own
 	inflight *semaphore.Weighted
 	maxPause time.Duration
@@ -327,7 +330,7 @@ func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOpt
 	if t.llm != nil {
 		c := t.llm
 		t.cost = c.Cost
-		t.settle = func(resp *http.Response, p settler, sig *headers.Signals) bool {
+		t.settle = func(resp *http.Response, p settler, sig *headers.Signals) (bool, func()) {
 			return c.settle(resp, p, sig, &t.clamped)
 		}
 	}
@@ -646,9 +649,12 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 		t.pauses.succeeded()
 	}
 	x.aboutRequest = false
+	var refund func()
 	if t.settle != nil && taken {
-		// Before heed: a refund must not undo the emptying after a 429.
-		x.aboutRequest = t.settle(resp, x.settler(), &x.sig)
+		// heed runs the refund: after a refusal's pause begins, since a
+		// refund serves the queue, and before the levels, which it must
+		// not undo.
+		x.aboutRequest, refund = t.settle(resp, x.settler(), &x.sig)
 	}
 	switch {
 	case x.refusal.Billing != "":
@@ -662,7 +668,7 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 		status = http.StatusRequestEntityTooLarge
 		noRetryForSDK(x.req, resp)
 	}
-	t.heed(x.req, x.g, x.costs, status, &x.sig, x.g.clock)
+	t.heed(x.req, x.g, x.costs, status, &x.sig, x.g.clock, refund)
 	if l := x.g.learn; l != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		l.response(x.req, x.costs, status, &x.sig, t.maxPause)
