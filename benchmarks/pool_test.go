@@ -29,6 +29,11 @@ type poolSpec struct {
 	demand   float64
 	minutes  int
 	minute   time.Duration // one scaled minute of real time
+	// tiered makes key0 the first tier (a provisioned deployment) and the
+	// others the second; demand is then relative to key0 alone.
+	tiered bool
+	// exhausted makes key0 answer every call insufficient_quota.
+	exhausted bool
 }
 
 // poolCaller makes one call through a contender: nil when served; a call
@@ -44,6 +49,10 @@ type poolResult struct {
 	served, shed, failed int64
 	steady, steadyTok    int64 // served by the last arrival
 	minutes              float64
+	demandTok            int64 // tokens of every call of the trace
+	vendor               *poolVendor
+	atEnd                map[string][2]int64 // per key, served and tokens at the last arrival
+	start                time.Time
 	attempts, refused    int64
 	quotaReq, quotaTok   float64
 }
@@ -70,14 +79,20 @@ func runPool(t testing.TB, spec poolSpec, name string, make func(url string, key
 		limits[k] = [2]int64{spec.rpm, spec.tpm}
 	}
 	v := newPoolVendor(spec.minute, limits)
+	if spec.exhausted {
+		v.keys["key0"].out = true
+	}
 	srv := httptest.NewServer(v)
 	defer srv.Close()
 	call := make(srv.URL, keys)
 	rate := spec.demand * float64(spec.rpm*int64(spec.keys)) // calls a scaled minute
+	if spec.tiered {
+		rate = spec.demand * float64(spec.rpm)
+	}
 	n := int(rate * float64(spec.minutes))
 	interval := time.Duration(float64(spec.minute) / rate)
 	rng := rand.New(rand.NewPCG(39, 39))
-	var served, shed, failed, steady, steadyTok atomic.Int64
+	var served, shed, failed, steady, steadyTok, demandTok atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	// The quota of the trace is the buckets' initial fill and their
@@ -89,6 +104,7 @@ func runPool(t testing.TB, spec poolSpec, name string, make func(url string, key
 			<-tm.C
 		}
 		tok := 200 + rng.Int64N(401)
+		demandTok.Add(tok)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -108,11 +124,13 @@ func runPool(t testing.TB, spec poolSpec, name string, make func(url string, key
 			}
 		}()
 	}
+	atEnd := v.snapshot()
 	wg.Wait()
 	k, span := float64(spec.keys), float64(spec.minutes)
 	return poolResult{
 		name: name, served: served.Load(), shed: shed.Load(), failed: failed.Load(),
-		steady: steady.Load(), steadyTok: steadyTok.Load(),
+		steady: steady.Load(), steadyTok: steadyTok.Load(), demandTok: demandTok.Load(),
+		vendor: v, atEnd: atEnd, start: start,
 		attempts: v.attempts.Load(), refused: v.refused.Load(),
 		quotaReq: k * float64(spec.rpm) * (1 + span), quotaTok: k * float64(spec.tpm) * (1 + span), minutes: span,
 	}
@@ -148,7 +166,11 @@ func poolTransport(spec poolSpec) func(url string, keys []string) poolCaller {
 		for _, k := range keys {
 			req := must(throttle.New(spec.rpm, throttle.Per(spec.rpm, spec.minute), throttle.WithName("requests")))
 			tok := must(throttle.New(spec.tpm, throttle.Per(spec.tpm, spec.minute), throttle.WithName("tokens")))
-			ms = append(ms, pool.Member{Name: k, Gate: must(throttle.NewLimiter(req, tok))})
+			m := pool.Member{Name: k, Gate: must(throttle.NewLimiter(req, tok))}
+			if spec.tiered && k != "key0" {
+				m.Tier = 1
+			}
+			ms = append(ms, m)
 			routes[k] = must(httpthrottle.RouteTo(url, url, http.Header{"Authorization": {"Bearer " + k}}))
 		}
 		p := must(pool.New(ms))

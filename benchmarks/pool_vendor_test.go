@@ -22,6 +22,11 @@ type poolVendor struct {
 	keys     map[string]*vendorKey
 	attempts atomic.Int64
 	refused  atomic.Int64
+	// At the first call to a key other than key0: when, and key0's served
+	// calls and tokens then (the overflow of a tiered pool).
+	overflow    sync.Once
+	overflowAt  time.Time
+	overflowPTU [2]int64
 }
 
 // vendorKey is one key's two buckets.
@@ -30,8 +35,10 @@ type vendorKey struct {
 	rpm, tpm float64
 	req, tok float64 // levels
 	at       time.Time
+	out      bool // answers every call insufficient_quota
 	served   atomic.Int64
 	tokens   atomic.Int64
+	attempts atomic.Int64
 }
 
 func newPoolVendor(minute time.Duration, limits map[string][2]int64) *poolVendor {
@@ -49,6 +56,20 @@ func (v *poolVendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k := v.keys[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
 	if k == nil {
 		http.Error(w, `{"error":{"code":"invalid_api_key"}}`, http.StatusUnauthorized)
+		return
+	}
+	k.attempts.Add(1)
+	if k != v.keys["key0"] {
+		v.overflow.Do(func() {
+			p := v.keys["key0"]
+			v.overflowAt, v.overflowPTU = time.Now(), [2]int64{p.served.Load(), p.tokens.Load()}
+		})
+	}
+	if k.out {
+		v.refused.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`)
 		return
 	}
 	tokens, _ := strconv.ParseInt(r.Header.Get("X-Tokens"), 10, 64)
@@ -93,4 +114,13 @@ func (k *vendorKey) take(now time.Time, minute time.Duration, tokens float64) (b
 func resetOf(missing, limit float64, minute time.Duration) string {
 	d := time.Duration(missing / limit * float64(minute))
 	return d.Round(time.Millisecond).String()
+}
+
+// snapshot returns each key's served calls and tokens now.
+func (v *poolVendor) snapshot() map[string][2]int64 {
+	m := map[string][2]int64{}
+	for name, k := range v.keys {
+		m[name] = [2]int64{k.served.Load(), k.tokens.Load()}
+	}
+	return m
 }
