@@ -190,9 +190,8 @@ type Transport struct {
 	bursts    burstBook
 	// pauses are the refusals without a usable wait (see refusalPauses).
 	pauses refusalPauses
-	// routes and quarantine are for Gates that are pools (transport_pool.go).
-	routes     map[string]Route
-	quarantine time.Duration
+	// routes are for Gates that are pools (transport_pool.go).
+	routes map[string]func(*http.Request)
 }
 
 // TransportOption configures a Transport. NewTransport fails, with an

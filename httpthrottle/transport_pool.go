@@ -12,20 +12,11 @@ import (
 	"github.com/throttlekit/throttle/pool"
 )
 
-// defaultQuarantine is how long a pool's member stays out after an answer
-// that says its quota is exhausted without saying until when (a billing
-// refusal), unless WithQuarantine says otherwise.
-const defaultQuarantine = time.Hour
-
-// Route rewrites a request so that it goes through one member of a
-// pool.Pool: its credential, its base URL or deployment path, its model.
-// It is given the Transport's own clone of the request, never the
-// caller's.
-type Route func(req *http.Request)
-
 // WithRoutes tells the Transport how to send a request through each member
-// of a pool.Pool, by member name; a member without a route gets the
-// request as it is.
+// of a pool.Pool, by member name: a route rewrites the request for its
+// member (its credential, its base URL or deployment path, its model; see
+// RouteTo), given the Transport's own clone of the request, never the
+// caller's. A member without a route gets the request as it is.
 //
 // Whatever the options, a request whose Gate is a pool.Pool is sent
 // through the member whose Gate served its permit, and the answer is
@@ -36,14 +27,15 @@ type Route func(req *http.Request)
 // answer that says the member's quota is exhausted for longer than a pause
 // should last quarantines the member (pool.Pool.Quarantine) after that one
 // answer: a billing refusal (OpenAI's insufficient_quota and the others
-// the Transport reads as such), for the WithQuarantine duration; a wait
-// past the MaxPause, until the end the server named. The request is then
+// the Transport reads as such), for the pool's default quarantine
+// (pool.WithQuarantine); a wait past the MaxPause, until the end the
+// server named. The request is then
 // retried on another member, as a 429 is, and not returned at once.
-func WithRoutes(routes map[string]Route) TransportOption {
+func WithRoutes(routes map[string]func(*http.Request)) TransportOption {
 	return func(t *Transport) error {
 		for name, r := range routes {
 			if r == nil {
-				return invalidOption("WithRoutes: member %q has a nil Route", name)
+				return invalidOption("WithRoutes: member %q has a nil route", name)
 			}
 		}
 		t.routes = routes
@@ -51,24 +43,11 @@ func WithRoutes(routes map[string]Route) TransportOption {
 	}
 }
 
-// WithQuarantine sets how long a pool's member stays out after an answer
-// that says its quota is exhausted without saying until when (a billing
-// refusal); default one hour; d > 0.
-func WithQuarantine(d time.Duration) TransportOption {
-	return func(t *Transport) error {
-		if d <= 0 {
-			return invalidOption("WithQuarantine(%v): the duration must be positive", d)
-		}
-		t.quarantine = d
-		return nil
-	}
-}
-
-// RouteTo returns a Route that sends requests whose URL starts with from
+// RouteTo returns a route (see WithRoutes) that sends requests whose URL starts with from
 // to to instead (scheme, host and the path after from's), and sets
 // header's fields on them: a member's base URL and credential.
 // from and to are absolute URLs.
-func RouteTo(from, to string, header http.Header) (Route, error) {
+func RouteTo(from, to string, header http.Header) (func(*http.Request), error) {
 	f, err := url.Parse(from)
 	if err == nil && (f.Scheme == "" || f.Host == "") {
 		err = fmt.Errorf("not absolute")
@@ -104,7 +83,7 @@ func RouteTo(from, to string, header http.Header) (Route, error) {
 type poolVia struct {
 	pool   *gate        // the request's Gate, the Pool; nil for any other
 	member *pool.Permit // the permit of the attempt under way
-	route  Route
+	route  func(*http.Request)
 	out    bool // the last answer quarantined the member
 }
 
@@ -153,10 +132,7 @@ func (v *poolVia) heed(x *exchange, resp *http.Response) {
 // beyond a pause, and until when.
 func (v *poolVia) exhausted(x *exchange, resp *http.Response) (time.Time, bool) {
 	clock := x.g.clock
-	q := x.t.quarantine
-	if q == 0 {
-		q = defaultQuarantine
-	}
+	q := v.member.Pool().DefaultQuarantine()
 	switch {
 	case x.refusal.Billing != "":
 		return clock.Now().Add(q), true

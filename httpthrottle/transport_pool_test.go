@@ -67,7 +67,7 @@ func (v *keyVendor) keys() []string {
 func keyPool(t *testing.T, clk clockwork.Clock, srv *httptest.Server, names ...string) (*pool.Pool, *httpthrottle.Transport) {
 	t.Helper()
 	var ms []pool.Member
-	routes := map[string]httpthrottle.Route{}
+	routes := map[string]func(*http.Request){}
 	for _, n := range names {
 		ms = append(ms, pool.Member{Name: n, Gate: newLimiter(t, clk, 60, throttle.Per(60, time.Minute))})
 		r, err := httpthrottle.RouteTo(srv.URL+"/v1", srv.URL+"/"+n+"/v1", http.Header{"Authorization": {"Bearer " + n}})
@@ -190,12 +190,13 @@ func TestPoolQuarantinesOnBilling(t *testing.T) {
 	defer srv.Close()
 	clk := clockwork.NewFakeClockAt(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
 	p, tr := keyPool(t, clk, srv, "a", "b")
+	start := clk.Now() // the refusal's instant: the clock moves only for the retry's back-off
 	if s := roundTripDriven(t, clk, tr, srv.URL+"/v1/x"); s != 200 {
 		t.Fatalf("status %d, want 200 from b", s)
 	}
 	until := p.Quarantined("a")
-	if until.IsZero() {
-		t.Fatal("a is not quarantined after insufficient_quota")
+	if until.Sub(start) != p.DefaultQuarantine() {
+		t.Fatalf("a quarantined until %v after insufficient_quota at %v, want the pool's default quarantine later", until, start)
 	}
 	for range 20 {
 		poolGet(t, tr, srv.URL+"/v1/x")

@@ -40,7 +40,11 @@ type Pool struct {
 	byName  map[string]*member
 	limits  []throttle.Limit
 	clock   clockwork.Clock
-	mu      sync.Mutex // guards the quarantines
+	// quarantine is how long a member exhausted without a known end stays
+	// out (WithQuarantine).
+	quarantine time.Duration
+
+	mu sync.Mutex // guards the quarantines
 }
 
 // member is a Member and its quarantine.
@@ -72,6 +76,27 @@ func WithClock(c clockwork.Clock) Option {
 	}
 }
 
+// defaultQuarantine is the quarantine of a member exhausted without a
+// known end, unless WithQuarantine sets another.
+const defaultQuarantine = time.Hour
+
+// WithQuarantine sets how long a member stays out when the answer that
+// exhausted it (a billing refusal) says no end: DefaultQuarantine, which a
+// caller such as httpthrottle's Transport reads. Default one hour; d > 0.
+func WithQuarantine(d time.Duration) Option {
+	return func(p *Pool) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: pool.WithQuarantine(%v): the duration must be positive", throttle.ErrInvalidOption, d)
+		}
+		p.quarantine = d
+		return nil
+	}
+}
+
+// DefaultQuarantine is how long a member stays out when the answer that
+// exhausted it says no end (WithQuarantine).
+func (p *Pool) DefaultQuarantine() time.Duration { return p.quarantine }
+
 // New returns a Pool of members. It fails, with an error matching
 // throttle.ErrInvalidOption, for no member, a member without a name or a
 // Gate, a name given twice, a negative tier or weight, or members whose
@@ -80,7 +105,7 @@ func New(members []Member, opts ...Option) (*Pool, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("%w: pool.New: no member", throttle.ErrInvalidOption)
 	}
-	p := &Pool{byName: make(map[string]*member, len(members))}
+	p := &Pool{byName: make(map[string]*member, len(members)), quarantine: defaultQuarantine}
 	for i, m := range members {
 		if err := p.add(i, m); err != nil {
 			return nil, fmt.Errorf("%w: pool.New: member %d (%q): %v", throttle.ErrInvalidOption, i, m.Name, err)

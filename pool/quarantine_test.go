@@ -8,6 +8,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/pool"
 )
 
@@ -85,5 +86,20 @@ func TestAllQuarantinedWaitsForFirstBack(t *testing.T) {
 	clk.Advance(time.Hour)
 	if m := <-done; m != "b" {
 		t.Fatalf("Acquire got %s, want b at the end of its quarantine", m)
+	}
+}
+
+func TestWithQuarantine(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	ms := []pool.Member{{Name: "a", Gate: key(t, clk, 1, 1)}}
+	if p := newPool(t, ms...); p.DefaultQuarantine() != time.Hour {
+		t.Fatalf("DefaultQuarantine = %v, want 1h", p.DefaultQuarantine())
+	}
+	p, err := pool.New(ms, pool.WithQuarantine(24*time.Hour))
+	if err != nil || p.DefaultQuarantine() != 24*time.Hour {
+		t.Fatalf("WithQuarantine(24h): %v, %v", p, err)
+	}
+	if _, err := pool.New(ms, pool.WithQuarantine(0)); !errors.Is(err, throttle.ErrInvalidOption) {
+		t.Fatalf("WithQuarantine(0): %v, want ErrInvalidOption", err)
 	}
 }

@@ -5,7 +5,8 @@
 //
 // It sends 120 concurrent requests: the pool sends each through the key
 // with the most left, so that the three keys drain together and the
-// vendor refuses none; then one key's quota runs out for the month
+// vendor refuses none, or the few a loaded machine reorders (which the
+// Transport retries); then one key's quota runs out for the month
 // (insufficient_quota), and after that one answer the pool stops using
 // it, retrying that request on another key. (Requests already sent to the
 // key before its first such answer come back refused too, and are retried
@@ -60,7 +61,7 @@ func main() {
 	defer vendor.Close()
 
 	var members []pool.Member
-	routes := map[string]httpthrottle.Route{}
+	routes := map[string]func(*http.Request){}
 	for _, key := range []string{"sk-a", "sk-b", "sk-c"} {
 		bucket, err := throttle.New(10, throttle.Per(20, time.Second), throttle.WithName("requests"))
 		check(err)
