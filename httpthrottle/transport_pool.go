@@ -28,7 +28,9 @@ import (
 // should last quarantines the member (pool.Pool.Quarantine) after that one
 // answer: a billing refusal (OpenAI's insufficient_quota and the others
 // the Transport reads as such), for the pool's default quarantine
-// (pool.WithQuarantine); a wait past the MaxPause, until the end the
+// (pool.WithQuarantine); Google's QuotaFailure of a quota per day (Gemini's
+// GenerateRequestsPerDay...), until the next midnight in Pacific time,
+// when such quotas reset; a wait past the MaxPause, until the end the
 // server named. The request is then
 // retried on another member, as a 429 is, and not returned at once.
 func WithRoutes(routes map[string]func(*http.Request)) TransportOption {
@@ -136,6 +138,8 @@ func (v *poolVia) exhausted(x *exchange, resp *http.Response) (time.Time, bool) 
 	switch {
 	case x.refusal.Billing != "":
 		return clock.Now().Add(q), true
+	case x.refusal.Daily:
+		return nextPacificMidnight(clock.Now()), true
 	case !throttledBy(resp.StatusCode, &x.sig) || !x.sig.Capped && !x.refusal.Capped:
 		return time.Time{}, false
 	}
@@ -146,6 +150,18 @@ func (v *poolVia) exhausted(x *exchange, resp *http.Response) (time.Time, bool) 
 		return clock.Now().Add(d), true
 	}
 	return clock.Now().Add(max(q, x.t.maxPause)), true
+}
+
+// nextPacificMidnight is the first midnight in Pacific time after now,
+// when Google's quotas per day reset; UTC-8 where the time zone database
+// is missing.
+func nextPacificMidnight(now time.Time) time.Time {
+	loc, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		loc = time.FixedZone("PST", -8*60*60)
+	}
+	t := now.In(loc)
+	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
 }
 
 // retryable decides, for a request on a pool, whether the answer just read

@@ -234,3 +234,30 @@ func TestPoolQuarantinesOnLongRetryAfter(t *testing.T) {
 		t.Fatalf("a quarantined until %v, want %v", got, want)
 	}
 }
+
+// Gemini's per-day QuotaFailure quarantines its member until the next
+// midnight in Pacific time, whatever its retryDelay says.
+func TestPoolQuarantinesOnGeminiPerDay(t *testing.T) {
+	v := &keyVendor{refuse: func(key string, n int) (int, http.Header, string) {
+		if key == "a" {
+			return 429, nil, `{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[
+				{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},
+				{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"43s"}]}}`
+		}
+		return 0, nil, ""
+	}}
+	srv := httptest.NewServer(v)
+	defer srv.Close()
+	// 12:00 UTC is 04:00 in Los Angeles in December (PST, UTC-8).
+	clk := clockwork.NewFakeClockAt(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+	p, tr := keyPool(t, clk, srv, "a", "b")
+	if s := roundTripDriven(t, clk, tr, srv.URL+"/v1/x"); s != 200 {
+		t.Fatalf("status %d, want 200 from b", s)
+	}
+	if got, want := p.Quarantined("a"), time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Fatalf("a quarantined until %v, want %v (midnight in Pacific time)", got, want)
+	}
+	if got := strings.Join(v.keys(), ","); got != "a,b" {
+		t.Fatalf("keys used %s, want a then b", got)
+	}
+}
