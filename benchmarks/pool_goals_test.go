@@ -63,3 +63,20 @@ func TestPoolQuarantine(t *testing.T) {
 		r.vendor.keys["key0"].attempts.Load(), 100*used)
 	t.Log(r)
 }
+
+// TestPoolUneven is issue 39's uneven goal: one key at 10x another's
+// quota (500 RPM / 200k TPM and 50 RPM / 20k TPM), demand 120% of the sum:
+// each key's share of the calls served against its share of the quota.
+// THROTTLE_POOL_TABLE=1 runs it.
+func TestPoolUneven(t *testing.T) {
+	if os.Getenv("THROTTLE_POOL_TABLE") == "" {
+		t.Skip("THROTTLE_POOL_TABLE=1 runs the real-time goals")
+	}
+	spec := poolFirstGoal(t, poolMinutes())
+	spec.keys, spec.div = 2, []int64{1, 10}
+	r := runPool(t, spec, "pool, uneven", poolTransport(spec))
+	a, b := float64(r.atEnd["key0"][0]), float64(r.atEnd["key1"][0])
+	t.Logf("share of the calls served by the last arrival: key0 %.2f%%, key1 %.2f%% (quota shares %.2f%%, %.2f%%)",
+		100*a/(a+b), 100*b/(a+b), 100*10.0/11, 100*1.0/11)
+	t.Log(r)
+}

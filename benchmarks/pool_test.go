@@ -34,6 +34,25 @@ type poolSpec struct {
 	tiered bool
 	// exhausted makes key0 answer every call insufficient_quota.
 	exhausted bool
+	// div, if set, divides key i's limits by div[i] (uneven keys).
+	div []int64
+}
+
+// limitsOf returns key i's requests and tokens a minute.
+func (s poolSpec) limitsOf(i int) (rpm, tpm int64) {
+	if i < len(s.div) {
+		return s.rpm / s.div[i], s.tpm / s.div[i]
+	}
+	return s.rpm, s.tpm
+}
+
+// sum returns the keys' summed requests and tokens a minute.
+func (s poolSpec) sum() (rpm, tpm int64) {
+	for i := range s.keys {
+		r, t := s.limitsOf(i)
+		rpm, tpm = rpm+r, tpm+t
+	}
+	return rpm, tpm
 }
 
 // poolCaller makes one call through a contender: nil when served; a call
@@ -76,7 +95,8 @@ func runPool(t testing.TB, spec poolSpec, name string, make func(url string, key
 	for i := range spec.keys {
 		k := "key" + strconv.Itoa(i)
 		keys = append(keys, k)
-		limits[k] = [2]int64{spec.rpm, spec.tpm}
+		r, tk := spec.limitsOf(i)
+		limits[k] = [2]int64{r, tk}
 	}
 	v := newPoolVendor(spec.minute, limits)
 	if spec.exhausted {
@@ -85,7 +105,8 @@ func runPool(t testing.TB, spec poolSpec, name string, make func(url string, key
 	srv := httptest.NewServer(v)
 	defer srv.Close()
 	call := make(srv.URL, keys)
-	rate := spec.demand * float64(spec.rpm*int64(spec.keys)) // calls a scaled minute
+	sumReq, sumTok := spec.sum()
+	rate := spec.demand * float64(sumReq) // calls a scaled minute
 	if spec.tiered {
 		rate = spec.demand * float64(spec.rpm)
 	}
@@ -126,13 +147,13 @@ func runPool(t testing.TB, spec poolSpec, name string, make func(url string, key
 	}
 	atEnd := v.snapshot()
 	wg.Wait()
-	k, span := float64(spec.keys), float64(spec.minutes)
+	span := float64(spec.minutes)
 	return poolResult{
 		name: name, served: served.Load(), shed: shed.Load(), failed: failed.Load(),
 		steady: steady.Load(), steadyTok: steadyTok.Load(), demandTok: demandTok.Load(),
 		vendor: v, atEnd: atEnd, start: start,
 		attempts: v.attempts.Load(), refused: v.refused.Load(),
-		quotaReq: k * float64(spec.rpm) * (1 + span), quotaTok: k * float64(spec.tpm) * (1 + span), minutes: span,
+		quotaReq: float64(sumReq) * (1 + span), quotaTok: float64(sumTok) * (1 + span), minutes: span,
 	}
 }
 
@@ -163,9 +184,10 @@ func poolTransport(spec poolSpec) func(url string, keys []string) poolCaller {
 	return func(url string, keys []string) poolCaller {
 		var ms []pool.Member
 		routes := map[string]func(*http.Request){}
-		for _, k := range keys {
-			req := must(throttle.New(spec.rpm, throttle.Per(spec.rpm, spec.minute), throttle.WithName("requests")))
-			tok := must(throttle.New(spec.tpm, throttle.Per(spec.tpm, spec.minute), throttle.WithName("tokens")))
+		for i, k := range keys {
+			rpm, tpm := spec.limitsOf(i)
+			req := must(throttle.New(rpm, throttle.Per(rpm, spec.minute), throttle.WithName("requests")))
+			tok := must(throttle.New(tpm, throttle.Per(tpm, spec.minute), throttle.WithName("tokens")))
 			m := pool.Member{Name: k, Gate: must(throttle.NewLimiter(req, tok))}
 			if spec.tiered && k != "key0" {
 				m.Tier = 1
