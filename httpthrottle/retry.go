@@ -31,6 +31,9 @@ func (x *exchange) retryable(resp *http.Response, sig *headers.Signals) bool {
 
 // retryableFailure is retryable for a status of 400 or above.
 func (x *exchange) retryableFailure(resp *http.Response, sig *headers.Signals) bool {
+	if retry, decided := x.via.retryable(x); decided {
+		return retry
+	}
 	if x.aboutRequest || x.stalled || x.refusal.Billing != "" || !x.t.retrySDK && retriesItself(x.req) {
 		return false
 	}
@@ -44,6 +47,7 @@ func (x *exchange) retryableFailure(resp *http.Response, sig *headers.Signals) b
 	x.floor = d
 	// Parse lowered the wait to maxPause: the server wants a longer one.
 	x.capped = sig.Capped && d >= x.t.maxPause
+	x.via.retryWait(x)
 	return true
 }
 

@@ -197,6 +197,8 @@ type Transport struct {
 	bursts    burstBook
 	// pauses are the refusals without a usable wait (see refusalPauses).
 	pauses refusalPauses
+	// routes are for Gates that are pools (transport_pool.go).
+	routes map[string]func(*http.Request)
 }
 
 // TransportOption configures a Transport. NewTransport fails, with an
@@ -465,12 +467,15 @@ type exchange struct {
 	// burst is the mask of the buckets whose bursts from full the attempt
 	// under way joined (see burstBook), until it is answered or given back.
 	burst uint64
+	// via is the member under way of a Gate that is a pool.Pool.
+	via poolVia
 }
 
 // send makes one attempt: permit, in-flight slot, request, and the reading
 // of the response's signals.
 func (x *exchange) send() (*http.Response, error) {
 	t := x.t
+	x.via.rejoin(x)
 	var waited int64
 	taken := !costsFree(x.costs)
 	if taken {
@@ -537,6 +542,7 @@ func (x *exchange) send() (*http.Response, error) {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
 	x.read(resp, taken)
+	x.via.heed(x, resp)
 	return resp, nil
 }
 
@@ -587,7 +593,9 @@ func (x *exchange) take(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	x.p = p
-	return int64(x.g.clock.Since(start)), nil
+	d := int64(x.g.clock.Since(start))
+	x.via.joined(x, p)
+	return d, nil
 }
 
 // inFlightSlot waits for a slot of WithInFlight, adding the wait to
@@ -615,17 +623,21 @@ func (x *exchange) inFlightSlot(waited *int64, taken bool) (func(), error) {
 }
 
 // attemptRequest returns the request to send: the caller's on the first
-// attempt, a clone with a fresh body from GetBody on a retry.
+// attempt, a clone with a fresh body from GetBody on a retry; a clone
+// rewritten by its route for a pool's member.
 func (x *exchange) attemptRequest() (*http.Request, error) {
-	if x.n == 0 {
+	if x.n == 0 && !x.via.routed() {
 		return x.req, nil
 	}
 	req := x.req.Clone(x.ctx)
-	if x.req.Body != nil && x.req.Body != http.NoBody {
+	if x.n != 0 && x.req.Body != nil && x.req.Body != http.NoBody {
 		var err error
 		if req.Body, err = x.req.GetBody(); err != nil {
 			return nil, fmt.Errorf("throttle: replaying the request body: %w", err)
 		}
+	}
+	if x.via.routed() {
+		x.via.route(req)
 	}
 	return req, nil
 }

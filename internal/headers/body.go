@@ -25,6 +25,10 @@ type Refusal struct {
 	// error.details.error_code) or a message about its usage or spend limits.
 	// It is "" otherwise.
 	Billing string
+	// Daily reports a Google QuotaFailure violation of a quota per day (its
+	// quotaId says "PerDay", as Gemini's GenerateRequestsPerDay... do): no
+	// pause cures it before the day ends, whatever its retryDelay says.
+	Daily bool
 	// Secondary reports GitHub's secondary rate limit: a documentation_url
 	// ending in "secondary-rate-limits" or "#abuse-rate-limits" (as go-github
 	// tests it), or a message that says "secondary rate limit".
@@ -50,9 +54,15 @@ type errorBody struct {
 type googleDetail struct {
 	Type       string `json:"@type"`
 	RetryDelay string `json:"retryDelay"`
+	Violations []struct {
+		QuotaID string `json:"quotaId"`
+	} `json:"violations"`
 }
 
-const retryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
+const (
+	retryInfoType    = "type.googleapis.com/google.rpc.RetryInfo"
+	quotaFailureType = "type.googleapis.com/google.rpc.QuotaFailure"
+)
 
 // ParseRefusal reads the JSON error body of a refused request: an object,
 // or an array whose first element is one (Gemini's streaming endpoints
@@ -85,17 +95,23 @@ func ParseRefusal(body []byte, maxPause time.Duration) Refusal {
 	if len(e.Error.Details) > 0 && e.Error.Details[0] == '[' {
 		var details []googleDetail
 		if json.Unmarshal(e.Error.Details, &details) == nil {
+			retry := false // the first RetryInfo counts
 			for _, d := range details {
-				if d.Type != retryInfoType {
-					continue
-				}
-				if v, ok := ParseProtoDuration(d.RetryDelay); ok {
-					if maxPause > 0 && v > maxPause {
-						v, r.Capped = maxPause, true
+				switch {
+				case d.Type == quotaFailureType:
+					for _, v := range d.Violations {
+						r.Daily = r.Daily || strings.Contains(v.QuotaID, "PerDay")
 					}
-					r.RetryDelay, r.HasRetryDelay = v, true
+				case d.Type != retryInfoType || retry:
+				default:
+					retry = true
+					if v, ok := ParseProtoDuration(d.RetryDelay); ok {
+						if maxPause > 0 && v > maxPause {
+							v, r.Capped = maxPause, true
+						}
+						r.RetryDelay, r.HasRetryDelay = v, true
+					}
 				}
-				break
 			}
 		}
 	}
