@@ -24,15 +24,15 @@ type jsonView struct {
 	Limiters       []struct {
 		Name   string
 		Limits []struct {
-			Name       string
-			Level      float64
-			Remaining  int64
-			Cause      string
-			Waiting    int
-			PausedNs   int64     `json:"pausedNs"`
-			LevelHist  []float64 `json:"levelHistory"`
-			SpentHist  []float64 `json:"spentHistory"`
-			Estimated  bool      `json:"spentEstimated"`
+			Name      string
+			Level     float64
+			Remaining int64
+			Cause     string
+			Waiting   int
+			PausedNs  int64     `json:"pausedNs"`
+			LevelHist []float64 `json:"levelHistory"`
+			SpentHist []float64 `json:"spentHistory"`
+			Estimated bool      `json:"spentEstimated"`
 		}
 		Auto []struct {
 			Key    string
