@@ -4,10 +4,13 @@
 // recent refusals and settlements, and a chart of each limit's level and
 // spending over the last minutes.
 //
-//	page := statuspage.New()
+//	page, err := statuspage.New()
+//	if err != nil {
+//		return err
+//	}
 //	defer page.Close()
-//	page.Register("openai", limiter)
-//	mux.Handle("/debug/throttle/", page)
+//	page.Register("openai", lim)
+//	http.Handle("/debug/throttle/", page)
 //
 // The page is opt-in: nothing is sampled and no handler exists until a
 // Page is made and mounted. Any throttle.Gate can be registered; what it

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -23,10 +24,30 @@ type entry struct {
 	limits   []throttle.Limit
 	hist     []ring    // one per limit, in Limits order
 	prev     []float64 // each limit's level at the last sample
-	spent    []int64   // what events said was spent since the last sample
-	observed bool      // events arrive: spending is counted, not estimated
 	activity float64   // spent over the history, and waiters: the order of the page
 	events   events
+
+	// spent counts, without the lock, what grants and settlements spent
+	// since the last sample: a grant is the one event on the hot path of
+	// an observed limiter.
+	spent    atomic.Pointer[counters]
+	observed atomic.Bool // events arrive: spending is counted, not estimated
+}
+
+// counters are what each limit, by name, spent since the last sample.
+type counters struct {
+	names []string
+	n     []atomic.Int64
+}
+
+// add counts cost on the limit named name.
+func (c *counters) add(name string, cost int64) {
+	for i, n := range c.names {
+		if n == name {
+			c.n[i].Add(cost)
+			return
+		}
+	}
 }
 
 func newEntry(name string, clock interface{ Now() time.Time }) *entry {
@@ -46,42 +67,38 @@ func (e *entry) setGate(g throttle.Gate, keep int) {
 		e.hist[i] = newRing(keep)
 	}
 	e.prev = make([]float64, len(limits))
-	e.spent = make([]int64, len(limits))
+	c := &counters{names: make([]string, len(limits)), n: make([]atomic.Int64, len(limits))}
+	for i, l := range limits {
+		c.names[i] = l.Name
+	}
+	e.spent.Store(c)
 	e.activity = 0
 }
 
 // Observe records e for the page: it is the Observer of Page.Observer.
 func (e *entry) Observe(ev throttle.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.observed = true
-	i := e.index(ev.Limit)
+	if !e.observed.Load() {
+		e.observed.Store(true)
+	}
+	c := e.spent.Load()
 	switch ev.Kind {
 	case throttle.EventGranted:
-		if i >= 0 {
-			e.spent[i] += ev.Cost
+		if c != nil {
+			c.add(ev.Limit, ev.Cost)
 		}
 		return
 	case throttle.EventSettled:
-		if i >= 0 {
-			e.spent[i] += ev.Cost - ev.Estimate
+		if c != nil {
+			c.add(ev.Limit, ev.Cost-ev.Estimate)
 		}
 		if ev.Cost == ev.Estimate {
 			return
 		}
-	case throttle.EventTuned:
 	}
-	e.events.add(e.clock.Now(), ev)
-}
-
-// index is the index of the limit named name, -1 if none.
-func (e *entry) index(name string) int {
-	for i, l := range e.limits {
-		if l.Name == name {
-			return i
-		}
-	}
-	return -1
+	now := e.clock.Now()
+	e.mu.Lock()
+	e.events.add(now, ev)
+	e.mu.Unlock()
 }
 
 // sample records the levels and spending of the entry's limits at now,
@@ -96,16 +113,18 @@ func (e *entry) sample(now time.Time, every time.Duration, buf []throttle.LimitS
 	buf = m.Status(buf)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(buf) != len(e.hist) {
+	c := e.spent.Load()
+	if len(buf) != len(e.hist) || c == nil || len(c.n) != len(buf) {
 		return buf
 	}
 	e.activity = 0
+	observed := e.observed.Load()
 	for i, st := range buf {
-		spent := float64(e.spent[i])
-		if !e.observed {
+		spent := float64(c.n[i].Swap(0))
+		if !observed {
 			spent = estimateSpent(e.prev[i], st, every)
 		}
-		e.spent[i], e.prev[i] = 0, st.Level
+		e.prev[i] = st.Level
 		e.hist[i].push(now, float32(st.Level), float32(spent))
 		e.activity += e.hist[i].total + float64(st.Waiting)
 	}

@@ -141,7 +141,7 @@ func (e *entry) view(now time.Time) limiterView {
 		if i < len(sts) {
 			st = sts[i]
 		}
-		v := limitView{LimitStatus: st, Rate: st.Rate.String(), PerSecond: perSecond(st.Rate), ResetNs: int64(st.Reset), OldestNs: int64(st.Oldest), Estimated: !e.observed}
+		v := limitView{LimitStatus: st, Rate: st.Rate.String(), PerSecond: perSecond(st.Rate), ResetNs: int64(st.Reset), OldestNs: int64(st.Oldest), Estimated: !e.observed.Load()}
 		if !st.Paused.IsZero() {
 			v.PausedNs = int64(max(st.Paused.Sub(now), 0))
 		}
