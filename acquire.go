@@ -32,6 +32,7 @@ type waiter struct {
 	rsv       *Reservation // set for a reservation: no goroutine sleeps on it, no timer
 	priority  int          // from the context; see WithPriority
 	overtaken int          // waiters queued after it and served before it
+	why       *WaitError   // its wait explained, made only for observers
 }
 
 // arm sets the head's timer for its instant, which serve has left in the
@@ -266,13 +267,14 @@ func (g *group) waitUntil(bs []*Bucket, costs []int64, now int64) int64 {
 	return g.project(bs, costs, now)
 }
 
-// rejectedWait is the Wait of a refused TryAcquire's events: what WaitTime
-// would have said at that moment, or zero when the costs will never pass.
-func (g *group) rejectedWait(bs []*Bucket, costs []int64, now int64) time.Duration {
+// rejectedWhy is the explanation of a refused TryAcquire's events: what
+// WaitTime would have said at that moment, or nil when the costs will
+// never pass (or, the refusal coming from the queue alone, at once).
+func (g *group) rejectedWhy(bs []*Bucket, costs []int64, now int64) *WaitError {
 	if t := g.waitUntil(bs, costs, now); t != exact.Never {
-		return time.Duration(t - now)
+		return g.explainWait(bs, costs, now, t, g.Len, g.Head != nil)
 	}
-	return 0
+	return nil
 }
 
 // Acquire waits until cost tokens can be taken, then takes them. Waiters
@@ -417,10 +419,14 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, 
 	}
 	wait := time.Duration(t - now)
 	if g.Outlasts(ctx, wait) {
-		err := &WaitError{Wait: wait, Limit: binding(w)}
+		why := g.explain(w.bs, w.costs, now, t, g.aheadOf(before), true)
+		why.Wait = wait
 		g.Mu.Unlock()
-		observe(w.bs, w.costs, EventRejected, wait)
-		return false, err
+		observeWhy(w.bs, w.costs, EventRejected, wait, &why)
+		return false, &why
+	}
+	if observed(w.bs) {
+		w.why = g.explainWait(w.bs, w.costs, now, t, g.aheadOf(before), true)
 	}
 	w.Since, w.queued = now, true
 	g.ready(w)
@@ -447,23 +453,22 @@ func enqueue(ctx context.Context, w *waiter, g *group, now int64) (queued bool, 
 func (w *waiter) await(ctx context.Context, g *group, now int64) error {
 	err := w.Sleep(ctx, w)
 	if err == nil && observed(w.bs) {
-		observe(w.bs, w.costs, EventGranted, time.Duration(g.Now()-now))
+		observeWhy(w.bs, w.costs, EventGranted, time.Duration(g.Now()-now), w.why)
 	}
 	return err
 }
 
-// binding names the limit whose own instant is the latest, for errors.
-func binding(w *waiter) string {
-	name, latest := "", int64(-1<<63)
-	for i, b := range w.bs {
-		if w.costs[i] == 0 {
-			continue
-		}
-		if t := max(b.paused, b.ReadyAt(&b.tail, w.costs[i])); t > latest {
-			name, latest = b.name, t
-		}
+// aheadOf is how many waiters are queued ahead of one inserted before
+// at: all of them when at is nil (it goes last).
+func (g *group) aheadOf(at *waiter) int {
+	if at == nil {
+		return g.Len
 	}
-	return name
+	n := 0
+	for v := g.Head; v != nil && v != at; v = v.Next {
+		n++
+	}
+	return n
 }
 
 // group returns the group w is queued in; the caller holds its lock, so
@@ -508,5 +513,5 @@ func (w *waiter) Leave(now int64) {
 }
 
 func (w *waiter) Cancelled(now int64) {
-	observe(w.bs, w.costs, EventCancelled, time.Duration(now-w.Since))
+	observeWhy(w.bs, w.costs, EventCancelled, time.Duration(now-w.Since), w.why)
 }

@@ -19,11 +19,15 @@ import (
 // (the clock a Gate sleeps on, as redisbucket's has) and Observe (a
 // server's refusal of the account, told to the observers of the limit it
 // concerns). Settle, a Taker's settlement without a Permit, replaced
-// Refund. httpthrottle's bound is 56, above issue 36's 55, for the one
-// way a pool's member is sent a request (issue 39): WithRoutes, and
-// RouteTo for the usual route (a base URL and a credential).
+// Refund. Issue 41 raised it to 73 for Limiter.Explain: the explanation of
+// a wait before the call, which WaitTime's duration cannot carry (the
+// binding limit, the calls ahead, the pause and its cause); the
+// explanation itself is WaitError's, not a type of its own.
+// httpthrottle's bound is 56, above issue 36's 55, for the one way a
+// pool's member is sent a request (issue 39): WithRoutes, and RouteTo for
+// the usual route (a base URL and a credential).
 func TestAPISize(t *testing.T) {
-	for dir, most := range map[string]int{".": 72, "httpthrottle": 56} {
+	for dir, most := range map[string]int{".": 73, "httpthrottle": 56} {
 		if n := exportedNames(t, dir); n > most {
 			t.Errorf("package %s exports %d names, at most %d: fold the new one into an existing way, or raise the bound with the reason", dir, n, most)
 		}

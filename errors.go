@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/throttlekit/throttle/internal/errs"
@@ -36,18 +37,48 @@ var (
 // WaitError is returned by Acquire when the context's deadline comes before
 // the instant the tokens could be granted. Nothing is spent. It matches
 // context.DeadlineExceeded with errors.Is.
+//
+// It is also the explanation of a wait: what a Limiter's Explain answers
+// for a cost before the call, and what an Event's Why carries for a call
+// that waited or was refused. Its fields say which limit binds, for how
+// long, behind how many calls, and whether a pause (a server's, with the
+// response that asked for it) is what holds it.
 type WaitError struct {
 	// Wait is how long the caller would have had to wait.
 	Wait time.Duration
-	// Limit names the limit that bound the wait, if the bucket has a name.
+	// Limit names the limit that bound the wait, if the bucket has a name:
+	// the one whose own instant, pause included, comes last.
 	Limit string
+	// Ahead is how many calls were queued ahead of this one.
+	Ahead int
+	// Paused is the end of a pause in force on the binding limit, zero
+	// if none: a paused limit does not refill, so all of it is in Wait.
+	Paused time.Time
+	// Cause is what asked for that pause, when it is known: for a pause a
+	// server asked for through httpthrottle's Transport, its status, host
+	// and the header that gave the wait ("429 from api.openai.com:
+	// Retry-After 20s").
+	Cause string
 }
 
 func (e *WaitError) Error() string {
+	var b strings.Builder
 	if e.Limit != "" {
-		return fmt.Sprintf("throttle: limit %q needs a wait of %v, past the context deadline", e.Limit, e.Wait)
+		fmt.Fprintf(&b, "throttle: limit %q needs a wait of %v", e.Limit, e.Wait)
+	} else {
+		fmt.Fprintf(&b, "throttle: would wait %v", e.Wait)
 	}
-	return fmt.Sprintf("throttle: would wait %v, past the context deadline", e.Wait)
+	if e.Ahead > 0 {
+		fmt.Fprintf(&b, " behind %d queued", e.Ahead)
+	}
+	if !e.Paused.IsZero() {
+		fmt.Fprintf(&b, ", paused until %s", e.Paused.Format(time.RFC3339Nano))
+		if e.Cause != "" {
+			fmt.Fprintf(&b, " by %s", e.Cause)
+		}
+	}
+	b.WriteString(", past the context deadline")
+	return b.String()
 }
 
 // Unwrap returns context.DeadlineExceeded.

@@ -68,7 +68,7 @@ func (g *group) join(o *group) {
 		g.push(w)
 		w = next
 	}
-	o.Head, o.Last, o.members = nil, nil, nil
+	o.Head, o.Last, o.Len, o.members = nil, nil, 0, nil
 	o.queued.Store(false)
 	g.tailOK = false
 	if g.Head != nil {

@@ -184,7 +184,7 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 			s.mu.Unlock()
 			if errors.Is(err, errClosed) { // refused, not a mistake
 				if k.obs != nil {
-					p.observeWait(k.obs, costs, EventRejected, 0)
+					p.observeWait(k.obs, costs, EventRejected, nil)
 				}
 				return false, nil
 			}
@@ -192,9 +192,9 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		}
 		ok = e.try(costs, now)
 	}
-	var wait time.Duration
+	var why *WaitError
 	if !ok && k.obs != nil {
-		wait = e.rejectedWait(costs, now)
+		why = e.rejectedWhy(costs, now)
 	}
 	s.sweep(now, steps)
 	s.mu.Unlock()
@@ -203,7 +203,7 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		if ok {
 			kind = EventGranted
 		}
-		p.observeWait(k.obs, costs, kind, wait)
+		p.observeWait(k.obs, costs, kind, why)
 	}
 	return ok, nil
 }

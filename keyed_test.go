@@ -414,9 +414,23 @@ func keyedProperty(t *testing.T, seed uint64, ops int) {
 }
 
 // eventLog keeps the events it is given, on the test's goroutine.
-type eventLog struct{ events []Event }
+// eventLog keeps events with their explanations by value, so that the
+// events of two limiters compare with ==, explanations included.
+type eventLog struct{ events []loggedEvent }
 
-func (r *eventLog) Observe(e Event) { r.events = append(r.events, e) }
+type loggedEvent struct {
+	Event
+	why WaitError
+}
+
+func (r *eventLog) Observe(e Event) {
+	l := loggedEvent{Event: e}
+	if e.Why != nil {
+		l.why = *e.Why
+		l.Event.Why = nil
+	}
+	r.events = append(r.events, l)
+}
 
 // kstart runs Acquire(ctx, key, cost) in a goroutine and waits until it is
 // queued behind the key's earlier waiters, or returned.

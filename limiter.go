@@ -107,17 +107,19 @@ func (l *Limiter) TryAcquire(costs ...int64) (bool, error) {
 		g.serve(now)
 	}
 	ok := g.takeNow(l.bs, costs, now)
-	var wait time.Duration
+	var why *WaitError
 	if !ok && l.obs {
-		wait = g.rejectedWait(l.bs, costs, now)
+		why = g.rejectedWhy(l.bs, costs, now)
 	}
 	g.Mu.Unlock()
 	if l.obs {
-		kind := EventRejected
+		kind, wait := EventRejected, time.Duration(0)
 		if ok {
 			kind = EventGranted
+		} else if why != nil {
+			wait = why.Wait
 		}
-		observe(l.bs, costs, kind, wait)
+		observeWhy(l.bs, costs, kind, wait, why)
 	}
 	return ok, nil
 }

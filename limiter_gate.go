@@ -117,9 +117,22 @@ func (l *Limiter) Settle(taken, actual []int64) error {
 // decisions: with Observe, a Limiter is an Observer, and the HTTP
 // Transport tells any Gate that is one. An event naming no bucket of the
 // limiter is dropped.
+//
+// An EventPaused with a Reason tells the bucket what asked for its pause
+// ending at e.Until (a server's response, say): told before PauseUntil,
+// the Reason is kept for that pause, whose own EventPaused then carries
+// it; told while that pause is in force, it is recorded and passed on.
+// The Reason is what Status, Explain and WaitError report as the pause's
+// Cause.
 func (l *Limiter) Observe(e Event) {
 	for _, b := range l.bs {
-		if b.name == e.Limit && b.obs != nil {
+		if b.name != e.Limit {
+			continue
+		}
+		if e.Kind == EventPaused && e.Reason != "" && !b.tell(e.Until, e.Reason) {
+			continue // its pause will report it
+		}
+		if b.obs != nil {
 			b.obs.Observe(e)
 		}
 	}

@@ -92,11 +92,12 @@ func (b *Bucket) pauseUntil(t time.Time) {
 	g.serve(now)
 	b.Advance(&b.lvl, now)
 	b.paused = until
+	cause := b.cause.begin(until)
 	b.lvl.Last = max(b.lvl.Last, until)
 	g.changed(now)
 	g.Mu.Unlock()
 	if b.obs != nil {
-		b.obs.Observe(Event{Kind: EventPaused, Limit: b.name, Until: t})
+		b.obs.Observe(Event{Kind: EventPaused, Limit: b.name, Until: t, Reason: cause})
 	}
 }
 

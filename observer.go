@@ -44,8 +44,16 @@ type Event struct {
 	// capacity.
 	Rate Rate
 	// Reason is, for EventRejected by a server, its code for the refusal, such
-	// as "insufficient_quota" or "enforced_spend_limit_reached".
+	// as "insufficient_quota" or "enforced_spend_limit_reached"; for
+	// EventPaused, what asked for the pause, when known (WaitError.Cause).
 	Reason string
+	// Why explains the wait, for an EventGranted that waited in the queue,
+	// an EventCancelled of a queued call and an EventRejected by the limit:
+	// the binding limit, the wait, the calls ahead and the pause that held
+	// it, as the call found them when it asked. It is nil for the other
+	// events and for calls served at once; it is made only when the limit
+	// has an observer.
+	Why *WaitError
 }
 
 // Observer receives a bucket's events. It is called outside the bucket's
@@ -78,9 +86,14 @@ func WithObserver(obs ...Observer) Option {
 }
 
 func observe(bs []*Bucket, costs []int64, k EventKind, wait time.Duration) {
+	observeWhy(bs, costs, k, wait, nil)
+}
+
+// observeWhy is observe with the explanation of the wait.
+func observeWhy(bs []*Bucket, costs []int64, k EventKind, wait time.Duration, why *WaitError) {
 	for i, b := range bs {
 		if b.obs != nil && costs[i] != 0 {
-			b.obs.Observe(Event{Kind: k, Limit: b.name, Cost: costs[i], Wait: wait})
+			b.obs.Observe(Event{Kind: k, Limit: b.name, Cost: costs[i], Wait: wait, Why: why})
 		}
 	}
 }

@@ -8,22 +8,38 @@ import (
 	"time"
 )
 
+// recorder keeps the events it hears, each without its explanation, which
+// it keeps apart in whys (at the same index), so that events compare with
+// ==; explain_test.go checks the explanations.
 type recorder struct {
 	mu     sync.Mutex
 	events []Event
+	whys   []*WaitError
 }
 
 func (r *recorder) Observe(e Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.whys = append(r.whys, e.Why)
+	e.Why = nil
 	r.events = append(r.events, e)
+}
+
+// takeWhys returns the explanations of the events heard since the last
+// take or takeWhys.
+func (r *recorder) takeWhys() []*WaitError {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.whys
+	r.whys = nil
+	return w
 }
 
 func (r *recorder) take() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.events
-	r.events = nil
+	r.events, r.whys = nil, nil
 	return e
 }
 

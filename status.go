@@ -18,6 +18,9 @@ type LimitStatus struct {
 	Remaining int64         // whole tokens left, never negative
 	Reset     time.Duration // until it is full again, or -1 if never
 	Paused    time.Time     // the end of the pause in force; zero if none
+	Cause     string        // what asked for that pause, when known; see WaitError.Cause
+	Waiting   int           // calls queued on the limit's group (limits acquired together share one queue)
+	Oldest    time.Duration // how long the first of them has been queued; 0 if none
 	// Level is the level now, fraction and debt included, for gauges and
 	// charts: every decision is taken on exact integers, never on it. A
 	// Gate that cannot read it cheaply (redisbucket's) leaves it 0.
@@ -34,6 +37,12 @@ func (b *Bucket) Status() LimitStatus {
 	b.Advance(&b.lvl, now)
 	st := LimitStatus{Name: b.name, Capacity: b.Cap, Rate: b.rate, Remaining: max(b.lvl.Tokens, 0), Reset: -1, Level: b.Value(&b.lvl)}
 	st.Paused = b.pausedAt(g, now)
+	if !st.Paused.IsZero() {
+		st.Cause = b.cause.now
+	}
+	if st.Waiting = g.Len; g.Head != nil {
+		st.Oldest = time.Duration(max(now-g.Head.Since, 0))
+	}
 	if b.Cap > 0 {
 		bs, costs := [1]*Bucket{b}, [1]int64{b.Cap}
 		if t := g.waitUntil(bs[:], costs[:], now); t != exact.Never {

@@ -38,6 +38,7 @@ type Bucket struct {
 	lvl    level
 	paused int64 // nothing is granted before this instant
 	tail   level // the level after every queued waiter is served
+	cause  pauseCause
 }
 
 // Option configures a Bucket.
@@ -147,7 +148,7 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 		g.Mu.Unlock()
 		if err == errClosed {
 			if b.obs != nil {
-				b.reportTry(false, cost, 0)
+				b.reportTry(false, cost, nil)
 			}
 			return false, nil
 		}
@@ -164,35 +165,39 @@ func (b *Bucket) TryAcquire(cost int64) (bool, error) {
 			b.lvl.Take(cost)
 		}
 	}
-	var wait time.Duration
+	var why *WaitError
 	if !ok && b.obs != nil {
-		wait = b.rejectedWait(g, cost, now)
+		why = b.rejectedWhy(g, cost, now)
 	}
 	g.Mu.Unlock()
 	if b.obs != nil {
-		b.reportTry(ok, cost, wait)
+		b.reportTry(ok, cost, why)
 	}
 	return ok, nil
 }
 
-// rejectedWait is group.rejectedWait for one cost, apart for the same
+// rejectedWhy is group.rejectedWhy for one cost, apart for the same
 // reason as reportTry.
 //
 //go:noinline
-func (b *Bucket) rejectedWait(g *group, cost int64, now int64) time.Duration {
+func (b *Bucket) rejectedWhy(g *group, cost int64, now int64) *WaitError {
 	bs, costs := [1]*Bucket{b}, [1]int64{cost}
-	return g.rejectedWait(bs[:], costs[:], now)
+	return g.rejectedWhy(bs[:], costs[:], now)
 }
 
 // reportTry tells the observer how TryAcquire went. It is apart so that
 // TryAcquire's frame stays small when nobody observes.
 //
 //go:noinline
-func (b *Bucket) reportTry(ok bool, cost int64, wait time.Duration) {
+func (b *Bucket) reportTry(ok bool, cost int64, why *WaitError) {
 	if ok {
 		b.obs.Observe(Event{Kind: EventGranted, Limit: b.name, Cost: cost})
 	} else {
-		b.obs.Observe(Event{Kind: EventRejected, Limit: b.name, Cost: cost, Wait: wait})
+		var wait time.Duration
+		if why != nil {
+			wait = why.Wait
+		}
+		b.obs.Observe(Event{Kind: EventRejected, Limit: b.name, Cost: cost, Wait: wait, Why: why})
 	}
 }
 

@@ -2,9 +2,11 @@ package httpthrottle
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -78,7 +80,14 @@ func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, statu
 	}
 	switch {
 	case g.pause != nil:
-		g.pause.PauseUntil(clock.Now().Add(d), levels...)
+		until := clock.Now().Add(d)
+		if g.obs != nil {
+			cause := pauseCause(req, status, sig, d)
+			for i := range n {
+				g.obs.Observe(throttle.Event{Kind: throttle.EventPaused, Limit: g.name(i), Until: until, Reason: cause})
+			}
+		}
+		g.pause.PauseUntil(until, levels...)
 	case g.level != nil:
 		for i, v := range levels {
 			if v >= 0 {
@@ -87,6 +96,42 @@ func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, statu
 		}
 	}
 	t.restoreAtReset(g, sig, d, clock)
+}
+
+// pauseCause says what asked for a pause of d after a refusal, for a
+// WaitError's Cause and a status page: the status, the host (never the
+// path or query, which may carry a key) and the header that gave the wait,
+// or that none did and the wait is the Transport's own back-off.
+func pauseCause(req *http.Request, status int, sig *headers.Signals, d time.Duration) string {
+	var from string
+	switch {
+	case sig.HasRetryAfter:
+		from = "Retry-After " + sig.RetryAfter.String()
+	default:
+		from = "no usable wait, back-off " + d.String()
+		for _, q := range sig.Quotas {
+			if w, ok := q.Wait(); ok && q.Remaining == 0 && w == d {
+				from = quotaSource(&q) + " exhausted, next unit in " + w.String()
+				break
+			}
+		}
+	}
+	if sig.Capped {
+		from += " (capped)"
+	}
+	return strconv.Itoa(status) + " from " + req.URL.Hostname() + ": " + from
+}
+
+// quotaSource names a reported quota as its header family does.
+func quotaSource(q *headers.Quota) string {
+	s := q.Family.String()
+	if q.Name != "" {
+		s += " " + strconv.Quote(q.Name)
+	}
+	if q.Resource != "" {
+		s += " (" + q.Resource + ")"
+	}
+	return s
 }
 
 // tuneToReported tells a Tuner the size of each quota the response reports

@@ -151,7 +151,9 @@ const defaultRetries = 3
 // refusal leaves (a Limiter sets them, redisbucket's keeps the fleet's
 // level, which its pause empties); a Leveler is lowered to the remaining
 // counts; a Tuner is told each quota's size; a Meter's Status gives the
-// certain part of a wait; an Observer hears the account's refusals. A
+// certain part of a wait; an Observer hears the account's refusals, and
+// before each pause an EventPaused whose Reason says what asked for it
+// (status, host, header: a Limiter reports it as the pause's Cause). A
 // Gate without a capability goes without that reaction: one that is no
 // Pauser is paced by its own rate, the refused request still retried
 // after the server's wait; on one that is no Meter the deadline decision

@@ -192,7 +192,11 @@ func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, clock 
 			}
 		}
 		if sure > left {
-			return &throttle.WaitError{Wait: sure, Limit: st.Name}
+			e := &throttle.WaitError{Wait: sure, Limit: st.Name, Ahead: st.Waiting}
+			if !st.Paused.IsZero() && st.Paused.After(now) {
+				e.Paused, e.Cause = st.Paused, st.Cause
+			}
+			return e
 		}
 	}
 	return nil

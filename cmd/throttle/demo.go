@@ -12,17 +12,20 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/statuspage"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
-const demoSynopsis = `demo [--requests N] [--quota RATE] [--burst N] [--chart FILE.png|.svg|.pdf]
+const demoSynopsis = `demo [--requests N] [--quota RATE] [--burst N] [--chart FILE.png|.svg|.pdf] [--status ADDR]
 
 Starts a fake API vendor on a loopback port with a request quota per API
 key, sends the same requests through a plain http.Client and through one
 whose transport is throttled to the quota, all at once from one goroutine
 each, and prints the two side by side. No network, nothing to install.
 The throttled client keeps one token of the burst in reserve, against the
-jitter of the network between its clock and the vendor's.`
+jitter of the network between its clock and the vendor's. With --status,
+the throttled client's limiter is shown live at
+http://ADDR/debug/throttle/ while the demo runs (statuspage).`
 
 // demoResult is what one client saw.
 type demoResult struct {
@@ -39,6 +42,8 @@ func runDemo(e *env, args []string) error {
 	burst := fs.Int64("burst", 10, "the vendor's burst: requests it admits at once")
 	var chartPath stringFlag
 	fs.Var(&chartPath, "chart", "write a chart of the throttled client's run to `FILE`, as PNG, SVG or PDF after its name's extension")
+	var statusAddr stringFlag
+	fs.Var(&statusAddr, "status", "serve the live status page of the throttled client's limiter on `ADDR` (such as localhost:8080) while the demo runs")
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return err
@@ -80,6 +85,16 @@ func runDemo(e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "fake vendor at %s: %s requests per API key, burst %d\n", srv.URL, vendor.rateText, vendor.capacity)
 	fmt.Fprintf(e.stdout, "sending %d requests at once through each client...\n", *n)
 
+	var bopts []throttle.Option
+	var page *statuspage.Page
+	if statusAddr.set {
+		var stop func()
+		if page, stop, err = serveStatus(e, statusAddr.value); err != nil {
+			return err
+		}
+		defer stop()
+		bopts = append(bopts, throttle.WithObserver(page.Observer(demoLimiter)))
+	}
 	plainBase := demoTransport()
 	defer plainBase.CloseIdleConnections()
 	prog := startProgress(e.stdout, "plain client", *n, nil)
@@ -92,13 +107,16 @@ func runDemo(e *env, args []string) error {
 		return err
 	}
 
-	b, err := throttle.New(client.capacity, client.rate, throttle.WithName("requests"))
+	b, err := throttle.New(client.capacity, client.rate, append(bopts, throttle.WithName("requests"))...)
 	if err != nil {
 		return err
 	}
 	lim, err := throttle.NewLimiter(b)
 	if err != nil {
 		return err
+	}
+	if page != nil {
+		page.Register(demoLimiter, lim)
 	}
 	base := demoTransport()
 	defer base.CloseIdleConnections()

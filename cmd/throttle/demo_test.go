@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,4 +139,52 @@ func TestProgressTerminal(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
+}
+
+// TestDemoStatusPage runs a small demo with --status and reads the page
+// while the demo runs, from the writer the demo prints its address to: the
+// throttled client's limiter is on it once the throttled run begins.
+func TestDemoStatusPage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs in real time")
+	}
+	w := &statusReader{t: t}
+	var errOut bytes.Buffer
+	code := run(context.Background(), []string{"demo", "--requests", "20", "--quota", "100/1s", "--burst", "5", "--status", "127.0.0.1:0"}, strings.NewReader(""), w, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if w.url == "" {
+		t.Fatalf("no status page address in:\n%s", w.out.String())
+	}
+	if !strings.Contains(w.page, `"name":"throttled client"`) || !strings.Contains(w.page, `"Name":"requests"`) {
+		t.Fatalf("the page during the run: %s", w.page)
+	}
+}
+
+// statusReader is the demo's stdout: it notes the page's address, and
+// reads the page when the throttled client's run begins.
+type statusReader struct {
+	t         *testing.T
+	out       bytes.Buffer
+	url, page string
+}
+
+func (s *statusReader) Write(p []byte) (int, error) {
+	s.out.Write(p)
+	line := string(p)
+	if _, after, ok := strings.Cut(line, "status page at "); ok {
+		s.url = strings.TrimSpace(after)
+	}
+	if s.url != "" && s.page == "" && strings.Contains(line, "throttled client") {
+		resp, err := http.Get(s.url + "?format=json")
+		if err != nil {
+			s.t.Errorf("reading the page: %v", err)
+			return len(p), nil
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		s.page = string(b)
+	}
+	return len(p), nil
 }

@@ -28,8 +28,12 @@ type Node[N any] interface {
 }
 
 // Fifo is a doubly linked queue: the one list of waiters of both queues, a
-// group's (of waiters) and each class's (of entries).
-type Fifo[N any, P Node[N]] struct{ Head, Last P }
+// group's (of waiters) and each class's (of entries). Len counts the
+// nodes queued, for a waiter's place in the queue and a status page.
+type Fifo[N any, P Node[N]] struct {
+	Head, Last P
+	Len        int
+}
 
 // PushBack queues n last.
 func (q *Fifo[N, P]) PushBack(n P) {
@@ -41,6 +45,7 @@ func (q *Fifo[N, P]) PushBack(n P) {
 		q.Last.Linked().Next = (*N)(n)
 	}
 	q.Last = n
+	q.Len++
 }
 
 // LinkBefore queues n just before at, which is queued.
@@ -53,6 +58,7 @@ func (q *Fifo[N, P]) LinkBefore(at, n P) {
 		P(a.Prev).Linked().Next = (*N)(n)
 	}
 	a.Prev = (*N)(n)
+	q.Len++
 }
 
 // Unlink takes n out of the queue.
@@ -69,4 +75,5 @@ func (q *Fifo[N, P]) Unlink(n P) {
 		P(l.Next).Linked().Prev = l.Prev
 	}
 	l.Prev, l.Next = nil, nil
+	q.Len--
 }
