@@ -28,9 +28,10 @@ func (b *Budget) Acquire(ctx context.Context, costs ...int64) (throttle.Permit, 
 	if err := b.waitPause(ctx); err != nil {
 		return nil, err
 	}
-	p, err := b.reserve(ctx, cost)
+	p, spent, err := b.reserve(ctx, cost)
 	if p == nil && err == nil {
-		return nil, b.spent(ctx, cost)
+		_, end := b.c.window.Bounds(b.c.clock.Now())
+		return nil, &SpentError{Budget: b.c.name, Key: b.key, Limit: b.c.limit, Spent: spent, Cost: cost, Resets: end}
 	}
 	return p, err
 }
@@ -45,7 +46,7 @@ func (b *Budget) TryAcquirePermit(costs ...int64) (throttle.Permit, bool, error)
 	if !b.pausedUntil().IsZero() {
 		return nil, false, nil
 	}
-	p, err := b.reserve(context.Background(), cost)
+	p, _, err := b.reserve(context.Background(), cost)
 	if p == nil {
 		return nil, false, err
 	}
@@ -158,27 +159,17 @@ func (b *Budget) cost(costs []int64) (int64, error) {
 }
 
 // reserve reserves cost in the window of now; a nil Permit with a nil
-// error says the window has no room for it.
-func (b *Budget) reserve(ctx context.Context, cost int64) (throttle.Permit, error) {
+// error says the window has no room for it, with what it has spent.
+func (b *Budget) reserve(ctx context.Context, cost int64) (throttle.Permit, int64, error) {
 	start, end := b.c.window.Bounds(b.c.clock.Now())
 	key := b.storeKey()
 	spent, ok, err := b.c.store.Reserve(ctx, key, start, cost, b.c.limit)
 	if err != nil {
-		return nil, fmt.Errorf("budget %q: reserving %d: %w", b.c.name, cost, err)
+		return nil, 0, fmt.Errorf("budget %q: reserving %d: %w", b.c.name, cost, err)
 	}
 	if !ok {
-		return nil, nil
+		return nil, spent, nil
 	}
 	b.crossed(spent-cost, spent, end)
-	return &permit{b: b, key: key, start: start, end: end, cost: cost}, nil
-}
-
-// spent returns the *SpentError of a cost the window has no room for.
-func (b *Budget) spent(ctx context.Context, cost int64) error {
-	start, end := b.c.window.Bounds(b.c.clock.Now())
-	spent, err := b.c.store.Spent(ctx, b.storeKey(), start)
-	if err != nil {
-		spent = -1
-	}
-	return &SpentError{Budget: b.c.name, Key: b.key, Limit: b.c.limit, Spent: spent, Cost: cost, Resets: end}
+	return &permit{b: b, key: key, start: start, end: end, cost: cost}, spent, nil
 }
