@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/hoststore"
+	"golang.org/x/sys/unix"
 )
 
 // childEnv names the role a test binary started by a test plays.
@@ -92,8 +92,11 @@ func childTake(path, out string) error {
 
 // childHold takes the store's lock, says so, and holds it until killed.
 func childHold(path string) error {
-	lk := flock.New(path + ".lock")
-	if err := lk.Lock(); err != nil {
+	lk, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := unix.Flock(int(lk.Fd()), unix.LOCK_EX); err != nil {
 		return err
 	}
 	fmt.Println("locked")

@@ -9,7 +9,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 )
 
 // The file holds a header and a table of fixed-size records, found by the
@@ -45,7 +45,7 @@ type record struct {
 type Store struct {
 	path  string
 	f     *os.File
-	lock  *flock.Flock
+	lock  *os.File         // the lock file, held open: flock(2) on it orders the host's processes
 	mu    sync.Mutex       // the flock is the process's: goroutines take turns here first
 	slots map[string]int64 // key → record offset
 	n     int64            // records in the table
@@ -58,17 +58,21 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hoststore: %w", err)
 	}
-	s := &Store{path: path, f: f, lock: flock.New(path + ".lock"), slots: make(map[string]int64)}
-	err = s.locked(s.init)
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		f.Close()
+		return nil, fmt.Errorf("hoststore: %w", err)
+	}
+	s := &Store{path: path, f: f, lock: lock, slots: make(map[string]int64)}
+	if err := s.locked(s.init); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
 // Close closes the store file.
-func (s *Store) Close() error { return s.f.Close() }
+func (s *Store) Close() error { return errors.Join(s.f.Close(), s.lock.Close()) }
 
 // Path returns the store file's path.
 func (s *Store) Path() string { return s.path }
@@ -104,10 +108,11 @@ func (s *Store) init() error {
 func (s *Store) locked(f func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.lock.Lock(); err != nil {
-		return fmt.Errorf("hoststore: locking %s: %w", s.lock.Path(), err)
+	fd := int(s.lock.Fd())
+	if err := flock(fd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("hoststore: locking %s: %w", s.lock.Name(), err)
 	}
-	defer s.lock.Unlock()
+	defer flock(fd, unix.LOCK_UN)
 	return f()
 }
 
@@ -228,4 +233,13 @@ func (s *Store) records(kind byte) ([]record, error) {
 		return nil
 	})
 	return out, err
+}
+
+// flock is flock(2), retried when a signal interrupts it.
+func flock(fd, how int) error {
+	for {
+		if err := unix.Flock(fd, how); err != unix.EINTR {
+			return err
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package throttle_test
+package throttletest_test
 
 import (
 	"testing"
