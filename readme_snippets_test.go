@@ -60,6 +60,8 @@ var snippetImports = map[string]string{
 	"otelthrottle": "github.com/throttlekit/throttle/otelthrottle",
 	"tiktoken":     "github.com/throttlekit/throttle/tiktoken",
 	"grpcthrottle": "github.com/throttlekit/throttle/grpcthrottle",
+	"budget":       "github.com/throttlekit/throttle/budget",
+	"hoststore":    "github.com/throttlekit/throttle/hoststore",
 	"grpc":         "google.golang.org/grpc",
 	"insecure":     "google.golang.org/grpc/credentials/insecure",
 	"clockwork":    "github.com/jonboulle/clockwork",

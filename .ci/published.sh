@@ -4,7 +4,7 @@
 # the version the go.mod files require of each other (it fails, naming the
 # go.mod, if one requires a pseudo-version) from a file-based GOPROXY. A
 # fresh module outside the tree, with no replace and no workspace, then
-# gets the root, redisbucket, grpcthrottle and otelthrottle at that
+# gets the root, redisbucket, hoststore, grpcthrottle and otelthrottle at that
 # version, builds and runs the README's program (Example_readme) beside
 # imports of the three integrations, and `go install`s cmd/throttle@version,
 # which refuses a module whose go.mod has a replace directive.
@@ -35,9 +35,9 @@ module example.com/consumer
 
 go 1.26.0
 MOD
-go get "$mod@$version" "$mod/redisbucket@$version" "$mod/grpcthrottle@$version" "$mod/otelthrottle@$version" ||
+go get "$mod@$version" "$mod/redisbucket@$version" "$mod/hoststore@$version" "$mod/grpcthrottle@$version" "$mod/otelthrottle@$version" ||
 	fail "go get of the modules at $version failed"
-for m in "$mod" "$mod/redisbucket" "$mod/grpcthrottle" "$mod/otelthrottle"; do
+for m in "$mod" "$mod/redisbucket" "$mod/hoststore" "$mod/grpcthrottle" "$mod/otelthrottle"; do
 	got=$(go list -m -f '{{.Version}}' "$m")
 	[[ $got == "$version" ]] || fail "$m resolved to $got, not $version"
 done
@@ -57,6 +57,7 @@ package main
 // Each integration compiles in a consumer against the root at the same version.
 import (
 	_ "$mod/grpcthrottle"
+	_ "$mod/hoststore"
 	_ "$mod/otelthrottle"
 	_ "$mod/redisbucket"
 )
@@ -67,7 +68,7 @@ go build -o "$tmp/readme" . || fail "the consumer does not build"
 "$tmp/readme" >got
 [[ -s want ]] || fail "no // Output: block in example_readme_test.go"
 diff -u want got || fail "the README's program printed something else"
-echo "published.sh: go get $mod, redisbucket, grpcthrottle, otelthrottle @$version; the README's program builds and prints its Output"
+echo "published.sh: go get $mod, redisbucket, hoststore, grpcthrottle, otelthrottle @$version; the README's program builds and prints its Output"
 
 go install "$mod/cmd/throttle@$version" || fail "go install $mod/cmd/throttle@$version failed"
 got=$("$GOBIN/throttle" replay --capacity 2 --rate 1 0 0 0 1 3)

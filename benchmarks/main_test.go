@@ -16,5 +16,11 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(envFleetChild); v != "" {
 		runFleetChild(v)
 	}
+	if v := os.Getenv(envHostChild); v != "" {
+		runHostChild(v)
+	}
+	if v := os.Getenv(envBudgetChild); v != "" {
+		runBudgetChild(v)
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { stopRedis(); os.Exit(code) }))
 }

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/throttlekit/throttle v0.1.0
+	github.com/throttlekit/throttle/hoststore v0.1.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 )
@@ -19,5 +20,6 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )

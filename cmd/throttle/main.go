@@ -2,6 +2,7 @@
 //
 // Usage:
 //
+//	throttle budget   --store FILE [show | reset KEY ...]
 //	throttle demo     [--chart out.svg]
 //	throttle replay   --capacity N --rate R [--cost C] [TIME[:COST] ...]
 //	throttle simulate --limit NAME=RATE[,burst=N][,per=request|cost] ... [--mode wait|reject] [--compare] [--chart out.svg] TRACE.csv
@@ -47,6 +48,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"budget", "show and reset the spend budgets of a host's store file", runBudget},
 		{"demo", "run a plain and a throttled HTTP client against a local fake vendor", runDemo},
 		{"replay", "print whether each request of a list passes a token bucket", runReplay},
 		{"simulate", "replay a CSV trace against one or several limits and summarise", runSimulate},
