@@ -226,6 +226,7 @@ func runFleetChild(v string) {
 	res.FailureEvents, res.LastDecision, res.LastMode = obs.failures, obs.lastAt, obs.lastMode.String()
 	obs.mu.Unlock()
 	base.CloseIdleConnections()
+	lim.Close()
 	rdb.Close()
 	out(0)
 }

@@ -37,15 +37,25 @@ func (l *Limiter) TryAcquirePermitContext(ctx context.Context, costs ...int64) (
 	return l.e.newPermit(id, costs, d.mode, nil), true, nil
 }
 
-// Status appends the state of every limit, in cost order, to dst: one
-// read of the shared levels (no write), the whole tokens left and the time
-// until the limit is full at its rate. A failed read reports every limit
-// with Remaining 0 and Reset -1: a server that cannot be read is not one
-// to promise tokens from.
+// Status appends the state of every limit, in cost order, to dst: the
+// whole tokens left and the time until the limit is full at its rate. When
+// this process heard the levels from Redis within StatusFresh, they are
+// those levels refilled since at the limits' rates (at most what Redis
+// holds, unless another process gave tokens back since); otherwise it is
+// one read of the shared levels (no write). A failed read reports every
+// limit with Remaining 0 and Reset -1: a server that cannot be read is not
+// one to promise tokens from.
 func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
-	ctx, cancel := context.WithTimeout(context.Background(), l.e.o.callTimeout)
-	defer cancel()
-	tokens, err := l.Tokens(ctx)
+	tokens, ok := []float64(nil), false
+	if l.e.br.openUntil().IsZero() {
+		tokens, ok = l.e.seen.levels(l.e.limits, l.e.o.clock.Now(), StatusFresh)
+	}
+	var err error
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), l.e.o.callTimeout)
+		defer cancel()
+		tokens, err = l.Tokens(ctx)
+	}
 	for i, s := range l.e.limits {
 		st := throttle.LimitStatus{Name: s.name, Capacity: s.capacity, Rate: s.rate, Reset: -1}
 		if err == nil {
@@ -56,6 +66,15 @@ func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 	}
 	return dst
 }
+
+// StatusFresh is how recently a process must have heard a Limiter's
+// levels from Redis for Status to report them, refilled since, without a
+// call: the HTTP Transport reads Status before most calls of a process
+// whose calls are spaced out, which would otherwise cost a Redis call per
+// HTTP call. A level so reported is an upper bound of the shared one
+// (others' takes since are not in it), the side a Transport's burst
+// detection errs safely on.
+const StatusFresh = 2 * time.Second
 
 // untilFull is how long a level of tokens takes to reach capacity at r,
 // rounded up to the nanosecond; -1 if it never does.

@@ -18,15 +18,18 @@ type seen struct {
 	ok     bool
 	now    int64   // the server time of the view, µs
 	toks   []int64 // whole tokens per limit in the view
+	rems   []int64 // and the fraction, in 1/den units (0 from a fast-path reply)
 	full   bool    // the view refills to full at fullAt
 	fullAt time.Time
 	owed   []int64 // granted without Redis since the last call that reached it
 	owing  bool
 	// refund is what settlements gave back that no call has carried to
-	// Redis yet (Limiter.Settle).
-	refund    []int64
-	refunding bool
-	at        time.Time // local time the view's call was sent
+	// Redis yet (Limiter.Settle); sending, what calls in flight carry. A
+	// give-back goes with one call only: applied twice it would mint
+	// tokens.
+	refund, sending []int64
+	refunding       bool
+	at              time.Time // local time the view's call was sent
 	// ticks counts gets and sets; held is the count when the view was set.
 	// A call sent (got) before the view arrived was in flight with the one
 	// that brought it: if its server time is older, so are its levels.
@@ -67,6 +70,11 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 	}
 	if s.refunding {
 		c.refund = append([]int64(nil), s.refund...)
+		for i, r := range s.refund {
+			s.sending[i] += r
+			s.refund[i] = 0
+		}
+		s.refunding = false
 	}
 	buf := make([]byte, 0, 8*n)
 	for i := range n {
@@ -135,8 +143,12 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, p
 		s.toks = make([]int64, len(limits))
 	}
 	s.toks = s.toks[:len(limits)]
+	if cap(s.rems) < len(limits) {
+		s.rems = make([]int64, len(limits))
+	}
+	s.rems = s.rems[:len(limits)]
 	for i := range limits {
-		s.toks[i] = levels[2*i]
+		s.toks[i], s.rems[i] = levels[2*i], levels[2*i+1]
 	}
 }
 
@@ -166,18 +178,13 @@ func (s *seen) spent(costs []int64) {
 	}
 }
 
-// dropRefunds takes what a call carried off the refunds still to send:
+// dropRefunds takes what a call carried off the give-backs in flight:
 // applied when it answered, and given up when it failed, since a call that
 // timed out may have been applied, and a give-back applied twice would
 // mint tokens (a lost one leaves them spent, on the quota's side).
 func (s *seen) dropRefunds(r []int64) {
-	if r == nil {
-		return
-	}
-	s.refunding = false
 	for i, c := range r {
-		s.refund[i] -= c
-		s.refunding = s.refunding || s.refund[i] > 0
+		s.sending[i] -= c
 	}
 }
 
@@ -194,7 +201,7 @@ func (s *seen) giveBack(tokens []int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refund == nil {
-		s.refund = make([]int64, len(tokens))
+		s.refund, s.sending = make([]int64, len(tokens)), make([]int64, len(tokens))
 	}
 	for i, c := range tokens {
 		if c > 0 {
@@ -221,4 +228,34 @@ func (s *seen) most(l shape, i int, now time.Time) (int64, bool) {
 		tok++
 	}
 	return min(tok, l.capacity), true
+}
+
+// levels returns every limit's level by the view, refilled from the
+// instant its call was sent to now at the configured rate, with the
+// give-backs no call has carried yet, at most the capacity: no lower than Redis held then (the call was decided after it
+// was sent), and no higher than Redis holds now but for what other
+// processes gave back or a server's quota changed since. ok is false
+// without a view, or one older than fresh.
+func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el := now.Sub(s.at)
+	if !s.ok || len(s.toks) != len(limits) || el > fresh {
+		return nil, false
+	}
+	el = max(el, 0)
+	lv = make([]float64, len(limits))
+	for i, l := range limits {
+		v := float64(s.toks[i]) + float64(s.rems[i])/float64(l.den)
+		if l.num > 0 {
+			v += float64(el.Microseconds()) * float64(l.num) / (float64(l.den) * float64(l.unit))
+		}
+		if i < len(s.refund) {
+			// Given back, to be carried by the next call or carried by
+			// one in flight.
+			v += float64(s.refund[i] + s.sending[i])
+		}
+		lv[i] = min(v, float64(l.capacity))
+	}
+	return lv, true
 }

@@ -102,3 +102,24 @@ func TestLowerSkipsWhatCannotLower(t *testing.T) {
 		t.Fatalf("other sees %v %v, want 24 tokens", got, err)
 	}
 }
+
+// Status reports the levels this process heard within StatusFresh,
+// refilled since, without a call; an older view is read again.
+func TestStatusFromFreshView(t *testing.T) {
+	r := newRig(t)
+	l := r.limiter("statusview", rpmTPM)
+	if _, err := l.Take(context.Background(), 1, 40); err != nil {
+		t.Fatal(err)
+	}
+	calls := l.Stats().Calls
+	r.advance(1500 * time.Millisecond) // 0.075 requests and 2.5 tokens back
+	st := l.Status(nil)
+	if n := l.Stats().Calls - calls; n != 0 || st[0].Remaining != 2 || st[1].Remaining != 62 {
+		t.Fatalf("Status %+v with %d calls, want 2 requests and 62 tokens, no call", st, n)
+	}
+	r.advance(redisbucket.StatusFresh)
+	st = l.Status(nil)
+	if n := l.Stats().Calls - calls; n != 1 || st[1].Remaining != 65 {
+		t.Fatalf("Status %+v with %d calls after StatusFresh, want 65 tokens read in one call", st, n)
+	}
+}
