@@ -32,11 +32,10 @@ type Bucket struct {
 // for an empty id or one containing "}".
 //
 // New then checks once that Redis answers for the key (a read-only run of
-// the script, within StartTimeout or the call timeout, the longer): when
-// it does not, New fails with an error that wraps ErrUnavailable and the
-// cause and names the address, unless WithStartWithoutRedis lets it start
-// in failure mode. An error Redis answers with (an ACL refusal) fails New
-// either way.
+// the script, within the call timeout): when it does not, New fails with an
+// error that wraps ErrUnavailable and the cause and names the address,
+// unless WithStartWithoutRedis lets it start in failure mode. An error
+// Redis answers with (an ACL refusal) fails New either way.
 func New(client redis.UniversalClient, id string, capacity int64, rate throttle.Rate, opts ...Option) (*Bucket, error) {
 	s, err := newShape("", capacity, rate)
 	if err != nil {
