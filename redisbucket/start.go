@@ -6,22 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// StartTimeout is the least time a constructor's check of Redis may take
-// (the call timeout when that is longer): processes of a fleet that start
-// together contend for CPU, and the fleet harness of issue 38 saw the
-// check's 75 ms call timeout pass in 4 to 22 of 32 processes starting at
-// once on two cores, each failing its constructor. A client's own
-// DialTimeout still bounds the dial.
-const StartTimeout = time.Second
-
 // start checks once, when a limiter is built, that Redis answers for its
 // key: one read-only run of the script (peek, with no cost), bounded by
-// StartTimeout or the call timeout, the longer. It goes where the decisions will go (the key's node on
+// the call timeout. It goes where the decisions will go (the key's node on
 // a cluster) and needs what they need (the script allowed by the ACL, the
 // key readable), so a success means the first decision is not the one
 // that finds out. A mistyped address would otherwise show only in Stats:
@@ -36,8 +27,7 @@ const StartTimeout = time.Second
 // is not counted in Stats' Calls and CallErrors, which count decisions'
 // calls.
 func (e *engine) start() error {
-	timeout := max(e.o.callTimeout, StartTimeout)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), e.o.callTimeout)
 	defer cancel()
 	args := e.argv(e.keys, generalHead+perLimit*len(e.limits))
 	args = append(args, modePeek, e.timeArg(), len(e.limits), "", 1, "", "", "", "")
@@ -54,8 +44,8 @@ func (e *engine) start() error {
 		return fmt.Errorf("redisbucket: limiter %q: checking Redis at %s: %w", e.id, clientAddr(e.client), err)
 	}
 	if !e.o.startWithout {
-		return fmt.Errorf("%w at %s: limiter %q: %w (checked within %v; WithStartWithoutRedis builds the limiter all the same)",
-			ErrUnavailable, clientAddr(e.client), e.id, err, timeout)
+		return fmt.Errorf("%w at %s: limiter %q: %w (checked within the call timeout, %v; WithStartWithoutRedis builds the limiter all the same)",
+			ErrUnavailable, clientAddr(e.client), e.id, err, e.o.callTimeout)
 	}
 	if e.br.failure(e.o.clock.Now(), e.unavailableErr(err), false) {
 		e.st.breakerOpens.Add(1)
