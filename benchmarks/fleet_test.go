@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -164,6 +165,7 @@ type fleetRun struct {
 	injected                    bool
 	inPause, inPauseLate        int // other processes' arrivals in the injected 429's pause (late: after fleetPauseSlack)
 	injectedMode                string
+	modes                       map[string]int64 // script calls by mode, all processes
 }
 
 func fleetEnvList(name, def string) []string {
@@ -546,7 +548,11 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 		r.scriptCalls = killed.scripts() - before.scripts() + after.scripts()
 		r.redisCPU = killed.cpu - before.cpu + after.cpu
 	}
+	r.modes = map[string]int64{}
 	for _, cr := range res {
+		for m, k := range cr.Modes {
+			r.modes[m] += k
+		}
 		r.calls += cr.Calls
 		r.failed += cr.Failed
 		r.pastDeadline += cr.PastDeadline
@@ -631,6 +637,11 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 		floor.Round(time.Millisecond), r.elapsed.Seconds()/floor.Seconds(),
 		r.scriptCalls, float64(r.scriptCalls)/float64(r.requests), 1e6*r.redisCPU/float64(r.requests),
 		r.startFailures, r.breakerOpens, r.procsFailure, r.failureDecisions, r.pastDeadline, r.maxLate.Round(time.Millisecond))
+	var byMode []string
+	for _, m := range slices.Sorted(maps.Keys(r.modes)) {
+		byMode = append(byMode, fmt.Sprintf("%s %.2f", m, float64(r.modes[m])/float64(r.requests)))
+	}
+	t.Logf("script calls sent per HTTP call, by command and mode (a: acquire, r: reserve, p: peek, s: settle, d: drain, t: tune, c: cancel; sent, not all answered): %s", strings.Join(byMode, ", "))
 	if fault != "none" && r.faultAt.After(last) {
 		t.Logf("the run's last admitted call came before the fault: nothing of the fault measured")
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"runtime/pprof"
@@ -60,6 +61,9 @@ type fleetChildResult struct {
 	FailureEvents                         int64
 	LastDecision                          int64
 	LastMode                              string
+	// Modes counts this process's script calls by the script's mode
+	// (fleetModes), so that a run says which calls make its Redis cost.
+	Modes map[string]int64
 }
 
 // A child whose limiter cannot be built is started again after
@@ -123,6 +127,8 @@ func runFleetChild(v string) {
 		WriteTimeout: 50 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
 		ContextTimeoutEnabled: true,
 	})
+	modes := &fleetModes{n: map[string]int64{}}
+	rdb.AddHook(modes)
 	obs := &fleetObserver{}
 	// A constructor that finds Redis unavailable fails, as the docs tell a
 	// new user to handle: the process exits, and its supervisor starts it
@@ -214,11 +220,13 @@ func runFleetChild(v string) {
 	}
 	wg.Wait()
 	res.Stats = lim.Stats()
+	res.Modes = modes.counts()
 	obs.mu.Lock()
 	res.FirstFailure, res.LastFailure, res.RedisAfter = obs.firstFail, obs.lastFail, obs.redisAfter
 	res.FailureEvents, res.LastDecision, res.LastMode = obs.failures, obs.lastAt, obs.lastMode.String()
 	obs.mu.Unlock()
 	base.CloseIdleConnections()
+	lim.Close()
 	rdb.Close()
 	out(0)
 }
@@ -248,4 +256,62 @@ func fleetCall(c *http.Client, cfg fleetChildConfig) (status int, late time.Dura
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, 0, nil
+}
+
+// fleetModes is a go-redis hook that counts script calls by the decision
+// script's mode: its first argument when it is a letter (lua/bucket.lua's
+// general path), "fast" for the one-limit fast path (five or six
+// arguments), "batch" for a batch (a number first).
+type fleetModes struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (m *fleetModes) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (m *fleetModes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		m.count(cmd.Args())
+		return next(ctx, cmd)
+	}
+}
+
+func (m *fleetModes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			m.count(c.Args())
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (m *fleetModes) count(args []any) {
+	if len(args) < 3 {
+		return
+	}
+	name, _ := args[0].(string)
+	if name = strings.ToLower(name); name != "evalsha" && name != "eval" {
+		return
+	}
+	nk, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil || len(args) <= 3+nk {
+		return
+	}
+	argv := args[3+nk:]
+	mode := "fast"
+	if len(argv) > 6 {
+		mode = "batch"
+		if s, ok := argv[0].(string); ok && s != "" && s[0] >= 'a' {
+			mode = s
+		}
+	}
+	m.mu.Lock()
+	m.n[name+":"+mode]++
+	m.mu.Unlock()
+}
+
+func (m *fleetModes) counts() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.n)
 }

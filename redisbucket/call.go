@@ -37,7 +37,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		permitTTL = strconv.FormatInt(ttl.Milliseconds(), 10)
 	}
 	now := e.timeArg()
-	hint, charge, owed, sent := e.seen.get(local)
+	hint, charge, paid, sent := e.seen.get(local)
 	member, fleetTTL := "", ""
 	if e.fl != nil && e.fl.due(local) {
 		member, fleetTTL = e.fl.member, e.fl.ttlArg
@@ -60,6 +60,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 	}
 	if err != nil {
 		e.st.callErrors.Add(1)
+		e.seen.lost(paid)
 		if member != "" {
 			e.fl.failed()
 		}
@@ -67,7 +68,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 	}
 	e.pz.saw(res.paused)
 	e.heard.Store(local.UnixNano())
-	e.seen.set(e.limits, local, res.now, res.levels, owed, sent)
+	e.seen.set(e.limits, local, res.now, res.levels, paid, sent)
 	e.tuned.Store(res.tunedMask())
 	if res.reset() {
 		e.st.stateResets.Add(1)
@@ -102,7 +103,7 @@ func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint
 		return result{}, err
 	}
 	e.tuned.Store(res.tunedMask())
-	e.seen.set(e.limits, local, res.now, res.levels, nil, sent)
+	e.seen.set(e.limits, local, res.now, res.levels, carried{}, sent)
 	e.heard.Store(local.UnixNano())
 	if res.reset() {
 		e.st.stateResets.Add(1)

@@ -56,8 +56,9 @@
 // should (docs/redis.md has the figures). WithReservations makes Acquire
 // reserve: one call takes the costs in the fleet's arrival order and
 // returns the instant they are covered, and the caller sleeps locally, so
-// waiting costs one call per decision (two in a process that heard
-// nothing from Redis at the instant) whatever the number of waiters.
+// waiting costs one call per decision whatever the number of waiters (a
+// subscription to the id's pauses, until Close, tells sleepers of a pause
+// another process stored; without it, a sleeper asks at its instant).
 // Lease mode (WithLease) takes
 // tokens in batches to cut round trips by about ten at high demand, at the
 // price of a looser burst bound.

@@ -17,7 +17,10 @@ func (e *engine) drain(ctx context.Context, d time.Duration, a, b []int64) {
 	now := e.o.clock.Now()
 	// An error or an open breaker leaves Redis as it was; there is nothing
 	// the caller, a response being read, could do about it.
-	_, fail, _, _ := e.attempt(ctx, now, modeDrain, "", a, b, us, e.o.permitTTL)
+	res, fail, _, err := e.attempt(ctx, now, modeDrain, "", a, b, us, e.o.permitTTL)
+	if !fail && err == nil && d > 0 && res.paused > 0 {
+		e.publishPause(res.paused)
+	}
 	if !fail || e.local == nil {
 		return
 	}

@@ -50,6 +50,7 @@ type engine struct {
 	heard atomic.Int64 // when the last reply's call was sent, local Unix ns
 	batch batcher      // coalesces concurrent fast-path calls (coalesce.go)
 	est   estimates    // what this process's unsettled permits could give back
+	feed  pauseFeed    // pauses other processes stored, WithReservations (pausefeed.go)
 
 	st counters
 }

@@ -148,3 +148,10 @@ func TunedShape(capacity int64, rate throttle.Rate, limit int64, window time.Dur
 	}
 	return tunedShape(s, limit, window)
 }
+
+// PauseHeard returns the end of the latest pause l heard of (server µs),
+// by a reply or its pause feed.
+func PauseHeard(l *Limiter) int64 {
+	until, _, _, _, _ := l.e.pz.get()
+	return until
+}

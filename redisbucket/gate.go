@@ -37,15 +37,25 @@ func (l *Limiter) TryAcquirePermitContext(ctx context.Context, costs ...int64) (
 	return l.e.newPermit(id, costs, d.mode, nil), true, nil
 }
 
-// Status appends the state of every limit, in cost order, to dst: one
-// read of the shared levels (no write), the whole tokens left and the time
-// until the limit is full at its rate. A failed read reports every limit
-// with Remaining 0 and Reset -1: a server that cannot be read is not one
-// to promise tokens from.
+// Status appends the state of every limit, in cost order, to dst: the
+// whole tokens left and the time until the limit is full at its rate. When
+// this process heard the levels from Redis within StatusFresh, they are
+// those levels refilled since at the limits' rates (at most what Redis
+// holds, unless another process gave tokens back since); otherwise it is
+// one read of the shared levels (no write). A failed read reports every
+// limit with Remaining 0 and Reset -1: a server that cannot be read is not
+// one to promise tokens from.
 func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
-	ctx, cancel := context.WithTimeout(context.Background(), l.e.o.callTimeout)
-	defer cancel()
-	tokens, err := l.Tokens(ctx)
+	tokens, ok := []float64(nil), false
+	if l.e.br.openUntil().IsZero() {
+		tokens, ok = l.e.seen.levels(l.e.limits, l.e.o.clock.Now(), StatusFresh)
+	}
+	var err error
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), l.e.o.callTimeout)
+		defer cancel()
+		tokens, err = l.Tokens(ctx)
+	}
 	for i, s := range l.e.limits {
 		st := throttle.LimitStatus{Name: s.name, Capacity: s.capacity, Rate: s.rate, Reset: -1}
 		if err == nil {
@@ -56,6 +66,15 @@ func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 	}
 	return dst
 }
+
+// StatusFresh is how recently a process must have heard a Limiter's
+// levels from Redis for Status to report them, refilled since, without a
+// call: the HTTP Transport reads Status before most calls of a process
+// whose calls are spaced out, which would otherwise cost a Redis call per
+// HTTP call. A level so reported is an upper bound of the shared one
+// (others' takes since are not in it), the side a Transport's burst
+// detection errs safely on.
+const StatusFresh = 2 * time.Second
 
 // untilFull is how long a level of tokens takes to reach capacity at r,
 // rounded up to the nanosecond; -1 if it never does.
@@ -97,24 +116,55 @@ func (l *Limiter) Take(ctx context.Context, costs ...int64) (time.Duration, erro
 // a limit's capacity (all of it, with actual all zero, for a call never
 // made), and what actual exceeds was taken by is charged at once, at most
 // one capacity into debt (beyond, the charge stops there and the error
-// matches throttle.ErrCostExceedsCapacity). It is one Redis call (retried
-// once, under a fresh permit id that makes the retry safe) under the call
-// timeout; when Redis cannot be reached it fails with an error wrapping
-// ErrUnavailable and the costs stay as taken.
+// matches throttle.ErrCostExceedsCapacity). A charge is one Redis call
+// (retried once, under a fresh permit id that makes the retry safe) under
+// the call timeout; when Redis cannot be reached it fails with an error
+// wrapping ErrUnavailable and the costs stay as taken. A settlement that
+// only gives back costs no call of its own: the Limiter's next Redis call,
+// of any kind, carries it (a Transport's next call takes, so a process
+// that calls steadily pays nothing for its settlements, where a call each
+// would double its Redis calls). Until then the fleet does not see it. A
+// call that carried it and failed gives it up (it may have been applied,
+// and a give-back applied twice would mint tokens), as does a process
+// that stops first: those tokens stay spent and refill at the rate, which
+// errs on the side of the quota.
 func (l *Limiter) Settle(taken, actual []int64) error {
 	e := l.e
 	if len(taken) != len(e.limits) {
 		return costCount(len(taken), len(e.limits))
 	}
-	for _, c := range taken {
-		if c < 0 {
+	if len(actual) != len(e.limits) {
+		return costCount(len(actual), len(e.limits))
+	}
+	back, charge := make([]int64, len(taken)), false
+	for i, c := range taken {
+		if c < 0 || actual[i] < 0 {
 			return throttle.ErrInvalidCost
 		}
+		back[i] = max(c-actual[i], 0)
+		charge = charge || actual[i] > c
+	}
+	if !charge {
+		l.observeSettled(taken, actual)
+		e.seen.giveBack(back)
+		e.est.settled()
+		return nil
 	}
 	p := &Permit{e: e, id: newPermitID(), costs: slices.Clone(taken), mode: ModeRedis}
 	err := p.SettleContext(context.Background(), actual...)
 	e.est.settled()
 	return err
+}
+
+// observeSettled reports a settlement to the observer, as a permit's does.
+func (l *Limiter) observeSettled(taken, actual []int64) {
+	o := l.e.o.obs
+	if o == nil {
+		return
+	}
+	for i, a := range actual {
+		o.Observe(Event{Event: throttle.Event{Kind: throttle.EventSettled, Limit: l.e.limits[i].name, Cost: a, Estimate: taken[i]}, Mode: ModeRedis})
+	}
 }
 
 var _ throttle.Taker = (*Limiter)(nil)

@@ -19,6 +19,7 @@ func (r *rig) limiter(id string, limits []redisbucket.Limit, more ...redisbucket
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() {
+		l.Close()
 		if s := l.Stats(); s.FailureDecisions > 0 && !r.allowFailures {
 			r.t.Errorf("limiter %s: %d decisions fell to the failure policy", id, s.FailureDecisions)
 		}

@@ -178,10 +178,12 @@ func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout =
 // the costs in arrival order, below zero if need be, and returns the
 // instant they are covered; the caller sleeps locally until then. Waiting
 // then costs one call per decision whatever the number of waiters in the
-// fleet, plus one at the instant when the process has heard nothing from
-// Redis in the last millisecond (to see a pause another process stored
-// meanwhile), and one more when a wait is cancelled (it gives back what
-// nobody reserved behind it). Without it, a refused Acquire sleeps and
+// fleet, and one more when a wait is cancelled (it gives back what nobody
+// reserved behind it). A pause another process stores while a caller
+// sleeps reaches it over a Redis pub/sub subscription that the
+// constructor opens and Close ends; while the subscription is down, a
+// sleeper whose process has heard nothing from Redis in the last
+// millisecond asks once at its instant. Without it, a refused Acquire sleeps and
 // decides again, one call per waiter per grant. Every window still admits
 // at most capacity + rate × w at the reserved instants. While a limit runs
 // at a server's quota (Limiter.Tune), Acquire decides step by step as

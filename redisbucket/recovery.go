@@ -18,22 +18,35 @@ type seen struct {
 	ok     bool
 	now    int64   // the server time of the view, µs
 	toks   []int64 // whole tokens per limit in the view
+	rems   []int64 // and the fraction, in 1/den units (0 from a fast-path reply)
 	full   bool    // the view refills to full at fullAt
 	fullAt time.Time
 	owed   []int64 // granted without Redis since the last call that reached it
 	owing  bool
+	// refund is what settlements gave back that no call has carried to
+	// Redis yet (Limiter.Settle); sending, what calls in flight carry. A
+	// give-back goes with one call only: applied twice it would mint
+	// tokens.
+	refund, sending []int64
+	refunding       bool
+	at              time.Time // local time the view's call was sent
 	// ticks counts gets and sets; held is the count when the view was set.
 	// A call sent (got) before the view arrived was in flight with the one
 	// that brought it: if its server time is older, so are its levels.
 	ticks, held uint64
 }
 
+// carried is what one call brought to Redis besides its decision: the
+// failure policy's grants it charges and the settlements' give-backs it
+// returns, per limit.
+type carried struct{ owed, refund []int64 }
+
 // get returns the view to send (none once it has refilled to full on this
 // client's clock, with a margin: it would say what a missing key says
 // anyway, and leaving it out keeps the fast path's arguments short), the
-// charge to send, the owed amounts the charge stands for, and the tick to
-// give set with the call's reply.
-func (s *seen) get(local time.Time) (hint []byte, charge string, owed []int64, sent uint64) {
+// charge to send (owed less refunds, per limit: negative gives back), what
+// the charge stands for, and the tick to give set with the call's reply.
+func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ticks++
@@ -48,18 +61,36 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, owed []int64, s
 			hint = strconv.AppendInt(hint, t, 10)
 		}
 	}
-	if !s.owing {
-		return hint, "", nil, sent
+	if !s.owing && !s.refunding {
+		return hint, "", carried{}, sent
 	}
-	owed = append([]int64(nil), s.owed...)
-	buf := make([]byte, 0, 8*len(owed))
-	for i, c := range owed {
+	n := max(len(s.owed), len(s.refund))
+	if s.owing {
+		c.owed = append([]int64(nil), s.owed...)
+	}
+	if s.refunding {
+		c.refund = append([]int64(nil), s.refund...)
+		for i, r := range s.refund {
+			s.sending[i] += r
+			s.refund[i] = 0
+		}
+		s.refunding = false
+	}
+	buf := make([]byte, 0, 8*n)
+	for i := range n {
 		if i > 0 {
 			buf = append(buf, ' ')
 		}
-		buf = strconv.AppendInt(buf, c, 10)
+		var v int64
+		if i < len(c.owed) {
+			v = c.owed[i]
+		}
+		if i < len(c.refund) {
+			v -= c.refund[i]
+		}
+		buf = strconv.AppendInt(buf, v, 10)
 	}
-	return hint, string(buf), owed, sent
+	return hint, string(buf), c, sent
 }
 
 // set records a reply's levels (tok, rem per limit) at server time now,
@@ -69,7 +100,7 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, owed []int64, s
 // the view, from a call sent before that view arrived, leaves the view
 // as it is (a server clock that went back still moves it, on the next
 // call sent after).
-func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, paid []int64, sent uint64) {
+func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, paid carried, sent uint64) {
 	// How long until every limit is full again, in µs; a limit that never
 	// refills keeps the view forever.
 	var until int64
@@ -89,19 +120,20 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, p
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if paid != nil {
+	if paid.owed != nil {
 		s.owing = false
-		for i, c := range paid {
+		for i, c := range paid.owed {
 			s.owed[i] -= c
 			s.owing = s.owing || s.owed[i] > 0
 		}
 	}
+	s.dropRefunds(paid.refund)
 	if s.ok && now < s.now && sent < s.held {
 		return
 	}
 	s.ticks++
 	s.held = s.ticks
-	s.ok, s.now, s.full = true, now, full
+	s.ok, s.now, s.full, s.at = true, now, full, local
 	if full {
 		// A margin for a client clock that runs fast: a tenth, and 1 ms.
 		d := time.Duration(min(until, 1<<40)) * time.Microsecond
@@ -111,8 +143,12 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, p
 		s.toks = make([]int64, len(limits))
 	}
 	s.toks = s.toks[:len(limits)]
+	if cap(s.rems) < len(limits) {
+		s.rems = make([]int64, len(limits))
+	}
+	s.rems = s.rems[:len(limits)]
 	for i := range limits {
-		s.toks[i] = levels[2*i]
+		s.toks[i], s.rems[i] = levels[2*i], levels[2*i+1]
 	}
 }
 
@@ -140,4 +176,86 @@ func (s *seen) spent(costs []int64) {
 		s.owed[i] = max(s.owed[i]+c, 0)
 		s.owing = s.owing || s.owed[i] > 0
 	}
+}
+
+// dropRefunds takes what a call carried off the give-backs in flight:
+// applied when it answered, and given up when it failed, since a call that
+// timed out may have been applied, and a give-back applied twice would
+// mint tokens (a lost one leaves them spent, on the quota's side).
+func (s *seen) dropRefunds(r []int64) {
+	for i, c := range r {
+		s.sending[i] -= c
+	}
+}
+
+// lost records that a call that carried c failed: its refunds are given
+// up (dropRefunds); what it charged stays owed, charged again by the next.
+func (s *seen) lost(c carried) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropRefunds(c.refund)
+}
+
+// giveBack adds tokens for the next call to return.
+func (s *seen) giveBack(tokens []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refund == nil {
+		s.refund, s.sending = make([]int64, len(tokens)), make([]int64, len(tokens))
+	}
+	for i, c := range tokens {
+		if c > 0 {
+			s.refund[i] += c
+			s.refunding = true
+		}
+	}
+}
+
+// most returns the most limit i can hold at local time now by the last
+// view: its level then, refilled since at the configured rate (plus one
+// for the fraction the view leaves out), at most the capacity; ok is false
+// without a view. Other processes' give-backs since are not in it.
+func (s *seen) most(l shape, i int, now time.Time) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok || i >= len(s.toks) {
+		return 0, false
+	}
+	tok := s.toks[i]
+	if el := now.Sub(s.at).Microseconds(); el > 0 && l.num > 0 {
+		tok += int64(float64(el)*float64(l.num)/(float64(l.den)*float64(l.unit))) + 1
+	} else if l.num > 0 {
+		tok++
+	}
+	return min(tok, l.capacity), true
+}
+
+// levels returns every limit's level by the view, refilled from the
+// instant its call was sent to now at the configured rate, with the
+// give-backs no call has carried yet, at most the capacity: no lower than Redis held then (the call was decided after it
+// was sent), and no higher than Redis holds now but for what other
+// processes gave back or a server's quota changed since. ok is false
+// without a view, or one older than fresh.
+func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el := now.Sub(s.at)
+	if !s.ok || len(s.toks) != len(limits) || el > fresh {
+		return nil, false
+	}
+	el = max(el, 0)
+	lv = make([]float64, len(limits))
+	for i, l := range limits {
+		v := float64(s.toks[i]) + float64(s.rems[i])/float64(l.den)
+		if l.num > 0 {
+			v += float64(el.Microseconds()) * float64(l.num) / (float64(l.den) * float64(l.unit))
+		}
+		if i < len(s.refund) {
+			// Given back, to be carried by the next call or carried by
+			// one in flight.
+			v += float64(s.refund[i] + s.sending[i])
+		}
+		lv[i] = min(v, float64(l.capacity))
+	}
+	return lv, true
 }

@@ -40,6 +40,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 		if dl, ok := ctx.Deadline(); ok {
 			most = max(min(dl.Sub(now).Microseconds(), most), 0)
 		}
+		epoch, feedOK := e.feed.token()
 		res, fail, _, err := e.attempt(ctx, now, modeReserve, permit, costs, nil, most, e.o.permitTTL)
 		if err != nil {
 			if ctxErr(ctx) != nil {
@@ -66,7 +67,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			continue
 		}
 		if res.wait > 0 {
-			if err := e.sleepReserved(ctx, res); err != nil {
+			if err := e.sleepReserved(ctx, res, epoch, feedOK); err != nil {
 				e.giveBack(ctx, res, costs, permit)
 				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
 				return d, err
@@ -115,8 +116,11 @@ const heardFresh = time.Millisecond
 // remains of the wait in proportion, since the queue ahead drains at the
 // new rate. A process that has heard nothing from Redis for longer than
 // heardFresh when the instant comes asks once, so that a pause another
-// process stored meanwhile holds this caller too.
-func (e *engine) sleepReserved(ctx context.Context, res result) error {
+// process stored meanwhile holds this caller too, unless the pause feed
+// (pausefeed.go) was live throughout: it hears of such a pause as it is
+// stored. epoch and feedOK are the feed's token from before the
+// reservation was sent.
+func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, feedOK bool) error {
 	base := e.o.clock.Now()
 	// All after base: the reservation's own instant (stretched), what
 	// pauses added to it, and the end of the latest pause that holds it.
@@ -152,6 +156,12 @@ func (e *engine) sleepReserved(ctx context.Context, res result) error {
 		case <-changed:
 			continue
 		case <-t.Chan():
+		}
+		if feedOK && e.feed.heldSince(epoch) {
+			// Subscribed to the fleet's pauses since before the
+			// reservation was sent: any pause stored since has reached
+			// e.pz (and moved the target) but for one in transit.
+			return nil
 		}
 		if e.o.clock.Since(time.Unix(0, e.heard.Load())) <= heardFresh {
 			return nil

@@ -45,13 +45,24 @@ func (l *Limiter) PauseUntil(t time.Time, _ ...int64) {
 // Lower brings limit i (in cost order) down to at most remaining tokens
 // for every process on the Limiter's id, as a server's count of what is
 // left says: it never raises a level, and never lowers one below a debt
-// of one capacity. An i out of range changes nothing. When Redis is
+// of one capacity. An i out of range changes nothing. It makes one Redis
+// call, none when the levels this process last heard, refilled since, are
+// already at or below remaining (another process's give-back since may
+// have raised the level above that: the next report lowers it). When Redis is
 // unavailable it lowers only this process's FailLocal bucket, to its share
 // of remaining.
 func (l *Limiter) Lower(i int, remaining int64) {
 	n := len(l.e.limits)
 	if i < 0 || i >= n {
 		return
+	}
+	if l.e.br.openUntil().IsZero() {
+		// The level can be no higher than the last reply's, refilled
+		// since: a report at or above that lowers nothing, and most
+		// responses report more than a busy fleet has left.
+		if most, ok := l.e.seen.most(l.e.limits[i], i, l.e.o.clock.Now()); ok && most <= remaining {
+			return
+		}
 	}
 	a, b := make([]int64, n), make([]int64, n)
 	a[i], b[i] = 1, max(remaining, -l.e.limits[i].capacity)

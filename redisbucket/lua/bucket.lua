@@ -52,7 +52,9 @@
 --   - ARGV[7]: tokens granted without Redis to charge first, "c_1 ... c_n",
 --     or "": a process back from its failure policy reconciles what it
 --     spent meanwhile. The charge stops at a debt of one capacity (one
---     below the queued reservations: owe).
+--     below the queued reservations: owe). A negative c_i gives -c_i back,
+--     as mode s does (never above the capacity): settlements a process
+--     carries on its next call instead of a call of their own.
 --   - ARGV[8], ARGV[9]: a fleet member id and the registration's lifetime
 --     in ms, or "": the member is registered in the fleet key (a sorted
 --     set scored by expiry) and the reply counts the live members.
@@ -444,7 +446,13 @@ if A[7] ~= '' then
   for x in string.gmatch(A[7], '%S+') do
     i = i + 1
     local l, c = L[i], int(x)
-    if l and c and c > 0 then l.tok = math.max(l.tok - c, owe(l)) end
+    if l and c and c > 0 then
+      l.tok = math.max(l.tok - c, owe(l))
+    elseif l and c and c < 0 then
+      -- A give-back, as mode s gives it: never above the capacity.
+      l.tok = l.tok - c
+      if l.tok >= l.cap then l.tok, l.rem = l.cap, 0 end
+    end
   end
 end
 

@@ -1,0 +1,144 @@
+package redisbucket
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pauseFeed hears, over Redis pub/sub, the pauses other processes store
+// (PauseUntil publishes each one's end after storing it), so that a
+// reserved sleeper need not ask Redis at its instant whether one was stored
+// while it slept: that question was a second script call per reserved
+// decision. A sleeper trusts the feed only if it was subscribed, with no
+// break since, from before its reservation was sent to its wake: a message
+// published while the subscription was down is lost, and a sleeper that
+// cannot tell asks as before. The feed runs for a Limiter or Bucket built
+// WithReservations, from its constructor to Close.
+type pauseFeed struct {
+	mu    sync.Mutex
+	live  bool   // subscribed, no error since
+	epoch uint64 // counts the breaks
+	stop  context.CancelFunc
+	done  chan struct{}
+	ps    *redis.PubSub
+}
+
+// pauseChannel is the channel a Limiter's pauses are published on: its
+// key's, so that ids never share one.
+func (e *engine) pauseChannel() string { return e.key + ":pause" }
+
+// feedRetry is how long the feed waits before it subscribes again after a
+// break: Redis is down, and the breaker's probes find out when it is back.
+const feedRetry = 100 * time.Millisecond
+
+// startFeed subscribes, waiting up to the call timeout for the
+// subscription to be confirmed (after which the feed is live, for the
+// first reservations too), and keeps the subscription in a goroutine of
+// its own until closeFeed.
+func (e *engine) startFeed() {
+	f := &e.feed
+	ctx, stop := context.WithCancel(context.Background())
+	f.stop, f.done = stop, make(chan struct{})
+	f.ps = e.client.Subscribe(ctx)
+	first := make(chan struct{})
+	go e.runFeed(ctx, first)
+	t := time.NewTimer(e.o.callTimeout)
+	defer t.Stop()
+	select {
+	case <-first:
+	case <-t.C:
+	}
+}
+
+// runFeed receives the feed's messages until ctx ends; first is closed
+// when the first subscription is confirmed or has failed.
+func (e *engine) runFeed(ctx context.Context, first chan struct{}) {
+	f := &e.feed
+	defer close(f.done)
+	once := sync.OnceFunc(func() { close(first) })
+	defer once()
+	if err := f.ps.Subscribe(ctx, e.pauseChannel()); err != nil {
+		once()
+	}
+	for {
+		msg, err := f.ps.Receive(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			f.broke()
+			once()
+			t := time.NewTimer(feedRetry)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				f.mu.Lock()
+				f.live = true
+				f.mu.Unlock()
+				once()
+			}
+		case *redis.Message:
+			if until, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
+				e.pz.saw(until)
+			}
+		}
+	}
+}
+
+// broke records a break in the subscription.
+func (f *pauseFeed) broke() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.live {
+		f.live = false
+		f.epoch++
+	}
+}
+
+// token returns what a sleeper takes before it sends its reservation:
+// ok is false when the feed is not live.
+func (f *pauseFeed) token() (epoch uint64, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epoch, f.live
+}
+
+// heldSince reports whether the feed has been live without a break since
+// token gave epoch.
+func (f *pauseFeed) heldSince(epoch uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.live && f.epoch == epoch
+}
+
+// closeFeed ends the subscription and waits for its goroutine.
+func (e *engine) closeFeed() {
+	f := &e.feed
+	if f.stop == nil {
+		return
+	}
+	f.stop()
+	f.ps.Close()
+	<-f.done
+	f.broke()
+}
+
+// publishPause tells the fleet's feeds of a pause stored until, server µs.
+// An error leaves the sleepers to their own check.
+func (e *engine) publishPause(until int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.o.callTimeout)
+	defer cancel()
+	_ = e.client.Publish(ctx, e.pauseChannel(), until).Err()
+}

@@ -1,0 +1,110 @@
+package redisbucket_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/redisbucket"
+)
+
+// A pause one process stores reaches another's reserved sleeper through
+// the pause feed: the sleeper goes at the pause's end, not at its own
+// instant, and asks Redis nothing at its instant.
+func TestPauseFeedHoldsReservedSleepers(t *testing.T) {
+	r := newRig(t)
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 2, Rate: throttle.Per(10, time.Second)}}
+	a := r.limiter("feed", limits, redisbucket.WithReservations())
+	b := r.limiter("feed", limits, redisbucket.WithReservations())
+	ctx := context.Background()
+	if ok, err := a.TryAcquire(2); !ok || err != nil {
+		t.Fatalf("empty the bucket: %v %v", ok, err)
+	}
+	start := r.fc.Now()
+	granted := make(chan time.Time, 1)
+	go func() {
+		p, err := b.Acquire(ctx, 1) // reserved for +100ms
+		if err != nil {
+			t.Error(err)
+		} else {
+			p.Settle(1)
+		}
+		granted <- r.fc.Now()
+	}()
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	calls := b.Stats().Calls
+	a.PauseUntil(start.Add(time.Second))
+	// The message arrives on b's feed goroutine: wait for it, bounded.
+	for deadline := time.Now().Add(10 * time.Second); redisbucket.PauseHeard(b) == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the pause never reached the other process's feed")
+		}
+	}
+	r.advance(100 * time.Millisecond) // the reservation's own instant
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-granted:
+		t.Fatalf("granted at +%v, inside the pause", at.Sub(start))
+	default:
+	}
+	// The pause holds the refill too: the instant moves by its length.
+	r.advance(time.Second)
+	if at := <-granted; at.Sub(start) < time.Second {
+		t.Fatalf("granted at +%v, before the pause's end", at.Sub(start))
+	}
+	// The reservation only (the settlement is one more): no look at the
+	// instant.
+	if n := b.Stats().Calls - calls; n != 1 {
+		t.Fatalf("%d calls after the reservation, want 1 (its settlement)", n)
+	}
+}
+
+// A closed Limiter's feed is gone: its reserved sleepers ask Redis at
+// their instants, and a pause stored meanwhile still holds them.
+func TestPauseFeedClosedSleepersAsk(t *testing.T) {
+	r := newRig(t)
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 2, Rate: throttle.Per(10, time.Second)}}
+	a := r.limiter("feedclosed", limits, redisbucket.WithReservations())
+	b := r.limiter("feedclosed", limits, redisbucket.WithReservations())
+	b.Close()
+	ctx := context.Background()
+	if ok, err := a.TryAcquire(2); !ok || err != nil {
+		t.Fatalf("empty the bucket: %v %v", ok, err)
+	}
+	start := r.fc.Now()
+	granted := make(chan time.Time, 1)
+	go func() {
+		if _, err := b.Acquire(ctx, 1); err != nil {
+			t.Error(err)
+		}
+		granted <- r.fc.Now()
+	}()
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	a.PauseUntil(start.Add(time.Second))
+	r.advance(100 * time.Millisecond)
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil { // asked, and sleeps on
+		t.Fatal(err)
+	}
+	select {
+	case at := <-granted:
+		t.Fatalf("granted at +%v, inside the pause", at.Sub(start))
+	default:
+	}
+	// The pause holds the refill too: the instant moves by its length.
+	r.advance(time.Second)
+	if at := <-granted; at.Sub(start) < time.Second {
+		t.Fatalf("granted at +%v, before the pause's end", at.Sub(start))
+	}
+}
