@@ -51,6 +51,12 @@ func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, 
 // heedSignals is heed for a response that said something.
 func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock, refund func()) {
 	t.countMalformed(sig)
+	if g.tune != nil {
+		// Before the pause: a limit at the server's quota is one the
+		// server refills while it holds the client off (redisbucket's),
+		// so that the fleet spends at the pause's end what it banked.
+		t.tuneToReported(sig, g)
+	}
 	d, refused := t.refusal(req, status, sig, clock)
 	if refused && g.pause != nil {
 		// Paused before the refund, which serves the queue; the levels
@@ -63,9 +69,6 @@ func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, statu
 	n := len(g.names)
 	if g.level != nil {
 		t.lowerToReported(sig, n, g.name, g.level.Lower)
-	}
-	if g.tune != nil {
-		t.tuneToReported(sig, g)
 	}
 	if !refused {
 		return
