@@ -129,13 +129,7 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 	var last error  // the server's refusal, to return if no re-send follows
 	tk := c.taker(g, false)
 	for {
-		t, ep := c.epoch(g, costs)
-		var p throttle.Permit
-		if tk != nil {
-			_, err = tk.Take(ctx, costs...)
-		} else {
-			p, err = g.Acquire(ctx, costs...)
-		}
+		h, err := c.admit(ctx, g, tk, costs)
 		if err != nil {
 			if last != nil {
 				return last
@@ -144,11 +138,11 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		}
 		err = invoker(ctx, method, req, reply, cc, opts...)
 		if err == nil {
-			if p != nil {
-				c.settleReply(method, reply, p)
+			if h.p != nil {
+				c.settleReply(method, reply, h.p)
 			}
-			if t != nil {
-				c.succeeded(t, ep)
+			if h.t != nil {
+				c.succeeded(h.t, h.ep)
 			}
 			return nil
 		}
@@ -156,23 +150,7 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		if !refused {
 			return err
 		}
-		// The pause comes before the give-back: a give-back serves the
-		// queue, and a waiter served before the pause began would be sent
-		// into the refusal.
-		if rec == nil || !rec.heeded.Swap(false) {
-			c.pause(g, r)
-		}
-		if p != nil {
-			p.Cancel()
-		} else {
-			_ = tk.Settle(costs, make([]int64, len(costs)))
-		}
-		c.level(g, r, costs)
-		c.stats.refused.Add(1)
-		if r.RetryDelay > 0 {
-			// The server admits less than the Gate lets through.
-			c.lower(g, t, ep, costs, r.RetryDelay)
-		}
+		c.refused(g, r, rec, costs, h)
 		round := policyAttempts(cc, method, r.Code)
 		sent += round
 		if r.RetryDelay < 0 || r.RetryDelay > c.maxPause || sent+round > 1+c.retries || !c.fits(ctx, r.RetryDelay) {
@@ -192,6 +170,56 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			// throttle.WithPriority for the bound on overtaking).
 			ctx, resend = throttle.WithPriority(ctx, resendPriority), true
 		}
+	}
+}
+
+// admit takes costs from g for one attempt of a unary call, as a Permit,
+// or from tk if not nil, and returns what the attempt holds.
+func (c *config) admit(ctx context.Context, g throttle.Gate, tk throttle.Taker, costs []int64) (held, error) {
+	t, ep := c.epoch(g, costs)
+	h := held{tk: tk, t: t, ep: ep}
+	var err error
+	if tk != nil {
+		_, err = tk.Take(ctx, costs...)
+	} else {
+		h.p, err = g.Acquire(ctx, costs...)
+	}
+	return h, err
+}
+
+// held is what a unary call holds of its Gate while it is sent: its
+// permit, or costs taken from a Taker, and the epoch it was sent in.
+type held struct {
+	p  throttle.Permit
+	tk throttle.Taker
+	t  *tuning
+	ep uint64
+}
+
+// giveBack returns the costs h holds to the Gate.
+func (h held) giveBack(costs []int64) {
+	if h.p != nil {
+		_ = h.p.Cancel()
+	} else {
+		_ = h.tk.Settle(costs, make([]int64, len(costs)))
+	}
+}
+
+// refused applies a server's refusal r of a unary call holding h to its
+// Gate g (see Client for the order, and why).
+func (c *config) refused(g throttle.Gate, r Refusal, rec *attempts, costs []int64, h held) {
+	// The pause comes before the give-back: a give-back serves the queue,
+	// and a waiter served before the pause began would be sent into the
+	// refusal.
+	if rec == nil || !rec.heeded.Swap(false) {
+		c.pause(g, r)
+	}
+	h.giveBack(costs)
+	c.level(g, r, costs)
+	c.stats.refused.Add(1)
+	if r.RetryDelay > 0 {
+		// The server admits less than the Gate lets through.
+		c.lower(g, h.t, h.ep, costs, r.RetryDelay)
 	}
 }
 
