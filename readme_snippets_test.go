@@ -62,6 +62,7 @@ var snippetImports = map[string]string{
 	"grpcthrottle": "github.com/throttlekit/throttle/grpcthrottle",
 	"budget":       "github.com/throttlekit/throttle/budget",
 	"hoststore":    "github.com/throttlekit/throttle/hoststore",
+	"pool":         "github.com/throttlekit/throttle/pool",
 	"grpc":         "google.golang.org/grpc",
 	"insecure":     "google.golang.org/grpc/credentials/insecure",
 	"clockwork":    "github.com/jonboulle/clockwork",
