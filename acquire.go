@@ -109,13 +109,19 @@ func readyAt(bs []*Bucket, costs []int64, since, floor int64, tail bool) int64 {
 		if c == 0 {
 			continue
 		}
-		l := &b.lvl
-		if tail {
-			l = &b.tail
-		}
+		l := b.level(tail)
 		t = max(t, b.paused, b.ReadyAt(l, c))
 	}
 	return t
+}
+
+// level is b's level now, or with tail its level after every queued
+// waiter is served.
+func (b *Bucket) level(tail bool) *level {
+	if tail {
+		return &b.tail
+	}
+	return &b.lvl
 }
 
 // spend takes costs from bs at instant t.
@@ -124,10 +130,7 @@ func spend(bs []*Bucket, costs []int64, t int64, tail bool) {
 		if costs[i] == 0 {
 			continue
 		}
-		l := &b.lvl
-		if tail {
-			l = &b.tail
-		}
+		l := b.level(tail)
 		b.Advance(l, t)
 		l.Take(costs[i])
 	}

@@ -85,10 +85,7 @@ func (g *group) explain(bs []*Bucket, costs []int64, now, t int64, ahead int, ta
 		if costs[i] == 0 {
 			continue
 		}
-		l := &b.lvl
-		if tail {
-			l = &b.tail
-		}
+		l := b.level(tail)
 		if at := max(b.paused, b.ReadyAt(l, costs[i])); at > latest || bind == nil {
 			bind, latest = b, at
 		}
