@@ -58,10 +58,14 @@ func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, statu
 		t.tuneToReported(sig, g)
 	}
 	d, refused := t.refusal(req, status, sig, clock)
-	if refused && g.pause != nil {
-		// Paused before the refund, which serves the queue; the levels
-		// are set below.
-		g.pause.PauseUntil(clock.Now().Add(d))
+	var until time.Time // the refusal's pause ends then, one instant for both calls below
+	if refused {
+		until = clock.Now().Add(d)
+		if g.pause != nil {
+			// Paused before the refund, which serves the queue; the
+			// levels are set below.
+			g.pause.PauseUntil(until)
+		}
 	}
 	if refund != nil {
 		refund()
@@ -83,7 +87,6 @@ func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, statu
 	}
 	switch {
 	case g.pause != nil:
-		until := clock.Now().Add(d)
 		if g.obs != nil {
 			cause := pauseCause(req, status, sig, d)
 			for i := range n {
