@@ -3,6 +3,7 @@ package redisbucket_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -214,8 +215,19 @@ func TestFleetChild(t *testing.T) {
 			onRedis.Add(1)
 		}
 	})
-	b, err := redisbucket.New(c, "fleet", fleetCapacity, throttle.Per(fleetRate, time.Second), redisbucket.WithPrefix("fleet:"),
-		redisbucket.WithObserver(obs), redisbucket.WithFleetTTL(2*time.Second), redisbucket.WithCallTimeout(50*time.Millisecond))
+	// Start-up is not what this test measures (issue 38 keeps it as a goal
+	// of its own): eight children under the race detector on two cores
+	// can pass the 50 ms check's timeout while Redis is up, so a child
+	// that finds Redis unavailable before the outage asks again.
+	var b *redisbucket.Bucket
+	var err error
+	for try := 0; ; try++ {
+		b, err = redisbucket.New(c, "fleet", fleetCapacity, throttle.Per(fleetRate, time.Second), redisbucket.WithPrefix("fleet:"),
+			redisbucket.WithObserver(obs), redisbucket.WithFleetTTL(2*time.Second), redisbucket.WithCallTimeout(50*time.Millisecond))
+		if err == nil || !errors.Is(err, redisbucket.ErrUnavailable) || try == 9 {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
