@@ -15,15 +15,3 @@ func (b *Bucket) levelTo(n int64) {
 		g.changed(now)
 	}
 }
-
-// give returns n tokens to b, never above its capacity; queued waiters are
-// re-timed.
-func (b *Bucket) give(n int64) {
-	g := b.lock()
-	defer g.Mu.Unlock()
-	now := g.Now()
-	g.serve(now)
-	b.Advance(&b.lvl, now)
-	b.Give(&b.lvl, max(n, 0))
-	g.changed(now)
-}

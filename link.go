@@ -12,10 +12,7 @@ type link = corelink.Core[*Limiter, *Bucket, Permit, Event]
 
 func init() {
 	corelink.Register(&link{
-		Buckets: func(l *Limiter) []*Bucket { return l.bs },
-		Give:    (*Bucket).give,
-		Paused:  (*Bucket).pausedUntil,
-		Queued:  func(l *Limiter) int { return l.bs[0].queued() },
+		Queued: func(l *Limiter) int { return l.bs[0].queued() },
 		HeldKeys: func(v any) int {
 			if k, ok := v.(interface{ heldCount() int }); ok {
 				return k.heldCount()

@@ -288,8 +288,10 @@ func AutoRange(min, max throttle.Rate) AutoOption {
 // AutoWithin puts every request under f's Limiter as well as under the
 // learned one: the configured limits stay the ceiling, and learned limits
 // only tighten them. f's buckets must be on the same clock as Auto's
-// (AutoClock). The two are joined into one Limiter, costs in f's bucket
-// order first. f must not be nil.
+// (AutoClock), and have names of their own (WithName): the two are joined
+// into one Limiter, costs in f's bucket order first, finding f's buckets by
+// their names, so a Limiter with two buckets of one name fails the request
+// with an error matching throttle.ErrInvalidOption. f must not be nil.
 func AutoWithin(f LimiterFunc) AutoOption {
 	return func(c *autoConfig) error {
 		if f == nil {
@@ -648,17 +650,20 @@ const maxResources = 32
 type autoGate struct {
 	*throttle.Limiter
 	q *autoQuota
+	// bs are the Limiter's buckets in cost order: Auto made the Limiter
+	// from them, so it keeps them rather than asks for them back.
+	bs []*throttle.Bucket
 }
 
 func (a *autoGate) beforeSend() bool { return a.q.beforeSend() }
 
 func (a *autoGate) response(req *http.Request, costs []int64, status int, sig *headers.Signals, maxPause time.Duration) {
-	a.q.response(req, a.Limiter, costs, status, sig, maxPause)
+	a.q.response(req, a.Limiter, a.bs, costs, status, sig, maxPause)
 }
 
 func (a *autoGate) serverRate(i int) (int64, time.Duration) {
-	if bs := core.Buckets(a.Limiter); i < len(bs) {
-		return a.q.serverRate(bs[i])
+	if i < len(a.bs) {
+		return a.q.serverRate(a.bs[i])
 	}
 	return 0, 0
 }
@@ -670,16 +675,37 @@ func (q *autoQuota) limiter(user *throttle.Limiter) (*autoGate, error) {
 	if user == nil {
 		return q.lim, nil
 	}
-	if q.comb != nil && q.combOf == q.lim && slices.Equal(q.combUser, core.Buckets(user)) {
+	ubs, err := bucketsOf(user)
+	if err != nil {
+		return nil, err
+	}
+	if q.comb != nil && q.combOf == q.lim && slices.Equal(q.combUser, ubs) {
 		return q.comb, nil
 	}
-	bs := append(slices.Clone(core.Buckets(user)), core.Buckets(q.lim.Limiter)...)
+	bs := append(slices.Clone(ubs), q.lim.bs...)
 	l, err := throttle.NewLimiter(bs...)
 	if err != nil {
 		return nil, fmt.Errorf("throttle: Auto with explicit limits: %w", err)
 	}
-	q.comb, q.combUser, q.combOf = &autoGate{l, q}, slices.Clone(core.Buckets(user)), q.lim
+	q.comb, q.combUser, q.combOf = &autoGate{l, q, bs}, ubs, q.lim
 	return q.comb, nil
+}
+
+// bucketsOf returns the buckets of the explicit Limiter l, in cost order,
+// found by their names: AutoWithin's limits are joined to the learned ones
+// bucket by bucket, so each must be told apart by its name.
+func bucketsOf(l *throttle.Limiter) ([]*throttle.Bucket, error) {
+	limits := l.Limits()
+	bs := make([]*throttle.Bucket, len(limits))
+	for i, lim := range limits {
+		for _, o := range limits[:i] {
+			if o.Name == lim.Name {
+				return nil, fmt.Errorf("%w: AutoWithin's Limiter has two limits named %q: Auto joins them to the learned ones by name (give each bucket its own WithName)", throttle.ErrInvalidOption, lim.Name)
+			}
+		}
+		bs[i] = l.Bucket(lim.Name)
+	}
+	return bs, nil
 }
 
 // rebuild makes the Limiter over the current lanes. q.mu is held (or q is
@@ -693,7 +719,7 @@ func (q *autoQuota) rebuild() {
 	if err != nil {
 		panic("throttle: joining learned buckets failed: " + err.Error())
 	}
-	q.lim = &autoGate{l, q}
+	q.lim = &autoGate{l, q, bs}
 }
 
 // horizon is how long q is kept unused.
@@ -749,7 +775,7 @@ func (q *autoQuota) lane(name string) *lane {
 // was learned then.
 func (q *autoQuota) newLane(name string) *lane {
 	l := q.a.keyed.Limiter(laneKey{quota: q.key, name: name})
-	b := core.Buckets(l)[0]
+	b := l.Bucket(name)
 	ln := &lane{name: name, lim: l, b: b, slow: true}
 	st := b.Status()
 	ln.rate, ln.capacity = perSecond(st.Rate), st.Capacity

@@ -191,7 +191,7 @@ func (ln *lane) refused429(a *AutoLimiter, now int64) {
 	// later.
 	ln.resumeAt = now
 	if ln.b != nil {
-		if u := core.Paused(ln.b); !u.IsZero() {
+		if u := ln.b.Status().Paused; !u.IsZero() {
 			ln.resumeAt = max(now, int64(u.Sub(a.epoch)))
 		}
 	}

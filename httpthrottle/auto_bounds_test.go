@@ -240,7 +240,7 @@ func TestAutoMaxPauseAbsolute(t *testing.T) {
 			}
 			resp.Body.Close()
 			l, _ := a.limiterOf(get(t, "https://api.example.com/"))
-			for _, b := range core.Buckets(l.Limiter) {
+			for _, b := range l.bs {
 				if u, ok := pausedUntil(b); ok && u.Sub(start) > maxPause {
 					t.Errorf("Retry-After %s, MaxPause %v: paused for %v", ra, maxPause, u.Sub(start))
 				}

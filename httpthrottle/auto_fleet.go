@@ -228,7 +228,7 @@ func (q *autoQuota) merge(st *fleetState, now int64, joining bool) {
 	}
 	var pause int64
 	for _, ln := range q.lanes {
-		if u := core.Paused(ln.b); !u.IsZero() {
+		if u := ln.b.Status().Paused; !u.IsZero() {
 			p := u.UnixNano()
 			if p == q.adoptedUntil {
 				// The fleet's pause with this member's spread (see
@@ -364,12 +364,7 @@ func (q *autoQuota) beforeSend() bool {
 	q.share(q.a.now(), false)
 	lim := q.lim
 	q.mu.Unlock()
-	for _, b := range core.Buckets(lim.Limiter) {
-		if !core.Paused(b).IsZero() {
-			return true
-		}
-	}
-	return false
+	return !latestPause(lim.Limiter).IsZero()
 }
 
 // memberTTL is how long a member that has not synced still counts: one

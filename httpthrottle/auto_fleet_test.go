@@ -146,14 +146,14 @@ func TestAutoFleetPaysA429Once(t *testing.T) {
 	// before a refusal of its own.
 	clk.Advance(100 * time.Millisecond)
 	l0 := heedTell(t, members[0], clk, req, http.StatusTooManyRequests, http.Header{})
-	until, paused := pausedUntil(core.Buckets(l0.Limiter)[0])
+	until, paused := pausedUntil(l0.bs[0])
 	if !paused {
 		t.Fatal("the refused member is not paused")
 	}
 	clk.Advance(autoSyncEvery)
 	for i, a := range members[1:] {
 		l := heedTell(t, a, clk, req, http.StatusOK, http.Header{})
-		if u, ok := pausedUntil(core.Buckets(l.Limiter)[0]); !ok || u.Before(until) {
+		if u, ok := pausedUntil(l.bs[0]); !ok || u.Before(until) {
 			t.Errorf("member %d paused until %v, %v; want the fleet's pause until %v", i+1, u, ok, until)
 		}
 	}
@@ -197,7 +197,7 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 		}
 	}
 	until := time.Unix(0, st.Pause)
-	if u, _ := pausedUntil(core.Buckets(lims[0].Limiter)[0]); u.Sub(until) < 499*time.Millisecond || u.Sub(until) > 500*time.Millisecond {
+	if u, _ := pausedUntil(lims[0].bs[0]); u.Sub(until) < 499*time.Millisecond || u.Sub(until) > 500*time.Millisecond {
 		t.Errorf("member 0 resumes %v after the fleet's pause; want its spread, about 500ms", u.Sub(until))
 	}
 	clk.Advance(autoSyncEvery)
@@ -208,28 +208,28 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 	}
 	// The fleet's 16/s cut to 8/s: each member's interval is 500ms.
 	for i, want := range []time.Duration{100 * time.Millisecond, 400 * time.Millisecond} {
-		u, _ := pausedUntil(core.Buckets(lims[i+1].Limiter)[0])
+		u, _ := pausedUntil(lims[i+1].bs[0])
 		if d := u.Sub(until); d < want-time.Millisecond || d > want+time.Millisecond {
 			t.Errorf("member %d resumes %v after the fleet's pause; want %v", i+1, d, want)
 		}
 	}
-	if u, _ := pausedUntil(core.Buckets(lims[3].Limiter)[0]); u.Sub(clk.Now()) > 700*time.Millisecond || u.Sub(start) < until.Sub(start) {
+	if u, _ := pausedUntil(lims[3].bs[0]); u.Sub(clk.Now()) > 700*time.Millisecond || u.Sub(start) < until.Sub(start) {
 		t.Errorf("member 3 paused until %v from now, the fleet's pause %v; want within its MaxPause of 700ms", u.Sub(clk.Now()), until.Sub(clk.Now()))
 	}
 	// A member that has had no response does not know its Transport's
 	// MaxPause yet: it keeps the fleet's pause, no later.
 	fresh, _ := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.8), AutoInitialRate(throttle.Per(4, time.Second)))).limiterOf(req)
-	if u, ok := pausedUntil(core.Buckets(fresh.Limiter)[0]); !ok || !u.Equal(until) {
+	if u, ok := pausedUntil(fresh.bs[0]); !ok || !u.Equal(until) {
 		t.Errorf("a member with no response yet paused until %v, %v; want the fleet's pause, %v", u, ok, until)
 	}
 	// The same pause seen again keeps each member's instant, and no
 	// member's spread becomes the fleet's pause.
 	clk.Advance(autoSyncEvery)
-	u1, _ := pausedUntil(core.Buckets(lims[1].Limiter)[0])
+	u1, _ := pausedUntil(lims[1].bs[0])
 	for _, l := range lims {
 		autoOf(l).beforeSend()
 	}
-	if u, _ := pausedUntil(core.Buckets(lims[1].Limiter)[0]); !u.Equal(u1) {
+	if u, _ := pausedUntil(lims[1].bs[0]); !u.Equal(u1) {
 		t.Errorf("member 1's resume moved from %v to %v on a second sync", u1, u)
 	}
 	for _, v := range store.state {

@@ -40,7 +40,7 @@ func FuzzAutoResponses(f *testing.F) {
 		req := get(t, "https://api.example.com/v1/x")
 		tell(t, a, clk, req, 200, h)
 		l := tell(t, a, clk, req, status, h)
-		for _, b := range core.Buckets(l.Limiter) {
+		for _, b := range l.bs {
 			if u, ok := pausedUntil(b); ok && u.Sub(clk.Now()) > defaultMaxPause {
 				t.Fatalf("paused for %v; MaxPause is %v", u.Sub(clk.Now()), defaultMaxPause)
 			}
@@ -51,7 +51,7 @@ func FuzzAutoResponses(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		costs := make([]int64, len(core.Buckets(l.Limiter)))
+		costs := make([]int64, len(l.bs))
 		for i := range costs {
 			costs[i] = 1
 		}

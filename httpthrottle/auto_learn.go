@@ -98,10 +98,11 @@ type lane struct {
 	refusals   int64
 }
 
-// response learns from one response to a request sent under l with costs.
+// response learns from one response to a request sent under l, over the
+// buckets bs, with costs.
 // The Transport calls it after heed, which has lowered the levels to the
 // remaining counts and, on a refusal, paused l and emptied it.
-func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, maxPause time.Duration) {
+func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, bs []*throttle.Bucket, costs []int64, status int, sig *headers.Signals, maxPause time.Duration) {
 	a := q.a
 	now := a.now()
 	q.used.Store(now)
@@ -137,7 +138,7 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, costs []int
 			// resource are of that resource: left at the starting rate
 			// they would crawl while the server has the resource's quota
 			// for them.
-			q.learnFrom(l, costs, status, sig, now)
+			q.learnFrom(bs, costs, status, sig, now)
 			if throttled {
 				// The pause the server asked for is the resource's.
 				if until := latestPause(l); !until.IsZero() {
@@ -147,7 +148,7 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, costs []int
 		}
 		return
 	}
-	q.learnFrom(l, costs, status, sig, now)
+	q.learnFrom(bs, costs, status, sig, now)
 }
 
 // autoMaxResources is the most GitHub resources remembered per host and
@@ -184,7 +185,7 @@ func notAboutPace(status int) bool {
 }
 
 // learnFrom applies a response's signals to q's lanes.
-func (q *autoQuota) learnFrom(l *throttle.Limiter, costs []int64, status int, sig *headers.Signals, now int64) {
+func (q *autoQuota) learnFrom(bs []*throttle.Bucket, costs []int64, status int, sig *headers.Signals, now int64) {
 	a := q.a
 	throttled := throttledBy(status, sig)
 	q.mu.Lock()
@@ -198,9 +199,9 @@ func (q *autoQuota) learnFrom(l *throttle.Limiter, costs []int64, status int, si
 	}
 	for _, ln := range q.lanes {
 		cost := int64(1)
-		if l != nil {
+		if bs != nil {
 			cost = 0
-			if i := slices.Index(core.Buckets(l), ln.b); i >= 0 && i < len(costs) {
+			if i := slices.Index(bs, ln.b); i >= 0 && i < len(costs) {
 				cost = costs[i]
 			}
 		}
@@ -697,7 +698,7 @@ func (q *autoQuota) restoreAt(ln *lane, end int64) {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		if ln.resetAt == end {
-			core.Give(ln.b, ln.limit)
+			ln.lim.Settle([]int64{ln.limit}, []int64{0})
 		}
 	}
 	if c := q.a.cfg.clock; c != nil {
@@ -710,9 +711,9 @@ func (q *autoQuota) restoreAt(ln *lane, end int64) {
 // latestPause is the end of the latest pause on l's buckets, or zero.
 func latestPause(l *throttle.Limiter) time.Time {
 	var until time.Time
-	for _, b := range core.Buckets(l) {
-		if u := core.Paused(b); u.After(until) {
-			until = u
+	for _, st := range l.Status(nil) {
+		if st.Paused.After(until) {
+			until = st.Paused
 		}
 	}
 	return until

@@ -24,11 +24,11 @@ func tellTokens(t *testing.T, a *AutoLimiter, req *http.Request, trueLeft float6
 	if err != nil {
 		t.Fatal(err)
 	}
-	costs := make([]int64, len(core.Buckets(l.Limiter)))
-	if i := slices.Index(core.Buckets(l.Limiter), l.Bucket("output-tokens")); i >= 0 {
+	costs := make([]int64, len(l.bs))
+	if i := slices.Index(l.bs, l.Bucket("output-tokens")); i >= 0 {
 		costs[i] = cost
 	}
-	autoOf(l).response(req, l.Limiter, costs, 200, &sig, defaultMaxPause)
+	autoOf(l).response(req, l.Limiter, l.bs, costs, 200, &sig, defaultMaxPause)
 	l, _ = a.limiterOf(req)
 	return l
 }

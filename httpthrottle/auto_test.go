@@ -1,6 +1,7 @@
 package httpthrottle
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -62,14 +63,14 @@ func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request
 	}
 	var sig headers.Signals
 	headers.ParseClock(&sig, h, clk, defaultMaxPause)
-	costs := make([]int64, len(core.Buckets(l.Limiter)))
+	costs := make([]int64, len(l.bs))
 	for i := range costs {
 		costs[i] = 1
 	}
 	if heed {
 		must(NewTransport(nil, a.Limiter)).heed(req, newGate(l, nil), costs, status, &sig, clk, nil)
 	}
-	autoOf(l).response(req, l.Limiter, costs, status, &sig, defaultMaxPause)
+	autoOf(l).response(req, l.Limiter, l.bs, costs, status, &sig, defaultMaxPause)
 	return l
 }
 
@@ -344,7 +345,7 @@ func TestAutoCongestionEvents(t *testing.T) {
 	if want := r0 * autoStartCut * 0.999999; !near(r1, want) || ln.refusals != 1 {
 		t.Fatalf("first refusal: %v/s, %d cuts; want %v/s, 1", r1, ln.refusals, want)
 	}
-	if until, ok := pausedUntil(core.Buckets(l.Limiter)[0]); !ok || until.Sub(clk.Now()) < 1249*time.Millisecond {
+	if until, ok := pausedUntil(l.bs[0]); !ok || until.Sub(clk.Now()) < 1249*time.Millisecond {
 		t.Fatalf("paused until %v, %v from now; want 1.25 s", until, until.Sub(clk.Now()))
 	}
 	// Calls sent as the pause ends, refused before the cut shows: the
@@ -445,6 +446,30 @@ func TestAutoKeyHashesCredential(t *testing.T) {
 	}
 }
 
+// TestAutoWithinNamesApart: AutoWithin's buckets are joined to the learned
+// ones by name, so a Limiter with two buckets of one name is refused at the
+// request, with an error that says so, rather than joined wrongly.
+func TestAutoWithinNamesApart(t *testing.T) {
+	clk := newClock()
+	var bs []*throttle.Bucket
+	for range 2 {
+		b, err := throttle.New(5, throttle.Per(5, time.Second), throttle.WithClock(clk), throttle.WithName("same"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs = append(bs, b)
+	}
+	user, err := throttle.NewLimiter(bs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := must(NewAuto(AutoClock(clk), AutoWithin(Shared(user))))
+	_, err = a.Limiter(get(t, "https://api.example.com/"))
+	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `"same"`) {
+		t.Fatalf("Limiter = %v; want ErrInvalidOption naming the limit", err)
+	}
+}
+
 func TestAutoWithinStaysTheCeiling(t *testing.T) {
 	clk := newClock()
 	mine, err := throttle.New(5, throttle.Per(5, time.Second), throttle.WithClock(clk), throttle.WithName("mine"))
@@ -455,8 +480,8 @@ func TestAutoWithinStaysTheCeiling(t *testing.T) {
 	a := must(NewAuto(AutoClock(clk), AutoWithin(Shared(user))))
 	req := get(t, "https://api.example.com/")
 	l := tell(t, a, clk, req, 200, ietf(1000, 1, 1000))
-	if core.Buckets(l.Limiter)[0] != mine || len(core.Buckets(l.Limiter)) != 2 {
-		t.Fatalf("limiter over %v; want the configured bucket first, then the learned one", core.Buckets(l.Limiter))
+	if l.bs[0] != mine || len(l.bs) != 2 || l.Bucket("mine") != mine || len(l.Limits()) != 2 || l.Limits()[0].Name != "mine" {
+		t.Fatalf("limiter over %v (limits %v); want the configured bucket first, then the learned one", l.bs, l.Limits())
 	}
 	l2, _ := a.limiterOf(req)
 	if l2 != l {
@@ -476,7 +501,7 @@ func TestAutoWithinStaysTheCeiling(t *testing.T) {
 		}
 		n++
 	}
-	learned := core.Buckets(l.Limiter)[1].Status().Capacity
+	learned := l.bs[1].Status().Capacity
 	if n != int(min(5, learned)) {
 		t.Errorf("%d granted at once; want the least of the configured 5 and the learned %d", n, learned)
 	}

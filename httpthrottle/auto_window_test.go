@@ -35,7 +35,7 @@ func coreBucket(t *testing.T, a *AutoLimiter) *throttle.Bucket {
 	if q.key.resource != "core" {
 		t.Fatalf("a repos request went to resource %q", q.key.resource)
 	}
-	return core.Buckets(l.Limiter)[0]
+	return l.bs[0]
 }
 
 // GitHub's counts are exact until the window's end: the remaining calls
@@ -120,7 +120,7 @@ func TestAutoGitHubQueuedBeforeResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	tell(t, a, clk, req, 200, githubCount(5000, 4999, time.Hour/2, clk.Now()))
-	st := core.Buckets(base.Limiter)[0].Status()
+	st := base.bs[0].Status()
 	if st.Remaining < 4999 || st.Capacity != 5000 {
 		t.Errorf("the host's quota holds %d of %d after a count of 4999; want the count", st.Remaining, st.Capacity)
 	}

@@ -19,7 +19,7 @@ import (
 
 // twinLimiters builds the same random set of buckets twice on clk: one to
 // serve through the memos, one through the formatting path.
-func twinLimiters(t *testing.T, rng *rand.Rand, clk clockwork.Clock) (a, b *throttle.Limiter) {
+func twinLimiters(t *testing.T, rng *rand.Rand, clk clockwork.Clock) (a, b *throttle.Limiter, abs, bbs []*throttle.Bucket) {
 	t.Helper()
 	names := []string{"", "requests", "tokens", `quo"te\d`, "caf\u00e9", "a-b", "a+b"} // the last two alike to the memos' hash
 	n := 1 + rng.IntN(3)
@@ -46,13 +46,14 @@ func twinLimiters(t *testing.T, rng *rand.Rand, clk clockwork.Clock) (a, b *thro
 	if err != nil {
 		t.Fatal(err)
 	}
-	return la, lb
+	return la, lb, as, bs
 }
 
 // twinBuckets is twinLimiters for one bucket of name, capacity and rate.
-func twinBuckets(t *testing.T, clk clockwork.Clock, name string, capacity int64, rate throttle.Rate) (a, b *throttle.Limiter) {
+func twinBuckets(t *testing.T, clk clockwork.Clock, name string, capacity int64, rate throttle.Rate) (a, b *throttle.Limiter, abs, bbs []*throttle.Bucket) {
 	t.Helper()
 	var ls [2]*throttle.Limiter
+	var bks [2]*throttle.Bucket
 	for i := range ls {
 		bk, err := throttle.New(capacity, rate, throttle.WithName(name), throttle.WithClock(clk))
 		if err != nil {
@@ -61,8 +62,9 @@ func twinBuckets(t *testing.T, clk clockwork.Clock, name string, capacity int64,
 		if ls[i], err = throttle.NewLimiter(bk); err != nil {
 			t.Fatal(err)
 		}
+		bks[i] = bk
 	}
-	return ls[0], ls[1]
+	return ls[0], ls[1], bks[:1], bks[1:]
 }
 
 func memoCapacity(rng *rand.Rand) int64 {
@@ -106,14 +108,15 @@ func TestLimitHandlerIETFMemoExact(t *testing.T) {
 		clk := clockwork.NewFakeClockAt(t0)
 		const limiters = 3
 		var memo, format [limiters]*throttle.Limiter
+		var memoBs, formatBs [limiters][]*throttle.Bucket // their buckets, in cost order
 		for i := range limiters {
-			memo[i], format[i] = twinLimiters(t, rng, clk)
+			memo[i], format[i], memoBs[i], formatBs[i] = twinLimiters(t, rng, clk)
 		}
 		if seed%3 == 0 {
 			// Two limiters alike but for names alike to the memos' hash.
 			c, r := memoCapacity(rng), memoRate(rng)
-			memo[0], format[0] = twinBuckets(t, clk, "a-b", c, r)
-			memo[1], format[1] = twinBuckets(t, clk, "a+b", c, r)
+			memo[0], format[0], memoBs[0], formatBs[0] = twinBuckets(t, clk, "a-b", c, r)
+			memo[1], format[1], memoBs[1], formatBs[1] = twinBuckets(t, clk, "a+b", c, r)
 		}
 		var pickAt int
 		costOf := func(r *http.Request, g throttle.Gate) ([]int64, error) {
@@ -134,23 +137,23 @@ func TestLimitHandlerIETFMemoExact(t *testing.T) {
 			}
 			switch rng.IntN(12) {
 			case 0:
-				i, r := rng.IntN(len(core.Buckets(memo[pickAt]))), memoRate(rng)
+				i, r := rng.IntN(len(memoBs[pickAt])), memoRate(rng)
 				if rng.IntN(2) == 0 {
-					r = core.Buckets(memo[pickAt])[i].Status().Rate // back and forth between rates
+					r = memoBs[pickAt][i].Status().Rate // back and forth between rates
 				}
-				e1, e2 := core.Buckets(memo[pickAt])[i].SetRate(r), core.Buckets(format[pickAt])[i].SetRate(r)
+				e1, e2 := memoBs[pickAt][i].SetRate(r), formatBs[pickAt][i].SetRate(r)
 				if (e1 == nil) != (e2 == nil) {
 					t.Fatalf("SetRate: %v and %v", e1, e2)
 				}
 			case 1:
-				i, c := rng.IntN(len(core.Buckets(memo[pickAt]))), memoCapacity(rng)
-				core.Buckets(memo[pickAt])[i].SetCapacity(c)
-				core.Buckets(format[pickAt])[i].SetCapacity(c)
+				i, c := rng.IntN(len(memoBs[pickAt])), memoCapacity(rng)
+				memoBs[pickAt][i].SetCapacity(c)
+				formatBs[pickAt][i].SetCapacity(c)
 			}
 			clk.Advance(time.Duration(rng.Int64N(int64(2 * time.Second))))
 			req, _ := http.NewRequest(http.MethodGet, "/", nil)
-			costs := make([]int64, len(core.Buckets(memo[pickAt])))
-			for i, bk := range core.Buckets(memo[pickAt]) {
+			costs := make([]int64, len(memoBs[pickAt]))
+			for i, bk := range memoBs[pickAt] {
 				switch rng.IntN(4) {
 				case 0:
 					costs[i] = 0

@@ -448,7 +448,7 @@ func TestRequestPermitThroughWrappers(t *testing.T) {
 	if err := kept.Settle(4); err != nil {
 		t.Fatal(err)
 	}
-	if tok := core.Buckets(k.Limiter(1))[0].Status().Level; tok != 3 {
+	if tok := buckets(k.Limiter(1))[0].Status().Level; tok != 3 {
 		t.Errorf("%v tokens left, want 3: 4 requests and one settled to 4", tok)
 	}
 }

@@ -1,7 +1,6 @@
 // Package corelink lends the HTTP layer (httpthrottle) the parts of the
-// core (package throttle) that are not its public API: the buckets of a
-// Limiter without a copy, its wait without a Permit's allocation, its
-// clock, a Permit booked in flight, a Keyed key decided under one lock.
+// core (package throttle) that are not its public API: a Keyed key decided
+// under one lock, and counts its tests read.
 // Exporting them from the core would put them in front of every user of a
 // Bucket; internal tables keep them between the packages of this module.
 //
@@ -16,16 +15,6 @@ import "time"
 // Core is the table the core registers. L is *throttle.Limiter, B
 // *throttle.Bucket, P throttle.Permit, E throttle.Event.
 type Core[L, B, P, E any] struct {
-	// Buckets returns the Limiter's buckets, in cost order; not to be
-	// written.
-	Buckets func(l L) []B
-	// Paused reads the end of a pause in force on b, zero if none: one
-	// field under the lock, for Auto's response path, where a whole Status
-	// would serve and project the queue.
-	Paused func(b B) time.Time
-	// Give returns n tokens to b, never above its capacity, with no event:
-	// a server's window that restored its quota.
-	Give func(b B, n int64)
 	// Queued returns the number of waiters queued on the Limiter's
 	// buckets: the HTTP layer's tests wait for every goroutine to have
 	// finished or queued on it.
