@@ -366,9 +366,10 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 		wait = time.Duration(t - now)
 	}
 	if d.Outlasts(ctx, wait) {
+		ahead := d.queued // one FIFO queue: every waiter is ahead
 		d.Mu.Unlock()
 		d.recycle(w)
-		return &throttle.WaitError{Wait: wait, Limit: cs[0].name}
+		return &throttle.WaitError{Wait: wait, Limit: cs[0].name, Ahead: ahead}
 	}
 	w.Ready(&d.Timeline)
 	w.Since = now
@@ -428,7 +429,9 @@ func (w *classWaiter) Cancelled(int64) {} // classes have no observers
 // Acquire waits until cost tokens can be granted to c, then takes them;
 // see Class for where they come from and in which order waiters are
 // served. It fails at once, spending nothing, with a *WaitError when ctx's
-// deadline comes before the projected instant; a waiter whose ctx is done
+// deadline comes before the projected instant (its Ahead the calls queued
+// in c's tree, all served first; classes have no pauses, so Paused and
+// Cause stay zero); a waiter whose ctx is done
 // leaves the queue, spends nothing and returns ctx.Err(). A call that
 // must queue projects its instant by replaying the waiters already
 // queued, so its cost grows with their number.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,6 +235,9 @@ func TestClassAcquireFIFOCancelDeadline(t *testing.T) {
 	var we *throttle.WaitError
 	if err := a.Acquire(dctx, 5); !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("near deadline: %v", err)
+	}
+	if we.Ahead != 3 || !strings.Contains(we.Error(), "behind 3 queued") {
+		t.Fatalf("near deadline: Ahead %d (%v); want the 3 queued", we.Ahead, we)
 	}
 	// b is not blocked by a's queue.
 	if w, err := b.WaitTime(10); err != nil || w != 200*time.Millisecond {
