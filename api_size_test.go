@@ -22,12 +22,15 @@ import (
 // Refund. Issue 41 raised it to 73 for Limiter.Explain: the explanation of
 // a wait before the call, which WaitTime's duration cannot carry (the
 // binding limit, the calls ahead, the pause and its cause); the
-// explanation itself is WaitError's, not a type of its own.
+// explanation itself is WaitError's, not a type of its own. Issue 40
+// raised it to 74 for EventThreshold: a budget's alert reaches the
+// observers a program already has (slogthrottle, otelthrottle, the status
+// page) as one more kind of Event rather than through a callback only.
 // httpthrottle's bound is 56, above issue 36's 55, for the one way a
 // pool's member is sent a request (issue 39): WithRoutes, and RouteTo for
 // the usual route (a base URL and a credential).
 func TestAPISize(t *testing.T) {
-	for dir, most := range map[string]int{".": 73, "httpthrottle": 56} {
+	for dir, most := range map[string]int{".": 74, "httpthrottle": 56} {
 		if n := exportedNames(t, dir); n > most {
 			t.Errorf("package %s exports %d names, at most %d: fold the new one into an existing way, or raise the bound with the reason", dir, n, most)
 		}

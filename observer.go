@@ -23,6 +23,11 @@ const (
 	EventPaused    // PauseUntil stopped grants
 	EventSettled   // a Permit was settled or cancelled
 	EventTuned     // Auto changed a limit's rate or capacity
+	// EventThreshold: a spend reached a fraction of a budget's limit (see
+	// package budget): Threshold is the fraction, Cost the spend, Estimate
+	// the limit and Until the end of the window. It is told once a window
+	// for each fraction, by the call that crossed it.
+	EventThreshold
 )
 
 // Event describes one decision of a bucket.
@@ -47,6 +52,9 @@ type Event struct {
 	// as "insufficient_quota" or "enforced_spend_limit_reached"; for
 	// EventPaused, what asked for the pause, when known (WaitError.Cause).
 	Reason string
+	// Threshold is, for EventThreshold, the fraction of the limit
+	// reached (0.8 for 80%).
+	Threshold float64
 	// Why explains the wait, for an EventGranted that waited in the queue,
 	// an EventCancelled of a queued call and an EventRejected by the limit:
 	// the binding limit, the wait, the calls ahead and the pause that held

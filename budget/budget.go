@@ -28,6 +28,7 @@ type common struct {
 	clock  clockwork.Clock
 	alerts []float64
 	alert  func(Alert)
+	obs    []throttle.Observer
 
 	mu     sync.Mutex
 	pauses map[string]time.Time // by key, until a server's pause ends
@@ -65,7 +66,8 @@ func WithClock(clk clockwork.Clock) Option {
 // for 80%) that a call's reservation or settlement takes the spend to or
 // past; by default at 0.8 and 1. Across processes sharing a Store, the
 // one whose call crossed it is told. f is called from the goroutine of the
-// call and must not block.
+// call and must not block; it may be nil when only the observers of
+// WithObserver are to hear of the fractions given.
 func OnThreshold(f func(Alert), fractions ...float64) Option {
 	return func(c *common) error {
 		for _, x := range fractions {
@@ -77,6 +79,24 @@ func OnThreshold(f func(Alert), fractions ...float64) Option {
 		if len(fractions) > 0 {
 			c.alerts = fractions
 		}
+		return nil
+	}
+}
+
+// WithObserver tells each of obs, in turn, of every threshold OnThreshold
+// names (0.8 and 1 by default) as a throttle.EventThreshold, once a window
+// and by the call that crossed it, as OnThreshold's function is told: its
+// Limit is the budget's name, followed by "/" and the key for a Budget of
+// For. An Observer a program already has (slogthrottle's, otelthrottle's)
+// then reports budgets beside its limits. Given again, it adds obs.
+func WithObserver(obs ...throttle.Observer) Option {
+	return func(c *common) error {
+		for i, o := range obs {
+			if o == nil {
+				return fmt.Errorf("%w: WithObserver given a nil Observer (%d)", throttle.ErrInvalidOption, i)
+			}
+		}
+		c.obs = append(c.obs, obs...)
 		return nil
 	}
 }
@@ -137,16 +157,23 @@ func (b *Budget) storeKey() string {
 	return b.c.name + "/" + b.key
 }
 
-// crossed tells the OnThreshold function of the thresholds a spend going
+// crossed tells the OnThreshold function and the observers of the thresholds a spend going
 // from before to after reached.
 func (b *Budget) crossed(before, after int64, resets time.Time) {
-	if b.c.alert == nil || after <= before {
+	if (b.c.alert == nil && len(b.c.obs) == 0) || after <= before {
 		return
 	}
 	for _, f := range b.c.alerts {
 		at := f * float64(b.c.limit)
-		if float64(before) < at && float64(after) >= at {
+		if float64(before) >= at || float64(after) < at {
+			continue
+		}
+		if b.c.alert != nil {
 			b.c.alert(Alert{Budget: b.c.name, Key: b.key, Threshold: f, Spent: after, Limit: b.c.limit, Resets: resets})
+		}
+		for _, o := range b.c.obs {
+			o.Observe(throttle.Event{Kind: throttle.EventThreshold, Limit: b.storeKey(), Threshold: f,
+				Cost: after, Estimate: b.c.limit, Until: resets})
 		}
 	}
 }

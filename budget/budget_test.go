@@ -140,6 +140,37 @@ func TestThresholdsAlertOnceEach(t *testing.T) {
 	}
 }
 
+// events collects the events an Observer is told.
+type events []throttle.Event
+
+func (e *events) Observe(ev throttle.Event) { *e = append(*e, ev) }
+
+// TestThresholdsReachObservers: WithObserver hears each threshold once a
+// window as an EventThreshold, with the key of For in its Limit, whether
+// or not OnThreshold has a function; a custom set of fractions applies to
+// the observers too.
+func TestThresholdsReachObservers(t *testing.T) {
+	var got events
+	b, _ := newBudget(t, 100, budget.WithObserver(&got), budget.OnThreshold(nil, 0.5, 1))
+	ctx := context.Background()
+	for _, c := range []int64{40, 20, 30, 10} { // 40, 60 (0.5), 90, 100 (1)
+		if _, err := b.For("tenant-a").Acquire(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resets := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	want := events{
+		{Kind: throttle.EventThreshold, Limit: "opus-daily/tenant-a", Threshold: 0.5, Cost: 60, Estimate: 100, Until: resets},
+		{Kind: throttle.EventThreshold, Limit: "opus-daily/tenant-a", Threshold: 1, Cost: 100, Estimate: 100, Until: resets},
+	}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("events = %+v, want %+v", got, want)
+	}
+	if _, err := budget.New("b", 1, budget.Daily(nil), budget.WithObserver(nil)); !errors.Is(err, throttle.ErrInvalidOption) {
+		t.Errorf("WithObserver(nil) = %v, want ErrInvalidOption", err)
+	}
+}
+
 func TestForKeepsASpendPerKey(t *testing.T) {
 	b, _ := newBudget(t, 10)
 	ctx := context.Background()

@@ -59,6 +59,7 @@ type Observer struct {
 	cancelled metric.Int64Counter
 	paused    metric.Int64Counter
 	settled   metric.Int64Counter
+	threshold metric.Int64Counter
 	wait      metric.Float64Histogram
 	level     metric.Float64ObservableGauge
 	reg       metric.Registration
@@ -94,6 +95,7 @@ func New(meter metric.Meter) (*Observer, error) {
 		{&o.cancelled, "throttle.cancelled", "{request}", "Queued acquisitions whose context ended before their grant."},
 		{&o.paused, "throttle.paused", "{pause}", "Pauses started or extended by PauseUntil."},
 		{&o.settled, "throttle.settled", "{permit}", "Permits settled."},
+		{&o.threshold, "throttle.threshold", "{alert}", "Budget thresholds reached (package budget's EventThreshold)."},
 	}
 	var err error
 	for _, c := range counters {
@@ -138,6 +140,8 @@ func (o *Observer) Observe(e throttle.Event) {
 		o.paused.Add(ctx, 1, opts.add...)
 	case throttle.EventSettled:
 		o.settled.Add(ctx, 1, opts.add...)
+	case throttle.EventThreshold:
+		o.threshold.Add(ctx, 1, opts.add...)
 	}
 }
 

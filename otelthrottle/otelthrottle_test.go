@@ -9,6 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/budget"
 	"github.com/throttlekit/throttle/otelthrottle"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -125,6 +126,7 @@ const (
 	descCancelled = "Queued acquisitions whose context ended before their grant."
 	descPaused    = "Pauses started or extended by PauseUntil."
 	descSettled   = "Permits settled."
+	descThreshold = "Budget thresholds reached (package budget's EventThreshold)."
 )
 
 var opts = []metricdatatest.Option{metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars()}
@@ -190,6 +192,15 @@ func TestObserverMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A budget of 100 a day spent to 90: its 80% threshold.
+	day, err := budget.New("day", 100, budget.Daily(time.UTC), budget.WithClock(clk), budget.WithObserver(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := day.Acquire(ctx, 90); err != nil {
+		t.Fatal(err)
+	}
+
 	ms := collect(t, r)
 	for _, want := range []metricdata.Metrics{
 		counter("throttle.granted", "{request}", descGranted, point("requests", 3), point("tokens", 1)),
@@ -197,6 +208,7 @@ func TestObserverMetrics(t *testing.T) {
 		counter("throttle.cancelled", "{request}", descCancelled, point("requests", 1)),
 		counter("throttle.paused", "{pause}", descPaused, point("requests", 1)),
 		counter("throttle.settled", "{permit}", descSettled, point("tokens", 1)),
+		counter("throttle.threshold", "{alert}", descThreshold, point("day", 1)),
 		{
 			Name: "throttle.wait", Unit: "s", Description: "Time each granted acquisition waited.",
 			Data: metricdata.Histogram[float64]{
@@ -215,8 +227,8 @@ func TestObserverMetrics(t *testing.T) {
 		}
 		metricdatatest.AssertEqual(t, want, got, opts...)
 	}
-	if len(ms) != 7 {
-		t.Errorf("collected %d metrics, want 7", len(ms))
+	if len(ms) != 8 {
+		t.Errorf("collected %d metrics, want 8", len(ms))
 	}
 
 	// The pause ends 5s after it started; half a second later requests

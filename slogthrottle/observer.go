@@ -5,6 +5,7 @@ package slogthrottle
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync/atomic"
@@ -105,7 +106,16 @@ func New(logger *slog.Logger, every time.Duration, opts ...Option) *Observer {
 // Observe logs e if it is a grant that waited longer than the threshold and
 // the interval since the last line has passed, and counts it as suppressed
 // if the interval has not.
+//
+// An EventThreshold (a budget's spend reaching a fraction of its limit; see
+// package budget) is logged whenever it comes, at slog.LevelWarn or the
+// observer's level if higher: a budget tells each fraction once a window,
+// so there are few, and each is news an operator should not miss.
 func (o *Observer) Observe(e throttle.Event) {
+	if e.Kind == throttle.EventThreshold {
+		o.thresholdLine(e)
+		return
+	}
 	if e.Kind != throttle.EventGranted || e.Wait <= o.threshold {
 		return
 	}
@@ -135,6 +145,19 @@ func (o *Observer) Observe(e throttle.Event) {
 		n++
 	}
 	o.logger.LogAttrs(ctx, level, waitMessage(e.Limit, e.Wait), attrs[:n]...)
+}
+
+// thresholdLine logs a budget's threshold e.
+func (o *Observer) thresholdLine(e throttle.Event) {
+	ctx := context.Background()
+	level := max(o.level.Level(), slog.LevelWarn)
+	if !o.logger.Enabled(ctx, level) {
+		return
+	}
+	msg := fmt.Sprintf("budget '%s' reached %g%%: %d of %d spent, until %s",
+		e.Limit, e.Threshold*100, e.Cost, e.Estimate, e.Until.Format(time.RFC3339))
+	o.logger.LogAttrs(ctx, level, msg, slog.String("limit", e.Limit), slog.Float64("threshold", e.Threshold),
+		slog.Int64("spent", e.Cost), slog.Int64("budget", e.Estimate), slog.Time("resets", e.Until))
 }
 
 // waitMessage formats the kubectl-style line. The wait is rounded to the

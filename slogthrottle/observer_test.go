@@ -9,6 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/budget"
 	"github.com/throttlekit/throttle/slogthrottle"
 )
 
@@ -101,6 +102,39 @@ func TestSlogObserverLine(t *testing.T) {
 	}
 	if len(l.attrs) != 3 {
 		t.Errorf("attributes %v, want limit, wait, cost", l.attrs)
+	}
+}
+
+// TestSlogObserverBudgetThreshold: a budget's threshold is logged at WARN
+// (or the observer's level if higher), whatever the interval and the wait
+// threshold, with what was spent of what and until when.
+func TestSlogObserverBudgetThreshold(t *testing.T) {
+	h := &slogRecorder{}
+	clk := clockwork.NewFakeClockAt(slogT0)
+	o := slogthrottle.New(slog.New(h), time.Hour, slogthrottle.WithClock(clk))
+	o.Observe(granted("tokens", 2*time.Second)) // takes the interval
+	day, err := budget.New("day", 100, budget.Daily(time.UTC), budget.WithClock(clk), budget.WithObserver(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := day.For("tenant-a").Acquire(context.Background(), 85); err != nil {
+		t.Fatal(err)
+	}
+	lines := h.take()
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want the wait and the threshold", len(lines))
+	}
+	l := lines[1]
+	if want := "budget 'day/tenant-a' reached 80%: 85 of 100 spent, until 2026-01-02T00:00:00Z"; l.msg != want {
+		t.Errorf("message %q, want %q", l.msg, want)
+	}
+	if l.level != slog.LevelWarn || l.attrs["threshold"].Float64() != 0.8 || l.attrs["spent"].Int64() != 85 || l.attrs["budget"].Int64() != 100 {
+		t.Errorf("line %+v", l)
+	}
+	o2 := slogthrottle.New(slog.New(h), 0, slogthrottle.WithLevel(slog.LevelError))
+	o2.Observe(throttle.Event{Kind: throttle.EventThreshold, Limit: "day", Threshold: 1, Cost: 100, Estimate: 100})
+	if lines := h.take(); len(lines) != 1 || lines[0].level != slog.LevelError {
+		t.Errorf("at an ERROR observer: %+v", lines)
 	}
 }
 

@@ -209,6 +209,7 @@ type record struct {
 var kindNames = map[throttle.EventKind]string{
 	throttle.EventGranted: "granted", throttle.EventRejected: "refused", throttle.EventCancelled: "cancelled",
 	throttle.EventPaused: "paused", throttle.EventSettled: "settled", throttle.EventTuned: "tuned",
+	throttle.EventThreshold: "threshold",
 }
 
 func (es *events) add(now time.Time, ev throttle.Event) {
@@ -219,6 +220,9 @@ func (es *events) add(now time.Time, ev throttle.Event) {
 	if ev.Kind == throttle.EventPaused {
 		r.Wait = 0
 		r.Why = "until " + ev.Until.UTC().Format(time.RFC3339Nano)
+	}
+	if ev.Kind == throttle.EventThreshold {
+		r.Why = fmt.Sprintf("%g%% of %d spent, until %s", ev.Threshold*100, ev.Estimate, ev.Until.UTC().Format(time.RFC3339))
 	}
 	es.buf[es.next] = r
 	es.next = (es.next + 1) % maxEvents

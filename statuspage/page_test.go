@@ -1,6 +1,7 @@
 package statuspage_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/budget"
 	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/statuspage"
 )
@@ -112,6 +114,32 @@ func TestJSONIsStatus(t *testing.T) {
 	html, _ := get(t, p, "")
 	if !strings.Contains(html, "<script>") || strings.Contains(html, "http://") && !strings.Contains(html, "http://www.w3.org/2000/svg") || strings.Contains(html, "https://") {
 		t.Errorf("the page loads something from outside:\n%s", html)
+	}
+}
+
+// TestBudgetOnPage checks that a budget registered on the page shows its
+// spend, and its threshold alert among its events, explained.
+func TestBudgetOnPage(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(epoch)
+	p := newPage(t, statuspage.WithClock(clk))
+	day, err := budget.New("day", 100, budget.Daily(time.UTC), budget.WithClock(clk), budget.WithObserver(p.Observer("day")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Register("day", day)
+	if _, err := day.Acquire(context.Background(), 85); err != nil {
+		t.Fatal(err)
+	}
+	_, v := get(t, p, "format=json")
+	if len(v.Limiters) != 1 || len(v.Limiters[0].Limits) != 1 || v.Limiters[0].Limits[0].Remaining != 15 {
+		t.Fatalf("view %+v", v)
+	}
+	var alert bool
+	for _, e := range v.Limiters[0].Events {
+		alert = alert || e.Kind == "threshold" && e.Limit == "day" && strings.HasPrefix(e.Why, "80% of 100 spent, until ")
+	}
+	if !alert {
+		t.Errorf("events %+v, want the 80%% threshold explained", v.Limiters[0].Events)
 	}
 }
 
