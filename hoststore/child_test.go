@@ -13,7 +13,6 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/hoststore"
-	"golang.org/x/sys/unix"
 )
 
 // childEnv names the role a test binary started by a test plays.
@@ -96,7 +95,7 @@ func childHold(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Flock(int(lk.Fd()), unix.LOCK_EX); err != nil {
+	if err := hoststore.LockFile(lk); err != nil {
 		return err
 	}
 	fmt.Println("locked")

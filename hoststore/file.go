@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // The file holds a header and a table of fixed-size records, found by the
@@ -45,7 +43,7 @@ type record struct {
 type Store struct {
 	path  string
 	f     *os.File
-	lock  *os.File         // the lock file, held open: flock(2) on it orders the host's processes
+	lock  *os.File         // the lock file, held open: its lock (lock_unix.go, lock_windows.go) orders the host's processes
 	mu    sync.Mutex       // the flock is the process's: goroutines take turns here first
 	slots map[string]int64 // key → record offset
 	n     int64            // records in the table
@@ -104,15 +102,14 @@ func (s *Store) init() error {
 	return nil
 }
 
-// locked runs f holding the process's mutex and the host's flock.
+// locked runs f holding the process's mutex and the host's file lock.
 func (s *Store) locked(f func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fd := int(s.lock.Fd())
-	if err := flock(fd, unix.LOCK_EX); err != nil {
+	if err := lockFile(s.lock); err != nil {
 		return fmt.Errorf("hoststore: locking %s: %w", s.lock.Name(), err)
 	}
-	defer flock(fd, unix.LOCK_UN)
+	defer unlockFile(s.lock)
 	return f()
 }
 
@@ -233,13 +230,4 @@ func (s *Store) records(kind byte) ([]record, error) {
 		return nil
 	})
 	return out, err
-}
-
-// flock is flock(2), retried when a signal interrupts it.
-func flock(fd, how int) error {
-	for {
-		if err := unix.Flock(fd, how); err != unix.EINTR {
-			return err
-		}
-	}
 }
