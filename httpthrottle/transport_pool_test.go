@@ -261,3 +261,32 @@ func TestPoolQuarantinesOnGeminiPerDay(t *testing.T) {
 		t.Fatalf("keys used %s, want a then b", got)
 	}
 }
+
+// TestLimitHandlerOverPoolAnswersItsSum: a server that admits its clients
+// through a pool answers with the IETF RateLimit fields of the pool's
+// summed quota, as it does for one Limiter.
+func TestLimitHandlerOverPoolAnswersItsSum(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+	var ms []pool.Member
+	for _, name := range []string{"a", "b"} {
+		b, err := throttle.New(10, throttle.Per(10, time.Second), throttle.WithClock(clk), throttle.WithName("requests"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := throttle.NewLimiter(b)
+		ms = append(ms, pool.Member{Name: name, Gate: l})
+	}
+	p, err := pool.New(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpthrottle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.Shared(p))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if got := rec.Header().Get("RateLimit-Policy"); got != `"requests";q=20;w=1` {
+		t.Errorf("RateLimit-Policy %q, want the pool's 20 a second", got)
+	}
+	if got := rec.Header().Get("RateLimit"); !strings.HasPrefix(got, `"requests";r=19;`) {
+		t.Errorf("RateLimit %q, want 19 left of the pool's 20", got)
+	}
+}
