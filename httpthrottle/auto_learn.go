@@ -840,6 +840,12 @@ func (q *autoQuota) stretchPause(l *throttle.Limiter, maxPause time.Duration) {
 	}
 	if stretch > 0 {
 		until = until.Add(stretch)
+		// The stretch is of the server's pause: it keeps its cause.
+		for _, st := range l.Status(nil) {
+			if st.Cause != "" {
+				l.Observe(throttle.Event{Kind: throttle.EventPaused, Limit: st.Name, Until: until, Reason: st.Cause})
+			}
+		}
 		l.PauseUntil(until)
 	}
 	q.stretched = until

@@ -55,3 +55,38 @@ func TestPauseCauseFromResponse(t *testing.T) {
 		})
 	}
 }
+
+// TestPauseCauseUnderAuto: Auto's learned limits carry a refusal's cause
+// too, as a configured Limiter's do.
+func TestPauseCauseUnderAuto(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	rec := newRecorder(t, fc, func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "20")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	a := must(httpthrottle.NewAuto(httpthrottle.AutoClock(fc)))
+	tr := must(httpthrottle.NewTransport(newBase(t), a.Limiter, httpthrottle.WithRetries(0)))
+	req, _ := http.NewRequest(http.MethodGet, rec.srv.URL+"/v1/chat?key=sk-secret", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	g, err := a.Limiter(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paused bool
+	for _, st := range g.(throttle.Meter).Status(nil) {
+		if st.Paused.IsZero() {
+			continue
+		}
+		paused = true
+		if !strings.HasPrefix(st.Cause, "429 from 127.0.0.1: Retry-After 20s") || strings.Contains(st.Cause, "sk-secret") {
+			t.Errorf("limit %q paused by %q, want the 429's Retry-After", st.Name, st.Cause)
+		}
+	}
+	if !paused {
+		t.Fatalf("no limit paused: %+v", g.(throttle.Meter).Status(nil))
+	}
+}
