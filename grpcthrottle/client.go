@@ -69,6 +69,12 @@ import (
 // rates and capacities are set) or a throttle.Tuner; Stats counts what
 // the rule did. At most 1024 Gates are slowed at once.
 //
+// A Client's first unary calls go in a slow start: half the burst of the
+// first Gate it sees, in calls of their cost, then half of what is still
+// unconfirmed per success, until the first refusal or a confirmed burst
+// (the burst is a claim no answer has checked yet; see docs/grpc.md).
+// WithoutSlowStart turns it off.
+//
 // A stream takes a permit for its costs (req nil) when it opens, given back
 // if it cannot open or its server refuses it; it is never re-sent, since
 // its messages are the caller's: a stream refused when it opens fails with
@@ -137,6 +143,8 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			return &GateError{Method: method, Err: err}
 		}
 		err = invoker(ctx, method, req, reply, cc, opts...)
+		r, refused := Refused(err)
+		c.slow.heard(!refused)
 		if err == nil {
 			if h.p != nil {
 				c.settleReply(method, reply, h.p)
@@ -146,7 +154,6 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			}
 			return nil
 		}
-		r, refused := Refused(err)
 		if !refused {
 			return err
 		}
@@ -176,6 +183,9 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 // admit takes costs from g for one attempt of a unary call, as a Permit,
 // or from tk if not nil, and returns what the attempt holds.
 func (c *config) admit(ctx context.Context, g throttle.Gate, tk throttle.Taker, costs []int64) (held, error) {
+	if err := c.slow.enter(ctx, g, costs); err != nil {
+		return held{}, err
+	}
 	t, ep := c.epoch(g, costs)
 	h := held{tk: tk, t: t, ep: ep}
 	var err error
@@ -183,6 +193,9 @@ func (c *config) admit(ctx context.Context, g throttle.Gate, tk throttle.Taker, 
 		_, err = tk.Take(ctx, costs...)
 	} else {
 		h.p, err = g.Acquire(ctx, costs...)
+	}
+	if err != nil {
+		c.slow.leave()
 	}
 	return h, err
 }

@@ -51,6 +51,7 @@ type config struct {
 	wrong    string // the first option given that only the other side reads
 	last     atomic.Pointer[gateCount]
 	tunes    tunings     // the Gates a client slowed down
+	slow     slowStart   // a client's first calls, held to what its servers confirmed
 	stats    clientStats // what a client did
 }
 
@@ -145,6 +146,18 @@ func WithRetries(n int) Option {
 	return func(c *config) {
 		if c.reads(clientSide, "WithRetries") {
 			c.retries = max(n, 0)
+		}
+	}
+}
+
+// WithoutSlowStart has a client send its first unary calls as its Gates
+// allow them, the whole configured burst at once, rather than half of it
+// and then half of the rest per success (see Client: slow start): for a
+// client whose Gates are known to match its servers exactly.
+func WithoutSlowStart() Option {
+	return func(c *config) {
+		if c.reads(clientSide, "WithoutSlowStart") {
+			c.slow.done.Store(true)
 		}
 	}
 }
