@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/pool"
 )
 
 // Client holds the interceptors that keep a gRPC client's calls under the
@@ -142,7 +143,11 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			}
 			return &GateError{Method: method, Err: err}
 		}
-		err = invoker(ctx, method, req, reply, cc, opts...)
+		mg, sendCtx := c.member(ctx, g, &h, costs)
+		if rec != nil {
+			rec.g = mg
+		}
+		err = invoker(sendCtx, method, req, reply, cc, opts...)
 		r, refused := Refused(err)
 		c.slow.heard(!refused)
 		if err == nil {
@@ -157,14 +162,14 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 		if !refused {
 			return err
 		}
-		c.refused(g, r, rec, costs, h)
+		c.refused(mg, r, rec, costs, h)
 		round := policyAttempts(cc, method, r.Code)
 		sent += round
-		if r.RetryDelay < 0 || r.RetryDelay > c.maxPause || sent+round > 1+c.retries || !c.fits(ctx, r.RetryDelay) {
+		if !c.resends(ctx, g, mg, r, costs) || sent+round > 1+c.retries {
 			return err
 		}
 		last = err
-		if _, ok := g.(throttle.Pauser); !ok {
+		if _, ok := mg.(throttle.Pauser); !ok {
 			// Nothing holds the next Acquire: wait here.
 			if c.sleep(ctx, r.RetryDelay) != nil {
 				return last
@@ -178,6 +183,24 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			ctx, resend = throttle.WithPriority(ctx, resendPriority), true
 		}
 	}
+}
+
+// resends reports whether a call refused with r on mg, the member of g
+// that served it (g itself if g is no pool), may be sent again: it needs a
+// RetryInfo, and the wait for the next permit within the MaxPause and the
+// deadline. A pool sends it through the member that serves soonest, not
+// necessarily after the refused one's pause.
+func (c *config) resends(ctx context.Context, g, mg throttle.Gate, r Refusal, costs []int64) bool {
+	if r.RetryDelay < 0 {
+		return false
+	}
+	wait := r.RetryDelay
+	if mg != g {
+		if w, err := g.WaitTime(costs...); err == nil {
+			wait = min(wait, w)
+		}
+	}
+	return wait <= c.maxPause && c.fits(ctx, wait)
 }
 
 // admit takes costs from g for one attempt of a unary call, as a Permit,
@@ -198,6 +221,23 @@ func (c *config) admit(ctx context.Context, g throttle.Gate, tk throttle.Taker, 
 		c.slow.leave()
 	}
 	return h, err
+}
+
+// member returns the Gate an attempt holding h is sent under, and the
+// context it is sent with: for a pool's permit, the member that served it
+// (whose tuning epoch h then records), its route (WithRoutes) applied, so
+// that the server's answer is heeded on that member alone; else g and ctx.
+func (c *config) member(ctx context.Context, g throttle.Gate, h *held, costs []int64) (throttle.Gate, context.Context) {
+	pm, ok := h.p.(*pool.Permit)
+	if !ok {
+		return g, ctx
+	}
+	m := pm.Member()
+	h.t, h.ep = c.epoch(m.Gate, costs)
+	if route := c.routes[m.Name]; route != nil {
+		ctx = route(ctx)
+	}
+	return m.Gate, ctx
 }
 
 // held is what a unary call holds of its Gate while it is sent: its

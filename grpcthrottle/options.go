@@ -3,6 +3,7 @@ package grpcthrottle
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -50,9 +51,10 @@ type config struct {
 	side     side   // the side being configured
 	wrong    string // the first option given that only the other side reads
 	last     atomic.Pointer[gateCount]
-	tunes    tunings     // the Gates a client slowed down
-	slow     slowStart   // a client's first calls, held to what its servers confirmed
-	stats    clientStats // what a client did
+	tunes    tunings                                          // the Gates a client slowed down
+	slow     slowStart                                        // a client's first calls, held to what its servers confirmed
+	routes   map[string]func(context.Context) context.Context // by pool member (WithRoutes)
+	stats    clientStats                                      // what a client did
 }
 
 func newConfig(sd side, pick Pick, opts []Option) *config {
@@ -146,6 +148,22 @@ func WithRetries(n int) Option {
 	return func(c *config) {
 		if c.reads(clientSide, "WithRetries") {
 			c.retries = max(n, 0)
+		}
+	}
+}
+
+// WithRoutes sends each unary call whose Gate is a pool.Pool with the
+// context the route of the member that served it returns, by member name:
+// the member's credential added to the outgoing metadata, say
+// (metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)).
+// Whatever the routes, a refusal of a call served by a member pauses,
+// levels and slows down that member alone (a Pool is no Pauser), and the
+// call is sent again through the pool, which then picks the member that
+// serves soonest. A member without a route is sent the call as it is.
+func WithRoutes(routes map[string]func(context.Context) context.Context) Option {
+	return func(c *config) {
+		if c.reads(clientSide, "WithRoutes") {
+			c.routes = maps.Clone(routes)
 		}
 	}
 }

@@ -13,8 +13,9 @@ import (
 // fields, the gRPC interceptors' metadata) and the status page report.
 // Each limit is the sum over the members that can serve now or later —
 // out of quarantine, and Meters (a member that is no Meter cannot be
-// counted, and is left out) — of their Capacity, Remaining, Rate, Waiting
-// and Level; Reset is the longest of theirs (the pool is full again when
+// counted, and is left out) — of their Capacity, Remaining (none for a
+// paused member: nothing of it serves before its pause ends), Rate,
+// Waiting and Level; Reset is the longest of theirs (the pool is full again when
 // the last of them is); Oldest is the longest wait queued on any. The pool
 // is paused only while every such member is: Paused is then the earliest
 // end, the first instant a member serves again, with that member's Cause.
@@ -42,10 +43,14 @@ func (p *Pool) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 		if len(st) != len(out) {
 			continue
 		}
+		mp := anyPaused(st)
 		for i := range out {
+			if mp {
+				st[i].Remaining = 0 // none of it serves before the pause ends
+			}
 			add(&out[i], &st[i], counted == 0)
 		}
-		paused = paused && anyPaused(st)
+		paused = paused && mp
 		counted++
 	}
 	if counted == 0 || !paused {

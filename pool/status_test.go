@@ -33,8 +33,8 @@ func TestStatusSumsMembersOutOfQuarantine(t *testing.T) {
 		t.Errorf("with b quarantined: %+v", st[0])
 	}
 	a.PauseUntil(t0.Add(time.Minute))
-	if st := p.Status(nil); !st[0].Paused.IsZero() {
-		t.Errorf("paused %v while c serves", st[0].Paused)
+	if st := p.Status(nil); !st[0].Paused.IsZero() || st[0].Remaining != 10 || st[0].Capacity != 110 {
+		t.Errorf("a paused: %+v; want c's 10 left of 110, not paused while c serves", st[0])
 	}
 	c.PauseUntil(t0.Add(30 * time.Second))
 	if st := p.Status(nil); !st[0].Paused.Equal(t0.Add(30 * time.Second)) {
