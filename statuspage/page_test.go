@@ -15,6 +15,7 @@ import (
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/budget"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/pool"
 	"github.com/throttlekit/throttle/statuspage"
 )
 
@@ -220,5 +221,48 @@ func TestNoSecrets(t *testing.T) {
 	}
 	if !strings.Contains(body, "429 from 127.0.0.1: Retry-After 1s") {
 		t.Errorf("the pause's cause is missing:\n%s", body)
+	}
+}
+
+// TestPoolOnPage checks that a pool shows its summed limits and each
+// member, a quarantined one paused until its quarantine's end with that
+// cause.
+func TestPoolOnPage(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(epoch)
+	p := newPage(t, statuspage.WithClock(clk))
+	var ms []pool.Member
+	for _, name := range []string{"a", "b"} {
+		b, _ := throttle.New(10, throttle.Per(10, time.Second), throttle.WithClock(clk), throttle.WithName("requests"))
+		l, _ := throttle.NewLimiter(b)
+		ms = append(ms, pool.Member{Name: name, Gate: l})
+	}
+	pl, err := pool.New(ms, pool.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.RegisterPool("keys", pl)
+	until := clk.Now().Add(time.Hour)
+	if err := pl.Quarantine("b", until); err != nil {
+		t.Fatal(err)
+	}
+	_, v := get(t, p, "format=json")
+	shown := map[string]int{}
+	for i, l := range v.Limiters {
+		shown[l.Name] = i
+	}
+	ia, oka := shown["keys/a"]
+	ib, okb := shown["keys/b"]
+	ip, okp := shown["keys"]
+	if !oka || !okb || !okp {
+		t.Fatalf("shown %v, want keys, keys/a and keys/b", shown)
+	}
+	if got := v.Limiters[ip].Limits[0]; got.Remaining != 10 {
+		t.Errorf("the pool shows %+v, want a's 10 left (b is quarantined)", got)
+	}
+	if got := v.Limiters[ib].Limits[0]; got.Cause != "quarantined by the pool" || got.PausedNs != int64(time.Hour) || got.Remaining != 0 {
+		t.Errorf("b shows %+v, want quarantined for an hour", got)
+	}
+	if got := v.Limiters[ia].Limits[0]; got.Cause != "" || got.PausedNs != 0 || got.Remaining != 10 {
+		t.Errorf("a shows %+v", got)
 	}
 }
