@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -120,14 +121,33 @@ func (v *poolVia) heed(x *exchange, resp *http.Response) {
 	if v.member == nil {
 		return
 	}
-	until, out := v.exhausted(x, resp)
-	if !out {
+	if until, out := v.exhausted(x, resp); out {
+		m := v.member.Member()
+		// The name is the Pool's own member's: Quarantine cannot fail.
+		_ = v.member.Pool().Quarantine(m.Name, until)
+		v.out = true
+	}
+	v.hintSDK(x, resp)
+}
+
+// hintSDK tells an SDK that retries a refusal itself (see WithSDKRetries)
+// when the pool can serve its retry: the server's Retry-After is its
+// member's, and another member may serve at once. It sets Retry-After-Ms,
+// which the Stainless SDKs read before Retry-After, to the pool's wait
+// (at least 1 ms: they ignore 0) when that is shorter than the server's.
+func (v *poolVia) hintSDK(x *exchange, resp *http.Response) {
+	if x.t.retrySDK || !retriesItself(x.req) || resp.Header == nil || !throttledBy(resp.StatusCode, &x.sig) {
 		return
 	}
-	m := v.member.Member()
-	// The name is the Pool's own member's: Quarantine cannot fail.
-	_ = v.member.Pool().Quarantine(m.Name, until)
-	v.out = true
+	w, err := v.pool.g.WaitTime(x.costs...)
+	if err != nil {
+		return
+	}
+	if d, ok := x.sig.Pause(); ok && w >= d {
+		return
+	}
+	ms := max((w+time.Millisecond-1)/time.Millisecond, 1)
+	resp.Header.Set("Retry-After-Ms", strconv.FormatInt(int64(ms), 10))
 }
 
 // exhausted reports whether resp says the member's quota is exhausted

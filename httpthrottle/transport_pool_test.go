@@ -290,3 +290,42 @@ func TestLimitHandlerOverPoolAnswersItsSum(t *testing.T) {
 		t.Errorf("RateLimit %q, want 19 left of the pool's 20", got)
 	}
 }
+
+// An SDK that retries itself (X-Stainless-Retry-Count) gets the refused
+// member's 429 back, as every refusal, but told to retry in the pool's
+// wait (Retry-After-Ms) rather than the member's Retry-After: its retry
+// then goes to another member at once.
+func TestPoolTellsSDKRetryTheNextMember(t *testing.T) {
+	v := &keyVendor{refuse: func(key string, n int) (int, http.Header, string) {
+		if key == "a" {
+			return 429, http.Header{"Retry-After": {"20"}}, `{"error":{"type":"requests","code":"rate_limit_exceeded"}}`
+		}
+		return 0, nil, ""
+	}}
+	srv := httptest.NewServer(v)
+	defer srv.Close()
+	clk := clockwork.NewFakeClockAt(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+	_, tr := keyPool(t, clk, srv, "a", "b")
+	sdkGet := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/x", nil)
+		req.Header.Set("X-Stainless-Retry-Count", "0")
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := sdkGet()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After-Ms") != "1" || resp.Header.Get("Retry-After") != "20" {
+		t.Fatalf("status %d, Retry-After-Ms %q, Retry-After %q; want the 429, with b's wait in ms and the server's own",
+			resp.StatusCode, resp.Header.Get("Retry-After-Ms"), resp.Header.Get("Retry-After"))
+	}
+	if resp := sdkGet(); resp.StatusCode != 200 {
+		t.Fatalf("the SDK's retry: status %d, want b's 200", resp.StatusCode)
+	}
+	if got := strings.Join(v.keys(), ","); got != "a,b" {
+		t.Fatalf("keys used %s, want a then b", got)
+	}
+}
