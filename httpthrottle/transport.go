@@ -490,6 +490,10 @@ func (x *exchange) send() (*http.Response, error) {
 			return nil, err
 		}
 		waited = w
+		if x.via.member != nil && x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
+			// The member is known only once taken: full before the take.
+			full = t.bursts.fullAfter(x.g, x.costs)
+		}
 		if x.bursting() {
 			if err := x.joinBurst(full); err != nil {
 				return nil, err

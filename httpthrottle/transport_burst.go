@@ -108,6 +108,19 @@ func (k *burstBook) full(g *gate, costs []int64) (mask uint64) {
 	return mask
 }
 
+// fullAfter is full for a call that has just taken costs from g: the
+// limits that were at their capacity before it (a pool's member is known
+// only once it served the call).
+func (k *burstBook) fullAfter(g *gate, costs []int64) (mask uint64) {
+	var buf [4]throttle.LimitStatus
+	for i, st := range g.meter.Status(buf[:0]) {
+		if i < min(len(costs), maxBurstLimits) && costs[i] != 0 && st.Remaining+costs[i] >= st.Capacity {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
 // join books a call about to be sent, which took costs from g, full the
 // limits that were at their capacity before: it opens a burst on those,
 // and joins the bursts open. It returns the limits whose bursts it

@@ -14,6 +14,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/pool"
 )
 
 // grants passes the tokens bucket's grants to a channel.
@@ -52,6 +53,16 @@ func (s heldServer) RoundTrip(r *http.Request) (*http.Response, error) {
 // the bucket to its capacity less the burst's reservations (a debt of the
 // third call's cost), and then not before the refill of that debt.
 func TestBurstFromFullWaitsForTheServer(t *testing.T) {
+	testBurstFromFull(t, false)
+}
+
+// TestBurstFromFullThroughPool: the same through a pool whose member is
+// that Limiter: the burst opens on the member that served the calls.
+func TestBurstFromFullThroughPool(t *testing.T) {
+	testBurstFromFull(t, true)
+}
+
+func testBurstFromFull(t *testing.T, viaPool bool) {
 	fc := clockwork.NewFakeClock()
 	body := func(call string, maxTokens int) string {
 		return fmt.Sprintf(`{"model":"m","max_tokens":%d,"messages":[{"role":"user","content":"call %s"}]}`, maxTokens, call)
@@ -69,7 +80,11 @@ func TestBurstFromFullWaitsForTheServer(t *testing.T) {
 	req := must(throttle.New(100, throttle.Per(100, time.Second), throttle.WithName("requests"), throttle.WithClock(fc)))
 	l := must(throttle.NewLimiter(req, tok))
 	srv := heldServer{arrived: make(chan string, 3), release: make(chan struct{})}
-	tr := must(httpthrottle.NewTransport(srv, httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	var g throttle.Gate = l
+	if viaPool {
+		g = must(pool.New([]pool.Member{{Name: "a", Gate: l}}))
+	}
+	tr := must(httpthrottle.NewTransport(srv, httpthrottle.Shared(g), httpthrottle.WithLLM(httpthrottle.LLM{})))
 	hc := &http.Client{Transport: tr}
 	done := make(chan error, 3)
 	call := func(b string) {
