@@ -75,44 +75,48 @@ func (s *slowStart) begin(g throttle.Gate, costs []int64) {
 // heard tells s of an answer to a call it let through: a success (ok)
 // lets half of the unconfirmed rest follow; a refusal ends it.
 func (s *slowStart) heard(ok bool) {
-	if s.done.Load() {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done.Load() {
-		return
-	}
-	if !ok {
-		s.end()
-		return
-	}
-	s.confirmed++
-	rest := s.burst - s.confirmed
-	if rest <= 1 {
-		s.end()
-		return
-	}
-	if a := s.confirmed + (rest+1)/2; a > s.allowed {
-		s.allowed = a
-		close(s.more)
-		s.more = make(chan struct{})
-	}
+	s.update(func() {
+		if !ok {
+			s.end()
+			return
+		}
+		s.confirmed++
+		rest := s.burst - s.confirmed
+		if rest <= 1 {
+			s.end()
+			return
+		}
+		if a := s.confirmed + (rest+1)/2; a > s.allowed {
+			s.allowed = a
+			s.wake()
+		}
+	})
 }
 
 // leave takes back a call enter let through that was not sent after all
 // (its Gate refused it): it will not be answered, so its place goes to
 // the next.
 func (s *slowStart) leave() {
+	s.update(func() {
+		s.sent--
+		s.wake()
+	})
+}
+
+// update runs f with s.mu held, unless s has ended.
+func (s *slowStart) update(f func()) {
 	if s.done.Load() {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done.Load() {
-		return
+	if !s.done.Load() {
+		f()
 	}
-	s.sent--
+}
+
+// wake lets the calls waiting in enter look again. s.mu is held.
+func (s *slowStart) wake() {
 	close(s.more)
 	s.more = make(chan struct{})
 }
