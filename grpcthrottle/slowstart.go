@@ -14,7 +14,8 @@ import (
 // server that no answer has checked yet, and a burst sent whole reaches a
 // server that allows less before its first refusal can come back. Half
 // the burst (in calls) goes first; each success lets half of what is left
-// unconfirmed follow; the first refusal, or a confirmed whole burst, ends
+// unconfirmed follow; the first refusal, or a confirmed whole burst (or
+// maxSlowStart successes), ends
 // it, and the Gate alone decides from then on (the congestion control
 // takes a refusal from there). It is the Client's, not each Gate's, so
 // that it costs no memory per key: under PerKey only the first calls of
@@ -29,6 +30,11 @@ type slowStart struct {
 	confirmed int64         // successes heard
 	more      chan struct{} // closed when allowed grows or it ends
 }
+
+// maxSlowStart bounds the successes a slow start lasts: past it, a burst
+// larger still is let through whole, so that a Gate of a burst too large
+// to send at once pays the slow start's lock on a bounded number of calls.
+const maxSlowStart = 1024
 
 // enter waits until a call of costs on g may be sent, or ctx ends.
 func (s *slowStart) enter(ctx context.Context, g throttle.Gate, costs []int64) error {
@@ -82,7 +88,7 @@ func (s *slowStart) heard(ok bool) {
 		}
 		s.confirmed++
 		rest := s.burst - s.confirmed
-		if rest <= 1 {
+		if rest <= 1 || s.confirmed >= maxSlowStart {
 			s.end()
 			return
 		}

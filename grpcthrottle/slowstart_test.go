@@ -124,3 +124,21 @@ func TestWithoutSlowStart(t *testing.T) {
 		t.Fatal("a client starts without its slow start")
 	}
 }
+
+// TestSlowStartBounded: a burst too large to send at once ends the slow
+// start after maxSlowStart successes rather than never.
+func TestSlowStartBounded(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	b, _ := throttle.New(1<<40, throttle.Per(1, time.Second), throttle.WithClock(clk))
+	g, _ := throttle.NewLimiter(b)
+	var s slowStart
+	for range maxSlowStart {
+		if !entered(t, &s, g, 1) {
+			t.Fatal("a call held under a burst of 2^40")
+		}
+		s.heard(true)
+	}
+	if !s.done.Load() {
+		t.Fatalf("still in slow start after %d successes", maxSlowStart)
+	}
+}

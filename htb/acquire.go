@@ -335,6 +335,16 @@ func (d *domain) tryAll(cs []*Class, costs []int64, plan []int, now int64) bool 
 	return true
 }
 
+// queuedIn counts the waiters queued on c, which a new waiter on c
+// follows: FIFO within a class. The lock is held.
+func queuedIn(c *Class) int {
+	n := 0
+	for e := c.Head; e != nil; e = e.Next {
+		n++
+	}
+	return n
+}
+
 // acquireClasses is Acquire on cs: it takes costs at once if it can, or
 // queues, and fills plan with the lenders used.
 func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int) error {
@@ -366,7 +376,7 @@ func acquireClasses(ctx context.Context, cs []*Class, costs []int64, plan []int)
 		wait = time.Duration(t - now)
 	}
 	if d.Outlasts(ctx, wait) {
-		ahead := d.queued // one FIFO queue: every waiter is ahead
+		ahead := queuedIn(cs[0]) // FIFO within a class: these go first
 		d.Mu.Unlock()
 		d.recycle(w)
 		return &throttle.WaitError{Wait: wait, Limit: cs[0].name, Ahead: ahead}
@@ -430,8 +440,9 @@ func (w *classWaiter) Cancelled(int64) {} // classes have no observers
 // see Class for where they come from and in which order waiters are
 // served. It fails at once, spending nothing, with a *WaitError when ctx's
 // deadline comes before the projected instant (its Ahead the calls queued
-// in c's tree, all served first; classes have no pauses, so Paused and
-// Cause stay zero); a waiter whose ctx is done
+// on c, served first as a class is FIFO; calls of other classes may be
+// served first too, by the borrowing order, and are not counted; classes
+// have no pauses, so Paused and Cause stay zero); a waiter whose ctx is done
 // leaves the queue, spends nothing and returns ctx.Err(). A call that
 // must queue projects its instant by replaying the waiters already
 // queued, so its cost grows with their number.
