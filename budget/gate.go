@@ -8,7 +8,11 @@ import (
 	"github.com/throttlekit/throttle"
 )
 
-// Budget is a Gate, a Meter and a Pauser.
+// Budget is a Gate, a Meter and a Pauser. It is not a Taker: a charge is
+// in the window it was reserved in, which the Permit holds and a Settle
+// without one would lose (a refund after midnight would credit the new
+// day). Nor a Leveler or a Tuner: a server's count of what is left, or
+// the size of its quota, is the server's rate limit, not the budget's.
 var (
 	_ throttle.Gate   = (*Budget)(nil)
 	_ throttle.Meter  = (*Budget)(nil)

@@ -13,31 +13,40 @@ import (
 // with a *throttle.WaitError and takes nothing; a call cancelled while it
 // waits gives its cost back.
 func (l *Limiter) Acquire(ctx context.Context, costs ...int64) (throttle.Permit, error) {
-	cost, err := l.cost(costs)
+	cost, err := l.take(ctx, costs)
 	if err != nil {
 		return nil, err
+	}
+	return &permit{l: l, cost: cost}, nil
+}
+
+// take is Acquire without the Permit: it returns the cost it took.
+func (l *Limiter) take(ctx context.Context, costs []int64) (int64, error) {
+	cost, err := l.cost(costs)
+	if err != nil {
+		return 0, err
 	}
 	latest, _ := ctx.Deadline()
 	for {
 		d, err := l.decide(cost, latest, false)
 		switch {
 		case err != nil:
-			return nil, err
+			return 0, err
 		case !d.paused.IsZero():
 			if !latest.IsZero() && d.paused.After(latest) {
-				return nil, &throttle.WaitError{Wait: d.paused.Sub(l.clock.Now()), Limit: l.name}
+				return 0, &throttle.WaitError{Wait: d.paused.Sub(l.clock.Now()), Limit: l.name}
 			}
 			if err := l.sleepUntil(ctx, d.paused); err != nil {
-				return nil, err
+				return 0, err
 			}
 			continue
 		case d.at.IsZero():
-			return nil, &throttle.WaitError{Wait: d.wait, Limit: l.name}
+			return 0, &throttle.WaitError{Wait: d.wait, Limit: l.name}
 		}
 		if err := l.sleepUntil(ctx, d.at); err != nil {
-			return nil, join(err, l.give(cost))
+			return 0, join(err, l.give(cost))
 		}
-		return &permit{l: l, cost: cost}, nil
+		return cost, nil
 	}
 }
 

@@ -17,7 +17,9 @@ type NewGate func(t *testing.T, capacity int64, rate throttle.Rate) throttle.Gat
 // Conformance runs the contract every store of a shared limit keeps,
 // whether it holds the bucket in memory, in a host's file or in Redis:
 // exactness, first come first served, failing fast past a deadline,
-// settling, refunding, and pausing when the Gate is a throttle.Pauser.
+// settling, refunding, pausing when the Gate is a throttle.Pauser, taking
+// and settling without a Permit when it is a throttle.Taker, and lowering
+// when it is a throttle.Leveler.
 //
 // It runs on the real clock, as a store on a server's clock must: each
 // subtest takes at most a few hundred milliseconds, and its checks allow
@@ -29,6 +31,8 @@ func Conformance(t *testing.T, newGate NewGate) {
 	t.Run("settle", func(t *testing.T) { conformSettle(t, newGate) })
 	t.Run("refund", func(t *testing.T) { conformRefund(t, newGate) })
 	t.Run("pause", func(t *testing.T) { conformPause(t, newGate) })
+	t.Run("taker", func(t *testing.T) { conformTaker(t, newGate) })
+	t.Run("leveler", func(t *testing.T) { conformLeveler(t, newGate) })
 }
 
 // conformExact has 4 goroutines ask as fast as they can for 200ms: the
