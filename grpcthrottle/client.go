@@ -148,7 +148,11 @@ func (cl *Client) unary(ctx context.Context, method string, req, reply any, cc *
 			rec.g = mg
 		}
 		err = invoker(sendCtx, method, req, reply, cc, opts...)
-		r, refused := Refused(err)
+		var r Refusal
+		refused := false
+		if err != nil {
+			r, refused = Refused(err)
+		}
 		c.slow.heard(!refused)
 		if err == nil {
 			if h.p != nil {
