@@ -67,6 +67,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			continue
 		}
 		if res.wait > 0 {
+			e.openFeed()
 			if err := e.sleepReserved(ctx, res, epoch, feedOK); err != nil {
 				e.giveBack(ctx, res, costs, permit)
 				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
