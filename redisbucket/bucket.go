@@ -54,7 +54,7 @@ func New(client redis.UniversalClient, id string, capacity int64, rate throttle.
 	if err := e.start(); err != nil {
 		return nil, err
 	}
-	if e.o.feedAtStart && b.lease == nil {
+	if e.o.reserve && b.lease == nil {
 		e.startFeed()
 	}
 	return b, nil
@@ -185,8 +185,8 @@ func (b *Bucket) TokensContext(ctx context.Context) (float64, error) {
 }
 
 // Close returns the tokens the bucket holds in lease mode to Redis and
-// stops its lease timers; otherwise it ends the bucket's subscription to
-// the fleet's pauses if one was opened (see Limiter.Close). Otherwise it
+// stops its lease timers; WithReservations, it ends the bucket's
+// subscription to the fleet's pauses (see Limiter.Close). Otherwise it
 // does nothing. The bucket must not be used after Close.
 func (b *Bucket) Close() error {
 	b.e.closeFeed()

@@ -53,14 +53,12 @@
 // the probe backoff), processes still on their local shares grant beside
 // those back on Redis, and their grants are charged only as each returns,
 // so a short window right after a recovery can see about twice what it
-// should (docs/redis.md has the figures). Acquire reserves by default:
-// one call takes the costs in the fleet's arrival order and returns the
-// instant they are covered, and the caller sleeps locally, so waiting
-// costs one call per decision whatever the number of waiters (a
-// subscription to the id's pauses and lowered rates, opened at the first
-// wait and ended by Close, tells sleepers of what another process stored;
-// without it, a sleeper asks at its instant). WithoutReservations decides
-// step by step instead.
+// should (docs/redis.md has the figures). WithReservations makes Acquire
+// reserve: one call takes the costs in the fleet's arrival order and
+// returns the instant they are covered, and the caller sleeps locally, so
+// waiting costs one call per decision whatever the number of waiters (a
+// subscription to the id's pauses, until Close, tells sleepers of a pause
+// another process stored; without it, a sleeper asks at its instant).
 // Lease mode (WithLease) takes
 // tokens in batches to cut round trips by about ten at high demand, at the
 // price of a looser burst bound.

@@ -162,16 +162,3 @@ func SlowHeard(l *Limiter) int64 {
 	_, gen, _, _, _ := l.e.pz.get()
 	return gen
 }
-
-// FeedOpened reports whether l's pause feed was opened.
-func FeedOpened(l *Limiter) bool {
-	l.e.feed.mu.Lock()
-	defer l.e.feed.mu.Unlock()
-	return l.e.feed.opened
-}
-
-// FeedLive reports whether l's pause feed is subscribed.
-func FeedLive(l *Limiter) bool {
-	_, ok := l.e.feed.token()
-	return ok
-}

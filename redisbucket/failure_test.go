@@ -231,7 +231,6 @@ func TestKillAndRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var stopOnce sync.Once

@@ -62,18 +62,17 @@ func NewLimiter(client redis.UniversalClient, id string, limits []Limit, opts ..
 	if err := e.start(); err != nil {
 		return nil, err
 	}
-	if e.o.feedAtStart {
+	if e.o.reserve {
 		e.startFeed()
 	}
 	return &Limiter{e: e}, nil
 }
 
-// Close ends what a Limiter keeps running once one of its reservations
-// has slept (or from its constructor, WithReservations): its subscription
-// to the fleet's pauses (a goroutine and a connection of its own). Built
-// WithoutReservations, or before any reservation slept, there is nothing
-// to end. A closed Limiter still decides; its reserved sleepers then ask
-// Redis at their instants whether a pause was stored.
+// Close ends what a Limiter built WithReservations keeps running: its
+// subscription to the fleet's pauses (a goroutine and a connection of
+// its own). Without WithReservations there is nothing to end. A closed
+// Limiter still decides; its reserved sleepers then ask Redis at their
+// instants whether a pause was stored, as before it subscribed.
 func (l *Limiter) Close() error {
 	l.e.closeFeed()
 	return nil

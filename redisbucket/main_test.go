@@ -56,16 +56,6 @@ func newRigOn(t testing.TB, be *redistest.Backend) *rig {
 // opts returns the options that put a limiter on this rig's key prefix and
 // time line.
 func (r *rig) opts(more ...redisbucket.Option) []redisbucket.Option {
-	// Step by step unless the test asks for reservations: most tests here
-	// pin the stepwise path (WithoutReservations, and a limit at a
-	// server's quota, take it); queue_test.go and the tests that pass
-	// WithReservations or use defaultOpts pin the reserved one.
-	o := append(r.defaultOpts(), redisbucket.WithoutReservations())
-	return append(o, more...)
-}
-
-// defaultOpts is the rig's options over the package's defaults.
-func (r *rig) defaultOpts() []redisbucket.Option {
 	// A generous call timeout: these tests check exact decisions, which a
 	// slow miniredis or the race detector must not hand to the failure policy.
 	o := []redisbucket.Option{redisbucket.WithPrefix(r.be.Prefix), redisbucket.WithClock(r.fc),
@@ -73,7 +63,7 @@ func (r *rig) defaultOpts() []redisbucket.Option {
 	if r.be.Mini == nil {
 		o = append(o, redisbucket.WithServerTime(r.fc.Now))
 	}
-	return o
+	return append(o, more...)
 }
 
 // advance moves both clocks; the server's first, so that a waiter woken by

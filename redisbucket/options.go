@@ -40,12 +40,10 @@ type options struct {
 	// constructor's check (WithStartWithoutRedis).
 	startWithout bool
 	// reserve makes Acquire reserve (reserve.go) instead of deciding again
-	// after each sleep; the default. feedAtStart opens the pause feed in
-	// the constructor (WithReservations) rather than at the first
-	// reservation that sleeps.
-	reserve     bool
-	feedAtStart bool
-	nilClock    bool // WithClock(nil), refused
+	// after each sleep (WithReservations), and opens the pause feed in the
+	// constructor.
+	reserve  bool
+	nilClock bool // WithClock(nil), refused
 	// serverTime replaces the server's TIME; tests use it to run exact
 	// traces on a real server. Nil in production.
 	serverTime func() time.Time
@@ -63,7 +61,6 @@ func buildOptions(opts []Option) (options, error) {
 		probeMin:    DefaultProbeMin,
 		probeMax:    DefaultProbeMax,
 		fleetTTL:    DefaultFleetTTL,
-		reserve:     true,
 	}
 	for i, opt := range opts {
 		if opt == nil {
@@ -177,33 +174,20 @@ func WithProbeBackoff(min, max time.Duration) Option {
 // not cure (an ACL refusal, say) fail the constructors either way.
 func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout = true } }
 
-// WithReservations opens, in the constructor, the pause feed that
-// reserved sleepers listen on, so that the very first reservations trust
-// it too; without it the feed opens at the first reservation that sleeps.
-// Reserving is the default (see WithoutReservations for what it does):
-// this option only moves when the feed opens.
-func WithReservations() Option {
-	return func(o *options) { o.reserve, o.feedAtStart = true, true }
-}
-
-// WithoutReservations makes a refused Acquire sleep and decide again, one
-// script call per waiter per grant, as before reservations were the
-// default; a Limiter built with it opens no pause feed and needs no Close.
-//
-// By default Acquire (a Bucket's without lease, and every permit's)
-// reserves its place in the fleet's queue: one script call takes the
-// costs in arrival order, below zero if need be, and returns the instant
-// they are covered; the caller sleeps locally until then. Waiting then
-// costs one call per decision whatever the number of waiters in the
+// WithReservations makes Acquire (a Bucket's without lease, and every
+// permit's) reserve its place in the fleet's queue: one script call takes
+// the costs in arrival order, below zero if need be, and returns the
+// instant they are covered; the caller sleeps locally until then. Waiting
+// then costs one call per decision whatever the number of waiters in the
 // fleet, and one more when a wait is cancelled (it gives back what nobody
 // reserved behind it). A pause, or a rate lowered by Limiter.Tune, that
 // another process stores while a caller sleeps reaches it over a Redis
-// pub/sub subscription opened at the first reservation that sleeps and
-// ended by Close; while the subscription is down, a sleeper whose process
-// has heard nothing from Redis in the last millisecond asks once at its
-// instant. Every window still admits at most capacity + rate × w at the
+// pub/sub subscription that the constructor opens and Close ends; while
+// the subscription is down, a sleeper whose process has heard nothing
+// from Redis in the last millisecond asks once at its instant. A waiter
+// the failure policy refused reserves again once Redis answers. Without
+// it, a refused Acquire sleeps and decides again, one call per waiter per
+// grant. Every window still admits at most capacity + rate × w at the
 // reserved instants. While a limit runs at a server's quota
-// (Limiter.Tune), Acquire decides step by step as with this option.
-func WithoutReservations() Option {
-	return func(o *options) { o.reserve, o.feedAtStart = false, false }
-}
+// (Limiter.Tune), Acquire decides step by step as without the option.
+func WithReservations() Option { return func(o *options) { o.reserve = true } }

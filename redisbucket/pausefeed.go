@@ -16,9 +16,8 @@ import (
 // decision. A sleeper trusts the feed only if it was subscribed, with no
 // break since, from before its reservation was sent to its wake: a message
 // published while the subscription was down is lost, and a sleeper that
-// cannot tell asks as before. The feed runs for a Limiter or Bucket that
-// reserves, from its first reservation that sleeps (its constructor,
-// WithReservations) to Close.
+// cannot tell asks as before. The feed runs for a Limiter or Bucket built
+// WithReservations, from its constructor to Close.
 type pauseFeed struct {
 	mu     sync.Mutex
 	live   bool   // subscribed, no error since
