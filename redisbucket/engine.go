@@ -50,7 +50,8 @@ type engine struct {
 	heard atomic.Int64 // when the last reply's call was sent, local Unix ns
 	batch batcher      // coalesces concurrent fast-path calls (coalesce.go)
 	est   estimates    // what this process's unsettled permits could give back
-	feed  pauseFeed    // pauses other processes stored, WithReservations (pausefeed.go)
+	feed  pauseFeed    // pauses and slowdowns other processes stored (pausefeed.go)
+	slows tuneMemo     // the shapes reserved sleepers were last stretched for (slowfeed.go)
 
 	st counters
 }

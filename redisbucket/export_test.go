@@ -155,3 +155,10 @@ func PauseHeard(l *Limiter) int64 {
 	until, _, _, _, _ := l.e.pz.get()
 	return until
 }
+
+// SlowHeard returns how many slowdowns (a rate lowered by Tune, in this
+// process or heard on its feed) stretched l's reserved sleepers.
+func SlowHeard(l *Limiter) int64 {
+	_, gen, _, _, _ := l.e.pz.get()
+	return gen
+}

@@ -40,7 +40,8 @@ type options struct {
 	// constructor's check (WithStartWithoutRedis).
 	startWithout bool
 	// reserve makes Acquire reserve (reserve.go) instead of deciding again
-	// after each sleep.
+	// after each sleep (WithReservations), and opens the pause feed in the
+	// constructor.
 	reserve  bool
 	nilClock bool // WithClock(nil), refused
 	// serverTime replaces the server's TIME; tests use it to run exact
@@ -179,14 +180,14 @@ func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout =
 // instant they are covered; the caller sleeps locally until then. Waiting
 // then costs one call per decision whatever the number of waiters in the
 // fleet, and one more when a wait is cancelled (it gives back what nobody
-// reserved behind it). A pause another process stores while a caller
-// sleeps reaches it over a Redis pub/sub subscription that the
-// constructor opens and Close ends; while the subscription is down, a
-// sleeper whose process has heard nothing from Redis in the last
-// millisecond asks once at its instant. Without it, a refused Acquire sleeps and
-// decides again, one call per waiter per grant. Every window still admits
-// at most capacity + rate × w at the reserved instants. While a limit runs
-// at a server's quota (Limiter.Tune), Acquire decides step by step as
-// without the option; a rate lowered while reservations sleep stretches
-// their waits only in the processes that heard the lower rate.
+// reserved behind it). A pause, or a rate lowered by Limiter.Tune, that
+// another process stores while a caller sleeps reaches it over a Redis
+// pub/sub subscription that the constructor opens and Close ends; while
+// the subscription is down, a sleeper whose process has heard nothing
+// from Redis in the last millisecond asks once at its instant. A waiter
+// the failure policy refused reserves again once Redis answers. Without
+// it, a refused Acquire sleeps and decides again, one call per waiter per
+// grant. Every window still admits at most capacity + rate × w at the
+// reserved instants. While a limit runs at a server's quota
+// (Limiter.Tune), Acquire decides step by step as without the option.
 func WithReservations() Option { return func(o *options) { o.reserve = true } }

@@ -19,12 +19,14 @@ import (
 // cannot tell asks as before. The feed runs for a Limiter or Bucket built
 // WithReservations, from its constructor to Close.
 type pauseFeed struct {
-	mu    sync.Mutex
-	live  bool   // subscribed, no error since
-	epoch uint64 // counts the breaks
-	stop  context.CancelFunc
-	done  chan struct{}
-	ps    *redis.PubSub
+	mu     sync.Mutex
+	live   bool   // subscribed, no error since
+	epoch  uint64 // counts the breaks
+	opened bool   // openFeed ran
+	closed bool   // closeFeed ran: the feed never opens again
+	stop   context.CancelFunc
+	done   chan struct{}
+	ps     *redis.PubSub
 }
 
 // pauseChannel is the channel a Limiter's pauses are published on: its
@@ -35,17 +37,14 @@ func (e *engine) pauseChannel() string { return e.key + ":pause" }
 // break: Redis is down, and the breaker's probes find out when it is back.
 const feedRetry = 100 * time.Millisecond
 
-// startFeed subscribes, waiting up to the call timeout for the
-// subscription to be confirmed (after which the feed is live, for the
-// first reservations too), and keeps the subscription in a goroutine of
-// its own until closeFeed.
+// startFeed opens the feed (openFeed) and waits up to the call timeout
+// for the subscription to be confirmed, after which the feed is live for
+// the first reservations too (WithReservations).
 func (e *engine) startFeed() {
-	f := &e.feed
-	ctx, stop := context.WithCancel(context.Background())
-	f.stop, f.done = stop, make(chan struct{})
-	f.ps = e.client.Subscribe(ctx)
-	first := make(chan struct{})
-	go e.runFeed(ctx, first)
+	first := e.openFeed()
+	if first == nil {
+		return
+	}
 	t := time.NewTimer(e.o.callTimeout)
 	defer t.Stop()
 	select {
@@ -54,18 +53,40 @@ func (e *engine) startFeed() {
 	}
 }
 
+// openFeed subscribes in a goroutine of its own that keeps the
+// subscription until closeFeed, once per engine and never after
+// closeFeed; it returns a channel closed when the first subscription is
+// confirmed or has failed, nil when the feed was opened or closed before.
+// A reservation that sleeps opens it without waiting: that sleeper asks at
+// its instant, the later ones hear the feed.
+func (e *engine) openFeed() chan struct{} {
+	f := &e.feed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.opened || f.closed {
+		return nil
+	}
+	f.opened = true
+	ctx, stop := context.WithCancel(context.Background())
+	f.stop, f.done = stop, make(chan struct{})
+	f.ps = e.client.Subscribe(ctx)
+	first := make(chan struct{})
+	go e.runFeed(ctx, f.ps, first)
+	return first
+}
+
 // runFeed receives the feed's messages until ctx ends; first is closed
 // when the first subscription is confirmed or has failed.
-func (e *engine) runFeed(ctx context.Context, first chan struct{}) {
+func (e *engine) runFeed(ctx context.Context, ps *redis.PubSub, first chan struct{}) {
 	f := &e.feed
 	defer close(f.done)
 	once := sync.OnceFunc(func() { close(first) })
 	defer once()
-	if err := f.ps.Subscribe(ctx, e.pauseChannel()); err != nil {
+	if err := ps.Subscribe(ctx, e.pauseChannel()); err != nil {
 		once()
 	}
 	for {
-		msg, err := f.ps.Receive(ctx)
+		msg, err := ps.Receive(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -92,6 +113,8 @@ func (e *engine) runFeed(ctx context.Context, first chan struct{}) {
 		case *redis.Message:
 			if until, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
 				e.pz.saw(until)
+			} else if i, t, ok := parseSlow(m.Payload); ok {
+				e.slowTo(i, t, e.o.clock.Now())
 			}
 		}
 	}
@@ -123,15 +146,21 @@ func (f *pauseFeed) heldSince(epoch uint64) bool {
 	return f.live && f.epoch == epoch
 }
 
-// closeFeed ends the subscription and waits for its goroutine.
+// closeFeed ends the subscription, if one was opened, and waits for its
+// goroutine; the feed does not open again.
 func (e *engine) closeFeed() {
 	f := &e.feed
-	if f.stop == nil {
+	f.mu.Lock()
+	f.closed = true
+	stop, ps, done := f.stop, f.ps, f.done
+	f.stop = nil
+	f.mu.Unlock()
+	if stop == nil {
 		return
 	}
-	f.stop()
-	f.ps.Close()
-	<-f.done
+	stop()
+	ps.Close()
+	<-done
 	f.broke()
 }
 

@@ -49,7 +49,30 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			return decision{}, err
 		}
 		if fail {
-			return e.acquire(ctx, costs, permit, dec)
+			// The failure policy decides this step; the next step
+			// reserves again if Redis is back. A waiter that stayed in
+			// acquire would, once Redis answers, decide step by step
+			// against a level that reservations keep below zero, and
+			// starve until its deadline.
+			d, err := dec(ctx)
+			if err != nil {
+				if ctxErr(ctx) != nil {
+					e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+				}
+				return d, err
+			}
+			if d.granted {
+				e.count(d, costs, throttle.EventGranted, e.o.clock.Since(start))
+				return d, nil
+			}
+			if err := e.hopeless(ctx, &d, costs); err != nil {
+				return d, err
+			}
+			if err := e.waitTurn(ctx, d, gen); err != nil {
+				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+				return d, err
+			}
+			continue
 		}
 		d := e.fromResult(res, costs)
 		if !d.granted {
@@ -67,6 +90,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			continue
 		}
 		if res.wait > 0 {
+			e.openFeed()
 			if err := e.sleepReserved(ctx, res, epoch, feedOK); err != nil {
 				e.giveBack(ctx, res, costs, permit)
 				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))

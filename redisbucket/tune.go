@@ -29,14 +29,10 @@ func (e *engine) tune(tm *tuneMemo, i int, limit int64, window time.Duration) {
 	if fail || err != nil || res.status != statusGranted {
 		return
 	}
-	if lower && !tm.known(i, t) {
-		// Reservations sleeping in this process were timed at the
-		// configured rate: the queue ahead of them drains at this one.
-		cfg := e.limits[i]
-		old := float64(cfg.num) / float64(cfg.den*cfg.unit)
-		if f := old / (float64(t[1]) / float64(t[2]*t[3])); f > 1 {
-			e.pz.slowed(f, now)
-		}
+	if lower && e.slowTo(i, t, now) {
+		// Reservations sleeping in this process and in the others were
+		// timed at the configured rate (slowfeed.go).
+		e.publishSlow(i, t)
 	}
 	tm.sent(i, t, now)
 }

@@ -1,0 +1,84 @@
+package redisbucket_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/redisbucket"
+)
+
+// A waiter whose reservation found Redis unavailable, and whom the
+// failure policy refused, reserves again once Redis answers: it takes its
+// place in the fleet's queue. Deciding step by step instead, it would
+// need a level that other processes' reservations keep below zero, and
+// starve (at 32 and 64 processes, calls passed their 30 s deadline so).
+func TestReserveAfterFailureTakesItsPlace(t *testing.T) {
+	r, m := miniRig(t)
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 1, Rate: throttle.Per(10, time.Second)}}
+	a, err := redisbucket.NewLimiter(miniClient(t, m), "rfail", limits, r.opts(redisbucket.WithReservations())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err := redisbucket.NewLimiter(miniClient(t, m), "rfail", limits, append(r.opts(redisbucket.WithReservations()),
+		redisbucket.WithFailurePolicy(redisbucket.FailLocal(throttle.Per(1, time.Second))),
+		redisbucket.WithProbeBackoff(50*time.Millisecond, 50*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ok, err := a.TryAcquire(1); !ok || err != nil {
+		t.Fatalf("empty the bucket: %v %v", ok, err)
+	}
+	m.SetError("LOADING")
+	b.TryAcquire(1) // spends b's local bucket, if it held anything
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(context.Background(), 1) // refused by the policy, waits
+		bDone <- err
+	}()
+	if err := r.fc.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	m.SetError("")
+	reserve := func(n int) {
+		for range n {
+			go func() {
+				if _, err := a.Acquire(context.Background(), 1); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	reserve(15) // a's queue: +100ms ... +1500ms
+	if err := r.fc.BlockUntilContext(ctx, 16); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(time.Second) // b's local wait ends; a's first 10 go
+	if err := r.fc.BlockUntilContext(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	reserve(10) // after b's step: behind it if b reserved
+	if err := r.fc.BlockUntilContext(ctx, 16); err != nil {
+		t.Fatal(err)
+	}
+	// b's place: behind a's first 15 and the token its policy granted
+	// while Redis was down, charged to Redis when b reached it again.
+	r.advance(700 * time.Millisecond)
+	select {
+	case err := <-bDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("b was not granted at +1.7 s, its place in the queue: it decided step by step against a's reservations")
+	}
+	r.advance(time.Second) // a's last 10
+	if err := r.fc.BlockUntilContext(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,89 @@
+package redisbucket_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/redisbucket"
+)
+
+// A rate one process lowers (Tune) reaches another's reserved sleeper
+// through the feed: the sleeper's wait, timed at the configured rate,
+// stretches as the queue ahead drains at the lowered one, so the fleet
+// does not wake it into the lowered quota early.
+func TestSlowFeedStretchesReservedSleepers(t *testing.T) {
+	r := newRig(t)
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 2, Rate: throttle.Per(10, time.Second)}}
+	a := r.limiter("slowfeed", limits, redisbucket.WithReservations())
+	b := r.limiter("slowfeed", limits, redisbucket.WithReservations())
+	ctx := context.Background()
+	if ok, err := a.TryAcquire(2); !ok || err != nil {
+		t.Fatalf("empty the bucket: %v %v", ok, err)
+	}
+	start := r.fc.Now()
+	granted := make(chan time.Time, 1)
+	go func() {
+		p, err := b.Acquire(ctx, 1) // reserved for +100ms at 10/s
+		if err != nil {
+			t.Error(err)
+		} else {
+			p.Settle(1)
+		}
+		granted <- r.fc.Now()
+	}()
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	a.Tune(0, 5, time.Second) // the server's quota: half the rate
+	for deadline := time.Now().Add(10 * time.Second); redisbucket.SlowHeard(b) == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the lowered rate never reached the other process's feed")
+		}
+	}
+	r.advance(100 * time.Millisecond) // the instant at the configured rate
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-granted:
+		t.Fatalf("granted at +%v, at the instant the configured rate gave", at.Sub(start))
+	default:
+	}
+	r.advance(100 * time.Millisecond)
+	if at := <-granted; at.Sub(start) < 200*time.Millisecond {
+		t.Fatalf("granted at +%v, before the lowered rate covers it (+200ms)", at.Sub(start))
+	}
+}
+
+// A slowdown heard twice (the publisher hears its own message, and
+// processes tune to the same quota) stretches the sleepers once.
+func TestSlowFeedOncePerShape(t *testing.T) {
+	r := newRig(t)
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 2, Rate: throttle.Per(10, time.Second)}}
+	a := r.limiter("slowonce", limits, redisbucket.WithReservations())
+	b := r.limiter("slowonce", limits, redisbucket.WithReservations())
+	a.Tune(0, 5, time.Second)
+	for deadline := time.Now().Add(10 * time.Second); redisbucket.SlowHeard(b) == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the lowered rate never reached the other process's feed")
+		}
+	}
+	b.Tune(0, 5, time.Second)
+	// a's own message comes back on its feed: publish one more through b's
+	// pause (a bare integer) and wait for it, so that a's feed has read
+	// everything before it.
+	b.PauseUntil(r.fc.Now().Add(time.Millisecond))
+	for deadline := time.Now().Add(10 * time.Second); redisbucket.PauseHeard(a) == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the pause never reached a's feed")
+		}
+	}
+	if n, m := redisbucket.SlowHeard(a), redisbucket.SlowHeard(b); n != 1 || m != 1 {
+		t.Fatalf("slowdowns applied: a %d, b %d; want 1 each", n, m)
+	}
+}
