@@ -157,8 +157,8 @@ func (b *Budget) storeKey() string {
 	return b.c.name + "/" + b.key
 }
 
-// crossed tells the OnThreshold function and the observers of the thresholds a spend going
-// from before to after reached.
+// crossed tells the OnThreshold function and the observers of the
+// thresholds a spend going from before to after reached.
 func (b *Budget) crossed(before, after int64, resets time.Time) {
 	if (b.c.alert == nil && len(b.c.obs) == 0) || after <= before {
 		return

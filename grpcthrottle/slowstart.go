@@ -14,10 +14,9 @@ import (
 // server that no answer has checked yet, and a burst sent whole reaches a
 // server that allows less before its first refusal can come back. Half
 // the burst (in calls) goes first; each success lets half of what is left
-// unconfirmed follow; the first refusal, or a confirmed whole burst (or
-// maxSlowStart successes), ends
-// it, and the Gate alone decides from then on (the congestion control
-// takes a refusal from there). It is the Client's, not each Gate's, so
+// unconfirmed follow; the first refusal, a confirmed whole burst or
+// maxSlowStart successes end it, and the Gate alone decides from then on
+// (the congestion control takes a refusal from there). It is the Client's, not each Gate's, so
 // that it costs no memory per key: under PerKey only the first calls of
 // the Client are held.
 type slowStart struct {

@@ -615,7 +615,8 @@ type autoQuota struct {
 	lanes     []*lane
 	lim       *autoGate          // over the lanes' buckets
 	comb      *autoGate          // lim joined with the user's buckets combUser
-	combUser  []*throttle.Bucket //
+	combUser  []*throttle.Bucket // of the Limiter combLim
+	combLim   *throttle.Limiter  //
 	combOf    *autoGate          // the lim comb was made from
 	resources []resource         // GitHub: path segment to resource, on the base quota
 	throttled int64
@@ -675,11 +676,15 @@ func (q *autoQuota) limiter(user *throttle.Limiter) (*autoGate, error) {
 	if user == nil {
 		return q.lim, nil
 	}
+	if q.comb != nil && q.combOf == q.lim && q.combLim == user {
+		return q.comb, nil // a Limiter's buckets never change
+	}
 	ubs, err := bucketsOf(user)
 	if err != nil {
 		return nil, err
 	}
 	if q.comb != nil && q.combOf == q.lim && slices.Equal(q.combUser, ubs) {
+		q.combLim = user
 		return q.comb, nil
 	}
 	bs := append(slices.Clone(ubs), q.lim.bs...)
@@ -687,7 +692,7 @@ func (q *autoQuota) limiter(user *throttle.Limiter) (*autoGate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("throttle: Auto with explicit limits: %w", err)
 	}
-	q.comb, q.combUser, q.combOf = &autoGate{l, q, bs}, ubs, q.lim
+	q.comb, q.combUser, q.combLim, q.combOf = &autoGate{l, q, bs}, ubs, user, q.lim
 	return q.comb, nil
 }
 

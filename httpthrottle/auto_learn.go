@@ -709,9 +709,13 @@ func (q *autoQuota) restoreAt(ln *lane, end int64) {
 }
 
 // latestPause is the end of the latest pause on l's buckets, or zero.
-func latestPause(l *throttle.Limiter) time.Time {
+func latestPause(l *throttle.Limiter) time.Time { return latestOf(l.Status(nil)) }
+
+// latestOf is the end of the latest pause among sts, or zero: the one
+// loop behind latestPause, stretchPause and gatePause.
+func latestOf(sts []throttle.LimitStatus) time.Time {
 	var until time.Time
-	for _, st := range l.Status(nil) {
+	for _, st := range sts {
 		if st.Paused.After(until) {
 			until = st.Paused
 		}
@@ -824,7 +828,8 @@ func (ln *lane) apply(a *AutoLimiter) {
 func (q *autoQuota) stretchPause(l *throttle.Limiter, maxPause time.Duration) {
 	a := q.a
 	now := a.wall()
-	until := latestPause(l)
+	sts := l.Status(nil)
+	until := latestOf(sts)
 	if until.IsZero() {
 		return
 	}
@@ -841,7 +846,7 @@ func (q *autoQuota) stretchPause(l *throttle.Limiter, maxPause time.Duration) {
 	if stretch > 0 {
 		until = until.Add(stretch)
 		// The stretch is of the server's pause: it keeps its cause.
-		for _, st := range l.Status(nil) {
+		for _, st := range sts {
 			if st.Cause != "" {
 				l.Observe(throttle.Event{Kind: throttle.EventPaused, Limit: st.Name, Until: until, Reason: st.Cause})
 			}

@@ -483,7 +483,7 @@ func (x *exchange) send() (*http.Response, error) {
 	if taken {
 		var full uint64
 		if x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
-			full = t.bursts.full(x.g, x.costs)
+			full = t.bursts.full(x.g, x.costs, false)
 		}
 		w, err := x.takeTurn()
 		if err != nil {
@@ -491,8 +491,7 @@ func (x *exchange) send() (*http.Response, error) {
 		}
 		waited = w
 		if x.via.member != nil && x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
-			// The member is known only once taken: full before the take.
-			full = t.bursts.fullAfter(x.g, x.costs)
+			full = t.bursts.full(x.g, x.costs, true)
 		}
 		if x.bursting() {
 			if err := x.joinBurst(full); err != nil {
@@ -786,16 +785,10 @@ func (x *exchange) waitPause() error {
 // gatePause is the end of the latest pause in force on a limit of g, zero
 // if none or if g is no Meter.
 func gatePause(g *gate) time.Time {
-	var until time.Time
 	if g.meter == nil {
-		return until
+		return time.Time{}
 	}
-	for _, st := range g.meter.Status(nil) {
-		if st.Paused.After(until) {
-			until = st.Paused
-		}
-	}
-	return until
+	return latestOf(g.meter.Status(nil))
 }
 
 // dropLast discards the response kept from the previous attempt.

@@ -97,24 +97,19 @@ func (k *burstBook) idle(g *gate) bool {
 }
 
 // full returns the mask of the limits of g at their capacity that a call
-// of costs takes from: read before the call takes them.
-func (k *burstBook) full(g *gate, costs []int64) (mask uint64) {
+// of costs takes from: read before the call takes them, or, taken, just
+// after it took them.
+func (k *burstBook) full(g *gate, costs []int64, taken bool) (mask uint64) {
 	var buf [4]throttle.LimitStatus
 	for i, st := range g.meter.Status(buf[:0]) {
-		if i < min(len(costs), maxBurstLimits) && costs[i] != 0 && st.Remaining >= st.Capacity {
-			mask |= 1 << i
+		if i >= min(len(costs), maxBurstLimits) || costs[i] == 0 {
+			continue
 		}
-	}
-	return mask
-}
-
-// fullAfter is full for a call that has just taken costs from g: the
-// limits that were at their capacity before it (a pool's member is known
-// only once it served the call).
-func (k *burstBook) fullAfter(g *gate, costs []int64) (mask uint64) {
-	var buf [4]throttle.LimitStatus
-	for i, st := range g.meter.Status(buf[:0]) {
-		if i < min(len(costs), maxBurstLimits) && costs[i] != 0 && st.Remaining+costs[i] >= st.Capacity {
+		before := st.Remaining
+		if taken { // read just after the call took costs: a pool's member is known only then
+			before += costs[i]
+		}
+		if before >= st.Capacity {
 			mask |= 1 << i
 		}
 	}

@@ -15,8 +15,8 @@ import (
 // out of quarantine, and Meters (a member that is no Meter cannot be
 // counted, and is left out) — of their Capacity, Remaining (none for a
 // paused member: nothing of it serves before its pause ends), Rate,
-// Waiting and Level; Reset is the longest of theirs (the pool is full again when
-// the last of them is); Oldest is the longest wait queued on any. The pool
+// Waiting and Level; Reset is the longest of theirs (the pool is full
+// again when the last of them is); Oldest is the longest wait queued on any. The pool
 // is paused only while every such member is: Paused is then the earliest
 // end, the first instant a member serves again, with that member's Cause.
 // With no member counted, a limit reports the first member's capacity and
