@@ -114,27 +114,47 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 	for {
 		if !have {
 			gen = e.est.gen.Load()
+			var done bool
 			var err error
-			if d, err = dec(ctx); err != nil {
-				if ctxErr(ctx) != nil {
-					e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
-				}
-				return d, err
-			}
-			if d.granted {
-				e.count(d, costs, throttle.EventGranted, e.o.clock.Since(start))
-				return d, nil
-			}
-			if err := e.hopeless(ctx, &d, costs); err != nil {
+			if d, done, err = e.step(ctx, costs, start, dec); done {
 				return d, err
 			}
 		}
 		have = false
-		if err := e.waitTurn(ctx, d, gen); err != nil {
-			e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+		if err := e.waitOut(ctx, d, gen, costs, start); err != nil {
 			return d, err
 		}
 	}
+}
+
+// step takes one decision with dec for an Acquire of costs begun at start:
+// done, with the Acquire's result, when it is granted, failed or hopeless;
+// otherwise d is to be waited out (waitOut).
+func (e *engine) step(ctx context.Context, costs []int64, start time.Time, dec func(context.Context) (decision, error)) (d decision, done bool, err error) {
+	if d, err = dec(ctx); err != nil {
+		if ctxErr(ctx) != nil {
+			e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+		}
+		return d, true, err
+	}
+	if d.granted {
+		e.count(d, costs, throttle.EventGranted, e.o.clock.Since(start))
+		return d, true, nil
+	}
+	if err := e.hopeless(ctx, &d, costs); err != nil {
+		return d, true, err
+	}
+	return d, false, nil
+}
+
+// waitOut sleeps d.wait (waitTurn) for an Acquire of costs begun at start,
+// counting it cancelled if ctx ends first.
+func (e *engine) waitOut(ctx context.Context, d decision, gen uint64, costs []int64, start time.Time) error {
+	if err := e.waitTurn(ctx, d, gen); err != nil {
+		e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+		return err
+	}
+	return nil
 }
 
 // hopeless returns the error that ends an Acquire refused with d: a limit

@@ -54,22 +54,11 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			// acquire would, once Redis answers, decide step by step
 			// against a level that reservations keep below zero, and
 			// starve until its deadline.
-			d, err := dec(ctx)
-			if err != nil {
-				if ctxErr(ctx) != nil {
-					e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
-				}
+			d, done, err := e.step(ctx, costs, start, dec)
+			if done {
 				return d, err
 			}
-			if d.granted {
-				e.count(d, costs, throttle.EventGranted, e.o.clock.Since(start))
-				return d, nil
-			}
-			if err := e.hopeless(ctx, &d, costs); err != nil {
-				return d, err
-			}
-			if err := e.waitTurn(ctx, d, gen); err != nil {
-				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+			if err := e.waitOut(ctx, d, gen, costs, start); err != nil {
 				return d, err
 			}
 			continue
@@ -83,8 +72,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			if err := e.hopeless(ctx, &d, costs); err != nil {
 				return d, err
 			}
-			if err := e.waitTurn(ctx, d, gen); err != nil {
-				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+			if err := e.waitOut(ctx, d, gen, costs, start); err != nil {
 				return d, err
 			}
 			continue
