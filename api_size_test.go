@@ -26,11 +26,15 @@ import (
 // raised it to 74 for EventThreshold: a budget's alert reaches the
 // observers a program already has (slogthrottle, otelthrottle, the status
 // page) as one more kind of Event rather than through a callback only.
+// Issue 43 raised it to 75 for Keyed.Gate: a key's Gate that decides on
+// the key's compact record, so that code over any Gate (the gRPC
+// interceptors, the HTTP layer) keeps a server's keys compact through the
+// public seam; Limiter makes the key's Limiter, several hundred bytes.
 // httpthrottle's bound is 56, above issue 36's 55, for the one way a
 // pool's member is sent a request (issue 39): WithRoutes, and RouteTo for
 // the usual route (a base URL and a credential).
 func TestAPISize(t *testing.T) {
-	for dir, most := range map[string]int{".": 74, "httpthrottle": 56} {
+	for dir, most := range map[string]int{".": 75, "httpthrottle": 56} {
 		if n := exportedNames(t, dir); n > most {
 			t.Errorf("package %s exports %d names, at most %d: fold the new one into an existing way, or raise the bound with the reason", dir, n, most)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync/atomic"
 	"time"
 	"weak"
@@ -154,22 +155,35 @@ func (k *Keyed[K]) shard(key K) (*shard[K], uint32) {
 // nothing. It never blocks. A zero cost leaves that limit out; at least one
 // cost must be positive. It is Limiter.TryAcquire on the key's limiter.
 func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
+	ok, _, err := k.try(key, costs, false)
+	return ok, err
+}
+
+// try is TryAcquire. With quiet set it leaves a key that has a Limiter
+// alone (held true: the caller acts on that Limiter) and tells the
+// observer nothing of a refusal, for a caller that waits next (Take).
+func (k *Keyed[K]) try(key K, costs []int64, quiet bool) (ok, held bool, err error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
 	e, now, steps, err := s.find(k, key, tag, costs, findMake)
 	if err != nil {
 		s.mu.Unlock()
-		return false, err
+		return false, false, err
 	}
 	if h := e.held(); h != nil {
+		if quiet {
+			s.sweep(now, steps)
+			s.mu.Unlock()
+			return false, true, nil
+		}
 		h.inflight.Add(1)
 		s.sweep(now, steps)
 		s.mu.Unlock()
 		defer h.inflight.Add(-1)
-		return h.lim.TryAcquire(costs...)
+		ok, err := h.lim.TryAcquire(costs...)
+		return ok, false, err
 	}
 	p := e.prof()
-	var ok bool
 	if c := costs; e.plain() && len(c) == 1 && c[0] > 0 && c[0] <= p.shapes[0].Cap {
 		// One limit, compact, a valid cost: e.try, unrolled.
 		sh := &p.shapes[0]
@@ -183,29 +197,30 @@ func (k *Keyed[K]) TryAcquire(key K, costs ...int64) (bool, error) {
 		if err := p.check(costs); err != nil {
 			s.mu.Unlock()
 			if errors.Is(err, errClosed) { // refused, not a mistake
-				if k.obs != nil {
+				if k.obs != nil && !quiet {
 					p.observeWait(k.obs, costs, EventRejected, nil)
 				}
-				return false, nil
+				return false, false, nil
 			}
-			return false, err
+			return false, false, err
 		}
 		ok = e.try(costs, now)
 	}
+	tell := k.obs != nil && (ok || !quiet)
 	var why *WaitError
-	if !ok && k.obs != nil {
+	if !ok && tell {
 		why = e.rejectedWhy(costs, now)
 	}
 	s.sweep(now, steps)
 	s.mu.Unlock()
-	if k.obs != nil {
+	if tell {
 		kind := EventRejected
 		if ok {
 			kind = EventGranted
 		}
 		p.observeWait(k.obs, costs, kind, why)
 	}
-	return ok, nil
+	return ok, false, nil
 }
 
 // WaitTime reports how long until TryAcquire(key, costs...) would succeed,
@@ -333,17 +348,23 @@ func (k *Keyed[K]) Acquire(ctx context.Context, key K, costs ...int64) (Permit, 
 // dropped once it is idle and full, and a Bucket kept alone is then no
 // longer the key's.
 func (k *Keyed[K]) Limiter(key K) *Limiter {
+	l, _ := k.limiter(key)
+	return l
+}
+
+// limiter is Limiter, with the error that config's limits for key gave.
+func (k *Keyed[K]) limiter(key K) (*Limiter, error) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
 	e, now, steps, err := s.find(k, key, tag, nil, findForce)
 	if err != nil {
 		s.mu.Unlock()
-		return nil
+		return nil, err
 	}
 	l := k.materialise(e).limiter()
 	s.sweep(now, steps)
 	s.mu.Unlock()
-	return l
+	return l, nil
 }
 
 // Len returns the number of keys held now: those used recently and not yet
@@ -393,6 +414,7 @@ func (k *Keyed[K]) sweepAll() int {
 // profile per shard, so a key costs a pointer, not a copy of its limits.
 type profile struct {
 	limits []Limit
+	handed []Limit // a copy of limits for Gate.Limits, which its callers may spoil
 	shapes []shape
 	sig    string // key in the shard's intern map
 	refs   int    // entries using it; guarded by the shard's lock
@@ -411,7 +433,7 @@ func newProfile(limits []Limit, sig string) (*profile, error) {
 	if len(limits) == 0 {
 		return nil, fmt.Errorf("%w: config returned no limits", ErrInvalidOption)
 	}
-	p := &profile{limits: append([]Limit(nil), limits...), shapes: make([]shape, len(limits)), sig: sig}
+	p := &profile{limits: slices.Clone(limits), handed: slices.Clone(limits), shapes: make([]shape, len(limits)), sig: sig}
 	for i, l := range limits {
 		s, err := l.Rate.shape(l.Capacity)
 		if err != nil {

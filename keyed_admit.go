@@ -83,20 +83,7 @@ func (k *Keyed[K]) decide(e *entry[K], p *profile, costs []int64, status []Limit
 		return decision{}, err
 	}
 	d := decision{OK: e.try(costs, now), Costs: costs}
-	for i := range p.shapes {
-		sh, l := &p.shapes[i], e.get(i)
-		reset := time.Duration(-1)
-		if t := sh.ReadyAt(&l, sh.Cap); t != exact.Never {
-			reset = time.Duration(t - now)
-		}
-		status = append(status, LimitStatus{
-			Name:      p.limits[i].Name,
-			Capacity:  sh.Cap,
-			Rate:      p.limits[i].Rate,
-			Remaining: max(l.Tokens, 0),
-			Reset:     reset,
-		})
-	}
+	status = e.status(p, now, status)
 	d.Status = status
 	if !d.OK {
 		d.Wait = -1

@@ -22,3 +22,14 @@ func TestConformanceMemory(t *testing.T) {
 		return l
 	})
 }
+
+// TestConformanceKeyedGate runs it on a Keyed's Gate of one key, which
+// decides on the key's compact record until the key needs a Limiter.
+func TestConformanceKeyedGate(t *testing.T) {
+	throttletest.Conformance(t, func(t *testing.T, capacity int64, rate throttle.Rate) throttle.Gate {
+		k := throttle.NewKeyed(func(string) []throttle.Limit {
+			return []throttle.Limit{{Name: "conformance", Capacity: capacity, Rate: rate}}
+		})
+		return k.Gate("tenant")
+	})
+}
