@@ -28,3 +28,17 @@ func ExampleKeyed() {
 	fmt.Println(ok, limits.Len())
 	// Output: true true false true 2
 }
+
+// A key's Gate serves code written for any Gate, here a check of what is
+// left before a call, while the key stays a compact record: its Status is
+// read, and its costs taken, without making the key a Limiter.
+func ExampleKeyed_Gate() {
+	perTenant := throttle.NewKeyed(func(string) []throttle.Limit {
+		return []throttle.Limit{{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Minute)}}
+	})
+	g := perTenant.Gate("acme")
+	ok, _ := g.(throttle.Taker).TryAcquire(3)
+	st := g.(throttle.Meter).Status(nil)
+	fmt.Println(ok, st[0].Name, st[0].Remaining, "of", st[0].Capacity, g == perTenant.Gate("acme"))
+	// Output: true requests 7 of 10 true
+}

@@ -62,7 +62,10 @@ func (c *config) limitCount(g throttle.Gate) int {
 		return last.n
 	}
 	n := len(g.Limits())
-	if reflect.TypeOf(g).Comparable() {
+	// A new record only for a new count: Gates that come and go (a
+	// Keyed's, one per key) would otherwise cost one a call, and one that
+	// alternates with the remembered Gate already paid for its Limits.
+	if last := c.last.Load(); (last == nil || last.n != n) && reflect.TypeOf(g).Comparable() {
 		c.last.Store(&gateCount{g, n})
 	}
 	return n

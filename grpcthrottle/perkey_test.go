@@ -38,44 +38,100 @@ func TestHashedMetadataKey(t *testing.T) {
 	}
 }
 
-// What a server's per-key admission allocates, its own and the Keyed's,
-// with a stub handler: grpc-go's copy of the metadata value, and the
-// Keyed's Limiter for the key and what holds it. A guard against more:
-// the goal of one allocation needs the server to decide on the Keyed's
-// compact state, as httpthrottle's LimitHandler does, which it does not.
+// What a server's per-key admission allocates, with a stub handler: the
+// key's Gate as an interface value (16 bytes for a hashed key, 24 for a
+// string), and, for a key read from metadata, grpc-go's copy of the
+// metadata value (metadata.ValueFromIncomingContext copies what it
+// returns). The key's record is compact: no Limiter is made for it.
 func TestPerKeyAllocations(t *testing.T) {
-	keyed := throttle.NewKeyed(func(uint64) []throttle.Limit {
-		return []throttle.Limit{{Name: "requests", Capacity: 1 << 60, Rate: throttle.Per(1<<40, time.Second)}}
-	}, throttle.WithClock(clockwork.NewRealClock()))
-	srv := grpcthrottle.NewServer(grpcthrottle.PerKey(keyed, grpcthrottle.HashedMetadataKey("x-api-key")))
-	f := srv.UnaryServerInterceptor()
+	limits := []throttle.Limit{{Name: "requests", Capacity: 1 << 60, Rate: throttle.Per(1<<40, time.Second)}}
+	hashed := throttle.NewKeyed(func(uint64) []throttle.Limit { return limits }, throttle.WithClock(clockwork.NewRealClock()))
+	byMethod := throttle.NewKeyed(func(string) []throttle.Limit { return limits }, throttle.WithClock(clockwork.NewRealClock()))
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", strings.Repeat("k", 1<<10)))
 	info := &grpc.UnaryServerInfo{FullMethod: "/grpc.testing.TestService/UnaryCall"}
-	reply := &testpb.SimpleResponse{}
+	req, reply := &testpb.SimpleRequest{}, &testpb.SimpleResponse{}
 	handler := func(context.Context, any) (any, error) { return reply, nil }
-	run := func() { _, _ = f(ctx, &testpb.SimpleRequest{}, info, handler) }
-	run()
-	if got := testing.AllocsPerRun(1000, run); got > 5 {
-		t.Errorf("%v allocations a call, want at most 5", got)
+	for _, tc := range []struct {
+		name string
+		pick grpcthrottle.Pick
+		want float64
+	}{
+		{"MethodKey: the Gate", grpcthrottle.PerKey(byMethod, grpcthrottle.MethodKey), 1},
+		{"HashedMetadataKey: the Gate and grpc-go's copy of the value", grpcthrottle.PerKey(hashed, grpcthrottle.HashedMetadataKey("x-api-key")), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := grpcthrottle.NewServer(tc.pick).UnaryServerInterceptor()
+			run := func() {
+				if _, err := f(ctx, req, info, handler); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run()
+			if got := testing.AllocsPerRun(1000, run); got > tc.want {
+				t.Errorf("%v allocations a call, want at most %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Keys a server admitted through PerKey are dropped by the Keyed's lazy
+// sweep once idle and full, as later calls on other keys come: no Sweep,
+// no garbage collection needed, since a key merely spending never gets a
+// Limiter.
+func TestPerKeyFreedWithoutSweep(t *testing.T) {
+	clk := clockwork.NewFakeClock()
+	keyed := throttle.NewKeyed(func(string) []throttle.Limit {
+		return []throttle.Limit{{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Second)}}
+	}, throttle.WithClock(clk))
+	f := grpcthrottle.NewServer(grpcthrottle.PerKey(keyed, grpcthrottle.MetadataKey("x-api-key"))).UnaryServerInterceptor()
+	info := &grpc.UnaryServerInfo{FullMethod: "/grpc.testing.TestService/UnaryCall"}
+	handler := func(context.Context, any) (any, error) { return nil, nil }
+	call := func(key string) {
+		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", key))
+		if _, err := f(ctx, nil, info, handler); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 1000
+	for i := range n {
+		call("old-" + strconv.Itoa(i))
+	}
+	if got := keyed.Len(); got != n {
+		t.Fatalf("%d keys held, want %d", got, n)
+	}
+	clk.Advance(2 * time.Second) // past the keys' refill time: idle and full
+	for i := range n {
+		call("new-" + strconv.Itoa(i))
+		call("new-" + strconv.Itoa(i))
+	}
+	if got := keyed.Len(); got > n+n/4 {
+		t.Errorf("%d keys held after %d calls on %d new keys, want the %d idle ones mostly dropped", got, 2*n, n, n)
 	}
 }
 
 // BenchmarkPerKeyMemory measures the heap a server's Keyed holds per key
-// admitted through PerKey, for keys of 1 KiB sent as metadata, by
-// MetadataKey (the value held whole) and by HashedMetadataKey.
+// admitted through PerKey, for keys sent as metadata values of 1 KiB, by
+// MetadataKey (the value held whole) and by HashedMetadataKey, for 4,096
+// keys and for the default cap (524,288: "cap"), and reports the whole
+// heap held at the cap in MB.
 func BenchmarkPerKeyMemory(b *testing.B) {
-	const keys = 4096
 	value := strings.Repeat("k", 1<<10)
-	limits := []throttle.Limit{{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Second)}}
+	// A refill of hours: no key is idle and full, and dropped, during the run.
+	limits := []throttle.Limit{{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Hour)}}
 	for _, tc := range []struct {
 		name string
+		keys int
 		pick func() (grpcthrottle.Pick, func() int)
 	}{
-		{"MetadataKey", func() (grpcthrottle.Pick, func() int) {
+		{"MetadataKey", 4096, func() (grpcthrottle.Pick, func() int) {
 			k := throttle.NewKeyed(func(string) []throttle.Limit { return limits })
 			return grpcthrottle.PerKey(k, grpcthrottle.MetadataKey("x-api-key")), k.Len
 		}},
-		{"HashedMetadataKey", func() (grpcthrottle.Pick, func() int) {
+		{"HashedMetadataKey", 4096, func() (grpcthrottle.Pick, func() int) {
+			k := throttle.NewKeyed(func(uint64) []throttle.Limit { return limits })
+			return grpcthrottle.PerKey(k, grpcthrottle.HashedMetadataKey("x-api-key")), k.Len
+		}},
+		{"HashedMetadataKey/cap", 524288, func() (grpcthrottle.Pick, func() int) {
 			k := throttle.NewKeyed(func(uint64) []throttle.Limit { return limits })
 			return grpcthrottle.PerKey(k, grpcthrottle.HashedMetadataKey("x-api-key")), k.Len
 		}},
@@ -89,16 +145,18 @@ func BenchmarkPerKeyMemory(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				for i := range keys {
+				for i := range tc.keys {
 					ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", value+strconv.Itoa(i)))
 					_, _ = f(ctx, nil, info, handler)
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)
-				if n() != keys {
-					b.Fatalf("%d keys held, want %d", n(), keys)
+				if n() != tc.keys {
+					b.Fatalf("%d keys held, want %d", n(), tc.keys)
 				}
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/keys, "B/key")
+				held := float64(after.HeapAlloc - before.HeapAlloc)
+				b.ReportMetric(held/float64(tc.keys), "B/key")
+				b.ReportMetric(held/1e6, "MB")
 				runtime.KeepAlive(pick)
 			}
 		})

@@ -28,15 +28,16 @@ func Shared(g throttle.Gate) Pick {
 type KeyFunc func(ctx context.Context, method string) string
 
 // PerKey returns a Pick that gives each key, as key says, its own limits
-// from k: k.Limiter(key(ctx, method)), a full Limiter per key in use
-// (several hundred bytes, the key's own bytes besides) until k drops the
-// key. key is a KeyFunc for a Keyed[string], or HashedMetadataKey's
-// function for a Keyed[uint64], whose keys cost eight bytes however long
-// the values clients send: prefer it on a server, where clients choose
-// their keys.
+// from k: the key's Gate (Keyed.Gate), which decides on the key's compact
+// record, so that a server's keys stay a few dozen bytes each while their
+// clients merely spend (a pause, a wait or a Permit gives a key its
+// Limiter until the Keyed drops it). key is a KeyFunc for a Keyed[string],
+// whose keys hold the values clients send, or HashedMetadataKey's function
+// for a Keyed[uint64], whose keys cost eight bytes however long the
+// values: prefer it on a server, where clients choose their keys.
 func PerKey[K comparable](k *throttle.Keyed[K], key func(ctx context.Context, method string) K) Pick {
 	return func(ctx context.Context, method string, _ any) (throttle.Gate, error) {
-		return k.Limiter(key(ctx, method)), nil
+		return k.Gate(key(ctx, method)), nil
 	}
 }
 

@@ -150,7 +150,7 @@ func (s *Server) admit(ctx context.Context, method string, req any, ss grpc.Serv
 		if wait, err = g.WaitTime(costs...); err != nil {
 			wait = -1
 		}
-	case errors.Is(err, throttle.ErrCostExceedsCapacity), errors.Is(err, throttle.ErrCostExceedsCapacity), errors.Is(err, throttle.ErrCostExceedsCapacity):
+	case errors.Is(err, throttle.ErrCostExceedsCapacity):
 		wait = -1
 	default:
 		return nil, nil, status.Errorf(codes.Internal, "grpcthrottle: %s: %v", method, err)
