@@ -162,3 +162,35 @@ func BenchmarkPerKeyMemory(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPerKeyAdmit is a server's admission of a unary call under
+// PerKey with MetadataKey, with a stub handler: one key ("hot"), or 1,000
+// keys in turn ("distinct").
+func BenchmarkPerKeyAdmit(b *testing.B) {
+	for _, keys := range []int{1, 1000} {
+		name := "hot"
+		if keys > 1 {
+			name = "distinct"
+		}
+		b.Run(name, func(b *testing.B) {
+			keyed := throttle.NewKeyed(func(string) []throttle.Limit {
+				return []throttle.Limit{{Name: "requests", Capacity: 1 << 60, Rate: throttle.Per(1<<40, time.Second)}}
+			})
+			f := grpcthrottle.NewServer(grpcthrottle.PerKey(keyed, grpcthrottle.MetadataKey("x-api-key"))).UnaryServerInterceptor()
+			info := &grpc.UnaryServerInfo{FullMethod: "/grpc.testing.TestService/UnaryCall"}
+			handler := func(context.Context, any) (any, error) { return nil, nil }
+			ctxs := make([]context.Context, keys)
+			for i := range ctxs {
+				ctxs[i] = metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", "key-"+strconv.Itoa(i)))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_, _ = f(ctxs[i], nil, info, handler)
+				if i++; i == keys {
+					i = 0
+				}
+			}
+		})
+	}
+}
