@@ -181,7 +181,7 @@ func (e *engine) hopeless(ctx context.Context, d *decision, costs []int64) error
 			break
 		}
 		if sure, limit := e.sureWait(*d, costs); sure > left {
-			err = &throttle.WaitError{Wait: sure, Limit: e.limits[limit].name}
+			err = e.waitError(sure, limit)
 		} else {
 			d.hoping = true
 		}

@@ -259,3 +259,17 @@ func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []
 	}
 	return lv, true
 }
+
+// local converts us, an instant on the server's clock in µs, to the
+// Limiter's clock by the last view: as far after (or before) the local
+// instant that view's call was sent as us is after the server time of its
+// reply, the way a reserved sleeper times a reply's wait from the reply.
+// ok is false without a view.
+func (s *seen) local(us int64) (t time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok {
+		return time.Time{}, false
+	}
+	return s.at.Add(time.Duration(us-s.now) * time.Microsecond), true
+}
