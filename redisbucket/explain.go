@@ -1,6 +1,7 @@
 package redisbucket
 
 import (
+	"context"
 	"time"
 
 	"github.com/throttlekit/throttle"
@@ -33,6 +34,43 @@ func (e *engine) waitError(wait time.Duration, i int) *throttle.WaitError {
 	we := &throttle.WaitError{Wait: wait, Limit: e.limits[i].name, Ahead: int(e.sleeping.Load())}
 	we.Paused, we.Cause = e.pauseAt(e.o.clock.Now())
 	return we
+}
+
+// pausedPast is the refusal of a call about to queue in the local line,
+// with a deadline before the end of the pause in force: that part of its
+// wait is certain (a pause is extended, never shortened), so it is refused
+// at once, as the line's head would be, rather than left to time out in
+// the line with no explanation. nil when the call may still be served in
+// time.
+func (e *engine) pausedPast(ctx context.Context, costs []int64) *throttle.WaitError {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	now := e.o.clock.Now()
+	end, cause := e.pauseAt(now)
+	if end.IsZero() || !end.After(dl) {
+		return nil
+	}
+	return &throttle.WaitError{Wait: end.Sub(now), Limit: e.limits[e.heldLongest(costs)].name,
+		Ahead: 1 + e.line.queued() + int(e.sleeping.Load()), Paused: end, Cause: cause}
+}
+
+// heldLongest is the limit, of those costs take from, that the levels
+// last heard leave the longest to refill for costs (binding), or the
+// first without a view: every limit is held until the pause's end, and the
+// one that binds is the one whose own instant comes last.
+func (e *engine) heldLongest(costs []int64) int {
+	i := 0
+	for costs[i] <= 0 {
+		i++
+	}
+	if lv := e.seen.pairs(); lv != nil {
+		if j := e.binding(lv, costs); costs[j] > 0 {
+			i = j
+		}
+	}
+	return i
 }
 
 // Observe hears e, an event from outside the Limiter that names one of its

@@ -151,3 +151,48 @@ func TestWaitErrorAheadCountsReservedSleepers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A call that would queue in the local line behind a call held by a pause
+// that outlasts its deadline is refused at once with the pause's
+// explanation, as the line's head is, instead of timing out in the line
+// with only the context's error.
+func TestWaitErrorInLineNamesPause(t *testing.T) {
+	r := newRig(t)
+	l := r.limiter("inline", []redisbucket.Limit{{Name: "requests", Capacity: 1, Rate: throttle.Per(1, time.Second)}})
+	end := r.fc.Now().Add(20 * time.Second)
+	l.PauseUntil(end)
+	done := make(chan error, 1)
+	go func() {
+		p, err := l.Acquire(context.Background(), 1) // holds the line, asleep until the pause's end
+		if err == nil {
+			p.Settle(1)
+		}
+		done <- err
+	}()
+	bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer bcancel()
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := clockwork.WithTimeout(context.Background(), r.fc, time.Second)
+	defer cancel()
+	res := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(ctx, 1)
+		res <- err
+	}()
+	var err error
+	select {
+	case err = <-res:
+	case <-bctx.Done():
+		t.Fatal("the call still waits in the line; want it refused at once")
+	}
+	var we *throttle.WaitError
+	if !errors.As(err, &we) || we.Limit != "requests" || we.Ahead != 1 || !we.Paused.Equal(end) || we.Wait != 20*time.Second {
+		t.Fatalf("Acquire behind the pause: %v (%+v), want a WaitError of 20s on requests, 1 ahead, paused until %v", err, we, end)
+	}
+	r.advance(21 * time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

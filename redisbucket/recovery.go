@@ -273,3 +273,18 @@ func (s *seen) local(us int64) (t time.Time, ok bool) {
 	}
 	return s.at.Add(time.Duration(us-s.now) * time.Microsecond), true
 }
+
+// pairs returns the levels of the last view as a reply carries them (tok,
+// rem per limit), nil without a view.
+func (s *seen) pairs() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok {
+		return nil
+	}
+	lv := make([]int64, 0, 2*len(s.toks))
+	for i, t := range s.toks {
+		lv = append(lv, t, s.rems[i])
+	}
+	return lv
+}
