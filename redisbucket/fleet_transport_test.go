@@ -164,17 +164,7 @@ func TestFleetTransport(t *testing.T) {
 		unexplained += u
 		probes = append(probes, probe)
 	}
-	// Every wait the fleet refused is explained by the limit that binds,
-	// and a call of any process with a deadline inside the pause is
-	// refused with the pause that holds it.
-	if unexplained > 0 {
-		t.Errorf("%d calls refused with a WaitError naming no limit", unexplained)
-	}
-	for i, p := range probes {
-		if p != ftProbeExplained {
-			t.Errorf("process %d's call inside the pause: %s, want a WaitError naming the limit and the pause", i, p)
-		}
-	}
+	ftCheckExplained(t, unexplained, probes)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	last := v.arrivals[len(v.arrivals)-1].at
@@ -362,6 +352,21 @@ func TestFleetTransportChild(t *testing.T) {
 	}
 	wg.Wait()
 	fmt.Printf(ftResultFmt+"\n", calls, failed, unexplained, <-probe)
+}
+
+// ftCheckExplained checks that every wait the fleet refused is explained
+// by the limit that binds, and that a call of any process with a deadline
+// inside the pause is refused with the pause that holds it.
+func ftCheckExplained(t *testing.T, unexplained int, probes []string) {
+	t.Helper()
+	if unexplained > 0 {
+		t.Errorf("%d calls refused with a WaitError naming no limit", unexplained)
+	}
+	for i, p := range probes {
+		if p != ftProbeExplained {
+			t.Errorf("process %d's call inside the pause: %s, want a WaitError naming the limit and the pause", i, p)
+		}
+	}
 }
 
 // ftProbeExplained is what ftProbe returns for a call refused with a
