@@ -196,3 +196,27 @@ func TestWaitErrorInLineNamesPause(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A one-limit Limiter's Take (the Transport's) decides on the script's
+// fast path, whose reply carries the end of a pause in force too: a
+// process off the pause feed reports the pause another stored in the
+// WaitError of its first refused call.
+func TestFastPathHearsPause(t *testing.T) {
+	r := newRig(t)
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Second)}}
+	one := r.limiter("fastpause", limits)
+	deaf := r.limiter("fastpause", limits)
+	// Its first call registers it in the fleet, on the general path.
+	if ok, err := deaf.TryAcquire(1); !ok || err != nil {
+		t.Fatalf("TryAcquire: %v %v", ok, err)
+	}
+	end := r.fc.Now().Add(20 * time.Second)
+	one.PauseUntil(end)
+	ctx, cancel := clockwork.WithTimeout(context.Background(), r.fc, time.Second)
+	defer cancel()
+	_, err := deaf.Take(ctx, 1)
+	var we *throttle.WaitError
+	if !errors.As(err, &we) || we.Limit != "requests" || !we.Paused.Equal(end) {
+		t.Fatalf("Take in the pause: %v (%+v), want a WaitError on requests paused until %v", err, we, end)
+	}
+}
