@@ -261,10 +261,11 @@ func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []
 }
 
 // local converts us, an instant on the server's clock in µs, to the
-// Limiter's clock by the last view: as far after (or before) the local
-// instant that view's call was sent as us is after the server time of its
-// reply, the way a reserved sleeper times a reply's wait from the reply.
-// ok is false without a view.
+// Limiter's clock by the last view, which pairs the server time of a reply
+// with the local instant its call was sent (from which levels refills the
+// view too): as far after that instant as us is after the reply's time.
+// The server decided after the call was sent, so the instant is early by
+// at most the call's round trip. ok is false without a view.
 func (s *seen) local(us int64) (t time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
