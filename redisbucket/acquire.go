@@ -105,6 +105,10 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 	defer e.waiting.Add(-1)
 	if !e.line.tryAcquire() {
 		have = false
+		if we := e.pausedPast(ctx, costs); we != nil {
+			e.count(d, costs, throttle.EventRejected, we.Wait)
+			return d, we
+		}
 		if err := e.line.acquire(ctx); err != nil {
 			e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
 			return d, err
@@ -181,7 +185,7 @@ func (e *engine) hopeless(ctx context.Context, d *decision, costs []int64) error
 			break
 		}
 		if sure, limit := e.sureWait(*d, costs); sure > left {
-			err = &throttle.WaitError{Wait: sure, Limit: e.limits[limit].name}
+			err = e.waitError(sure, limit)
 		} else {
 			d.hoping = true
 		}

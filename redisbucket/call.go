@@ -83,7 +83,8 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 // callFast is call on the script's fast path: one limit in µs, an
 // acquisition without permit, charge or registration, with five arguments
 // and a four-value reply (five when the script fell through to its general
-// path, the fifth its flags).
+// path, the fifth its flags; six when a pause is in force, the sixth its
+// end).
 func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint []byte, sent uint64, cost int64) (result, error) {
 	cctx, cancel := e.callCtx(ctx)
 	defer cancel()
@@ -102,6 +103,7 @@ func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint
 		e.st.callErrors.Add(1)
 		return result{}, err
 	}
+	e.pz.saw(res.paused)
 	e.tuned.Store(res.tunedMask())
 	e.seen.set(e.limits, local, res.now, res.levels, carried{}, sent)
 	e.heard.Store(local.UnixNano())

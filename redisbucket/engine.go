@@ -46,12 +46,17 @@ type engine struct {
 	// said run at a server's quota (Limiter.Tune).
 	tuned atomic.Int64
 	fl    *fleet
-	pz    pauses       // the latest pause a reply reported, for reserved sleepers
-	heard atomic.Int64 // when the last reply's call was sent, local Unix ns
-	batch batcher      // coalesces concurrent fast-path calls (coalesce.go)
-	est   estimates    // what this process's unsettled permits could give back
-	feed  pauseFeed    // pauses and slowdowns other processes stored (pausefeed.go)
-	slows tuneMemo     // the shapes reserved sleepers were last stretched for (slowfeed.go)
+	pz    pauses // the latest pause a reply reported, for reserved sleepers
+	// causes are the causes told for this process's pauses (pausecause.go)
+	causes causeBook
+	// sleeping counts this process's reserved sleepers: the calls queued
+	// ahead of one refused now (WaitError.Ahead)
+	sleeping atomic.Int64
+	heard    atomic.Int64 // when the last reply's call was sent, local Unix ns
+	batch    batcher      // coalesces concurrent fast-path calls (coalesce.go)
+	est      estimates    // what this process's unsettled permits could give back
+	feed     pauseFeed    // pauses and slowdowns other processes stored (pausefeed.go)
+	slows    tuneMemo     // the shapes reserved sleepers were last stretched for (slowfeed.go)
 
 	st counters
 }

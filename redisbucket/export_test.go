@@ -162,3 +162,10 @@ func SlowHeard(l *Limiter) int64 {
 	_, gen, _, _, _ := l.e.pz.get()
 	return gen
 }
+
+// PauseCauseHeard returns the cause l knows of the latest pause it heard
+// of, "" if none.
+func PauseCauseHeard(l *Limiter) string {
+	_, cause := l.e.pz.latest()
+	return cause
+}

@@ -2,6 +2,7 @@ package redisbucket_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -39,8 +40,9 @@ const (
 	ftHalveAt   = 3 * time.Second
 	ftPause     = time.Second                      // the 429's Retry-After
 	envFTChild  = "THROTTLE_TEST_FLEET_HTTP_CHILD" // redis addr,vendor URL,proc
-	ftResultFmt = "fleethttp calls=%d failed=%d"
-	ftWarmPath  = "/warm" // outside the quota: a child's connections opened before the start
+	ftResultFmt = "fleethttp calls=%d failed=%d unexplained=%d probe=%s"
+	ftProbeAt   = ftHalveAt + 300*time.Millisecond // inside the pause, in every process
+	ftWarmPath  = "/warm"                          // outside the quota: a child's connections opened before the start
 )
 
 // ftVendor is the loopback vendor: a continuous bucket of requests (and
@@ -151,13 +153,18 @@ func TestFleetTransport(t *testing.T) {
 	v.start, v.last = t0, t0
 	v.mu.Unlock()
 	goAt(children, t0)
-	var calls, failed int
+	var calls, failed, unexplained int
+	var probes []string
 	for i, c := range children {
-		var n, f int
-		c.result(t, i, ftResultFmt, &n, &f)
+		var n, f, u int
+		var probe string
+		c.result(t, i, ftResultFmt, &n, &f, &u, &probe)
 		calls += n
 		failed += f
+		unexplained += u
+		probes = append(probes, probe)
 	}
+	ftCheckExplained(t, unexplained, probes)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	last := v.arrivals[len(v.arrivals)-1].at
@@ -314,8 +321,10 @@ func TestFleetTransportChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(time.Unix(0, ns)))
+	probe := make(chan string, 1)
+	go func() { probe <- ftProbe(client, parts[1], time.Unix(0, ns).Add(ftProbeAt)) }()
 	var mu sync.Mutex
-	calls, failed := 0, 0
+	calls, failed, unexplained := 0, 0, 0
 	next := make(chan int)
 	go func() {
 		for i := range ftCalls {
@@ -327,22 +336,72 @@ func TestFleetTransportChild(t *testing.T) {
 	for range ftWorkers {
 		wg.Go(func() {
 			for range next {
-				ok := ftCall(client, parts[1], parts[2])
+				ok, err := ftCall(client, parts[1], parts[2])
+				var we *throttle.WaitError
 				mu.Lock()
 				calls++
 				if !ok {
 					failed++
+				}
+				if errors.As(err, &we) && we.Limit == "" {
+					unexplained++
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	fmt.Printf(ftResultFmt+"\n", calls, failed)
+	fmt.Printf(ftResultFmt+"\n", calls, failed, unexplained, <-probe)
 }
 
-// ftCall makes one chat completion with a 30 s deadline.
-func ftCall(c *http.Client, url, proc string) bool {
+// ftCheckExplained checks that every wait the fleet refused is explained
+// by the limit that binds, and that a call of any process with a deadline
+// inside the pause is refused with the pause that holds it.
+func ftCheckExplained(t *testing.T, unexplained int, probes []string) {
+	t.Helper()
+	if unexplained > 0 {
+		t.Errorf("%d calls refused with a WaitError naming no limit", unexplained)
+	}
+	for i, p := range probes {
+		if p != ftProbeExplained {
+			t.Errorf("process %d's call inside the pause: %s, want a WaitError naming the limit and the pause", i, p)
+		}
+	}
+}
+
+// ftProbeExplained is what ftProbe returns for a call refused with a
+// WaitError that names its limit and the pause in force.
+const ftProbeExplained = "explained"
+
+// ftProbe makes, at at, a call with a deadline 100 ms away (to the
+// vendor's path outside its quota, should it be sent) and says how it was
+// refused: ftProbeExplained, or what was missing.
+func ftProbe(c *http.Client, url string, at time.Time) string {
+	time.Sleep(time.Until(at))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+ftWarmPath, nil)
+	resp, err := c.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return "sent"
+	}
+	var we *throttle.WaitError
+	switch {
+	case !errors.As(err, &we):
+		return "unexplained"
+	case we.Limit == "":
+		return "unnamed"
+	case we.Paused.IsZero():
+		return "no-pause"
+	}
+	return ftProbeExplained
+}
+
+// ftCall makes one chat completion with a 30 s deadline: whether it was
+// answered 200, and the error if it was not sent.
+func ftCall(c *http.Client, url, proc string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url,
@@ -350,9 +409,9 @@ func ftCall(c *http.Client, url, proc string) bool {
 	req.Header.Set("X-Proc", proc)
 	resp, err := c.Do(req)
 	if err != nil {
-		return false
+		return false, err
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return resp.StatusCode == http.StatusOK, nil
 }

@@ -44,7 +44,11 @@ func (l *Limiter) TryAcquirePermitContext(ctx context.Context, costs ...int64) (
 // holds, unless another process gave tokens back since); otherwise it is
 // one read of the shared levels (no write). A failed read reports every
 // limit with Remaining 0 and Reset -1: a server that cannot be read is not
-// one to promise tokens from.
+// one to promise tokens from. Paused is the end of the pause in force that
+// this process last heard of (a reply's, or the pause feed's), on the
+// Limiter's clock, for every limit (a pause holds them all), with its
+// Cause when this process stored that pause or heard its cause on the
+// feed; reading them costs no call.
 func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 	tokens, ok := []float64(nil), false
 	if l.e.br.openUntil().IsZero() {
@@ -56,8 +60,9 @@ func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 		defer cancel()
 		tokens, err = l.Tokens(ctx)
 	}
+	paused, cause := l.e.pauseAt(l.e.o.clock.Now())
 	for i, s := range l.e.limits {
-		st := throttle.LimitStatus{Name: s.name, Capacity: s.capacity, Rate: s.rate, Reset: -1}
+		st := throttle.LimitStatus{Name: s.name, Capacity: s.capacity, Rate: s.rate, Reset: -1, Paused: paused, Cause: cause}
 		if err == nil {
 			st.Remaining = max(int64(tokens[i]), 0)
 			st.Reset = untilFull(s.capacity, tokens[i], s.rate)

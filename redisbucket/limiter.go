@@ -111,6 +111,13 @@ func (l *Limiter) TryAcquireContext(ctx context.Context, costs ...int64) (bool, 
 // waits, recomputed by the script after each sleep), then takes all the
 // costs and returns a Permit to settle against the actual use. It fails
 // like Bucket.Acquire; a *throttle.WaitError names the limit that binds.
+// Its Paused is the end of the pause in force that this process heard of,
+// with its Cause when known (Status); its Ahead counts only this process's
+// calls queued ahead of the refused one (its local queue and its reserved
+// sleepers): the fleet's queue is in Redis, and other processes' calls in
+// it are not counted, though they are in Wait. A call that would queue
+// behind this process's waiters with a deadline before the end of the
+// pause in force is refused at once with that explanation.
 //
 // The Permit is a *Permit, whose ID, Mode, SettleContext and CancelContext
 // a type assertion reaches.

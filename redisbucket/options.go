@@ -184,7 +184,9 @@ func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout =
 // another process stores while a caller sleeps reaches it over a Redis
 // pub/sub subscription that the constructor opens and Close ends; while
 // the subscription is down, a sleeper whose process has heard nothing
-// from Redis in the last millisecond asks once at its instant. A waiter
+// from Redis in the last millisecond asks once at its instant. The
+// subscription also brings the cause of a pause another process stored
+// (Limiter.Observe), which WaitError and Status report. A waiter
 // the failure policy refused reserves again once Redis answers. Without
 // it, a refused Acquire sleeps and decides again, one call per waiter per
 // grant. Every window still admits at most capacity + rate × w at the

@@ -2,7 +2,6 @@ package redisbucket
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -111,11 +110,7 @@ func (e *engine) runFeed(ctx context.Context, ps *redis.PubSub, first chan struc
 				once()
 			}
 		case *redis.Message:
-			if until, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
-				e.pz.saw(until)
-			} else if i, t, ok := parseSlow(m.Payload); ok {
-				e.slowTo(i, t, e.o.clock.Now())
-			}
+			e.hear(m.Payload)
 		}
 	}
 }
@@ -164,10 +159,20 @@ func (e *engine) closeFeed() {
 	f.broke()
 }
 
-// publishPause tells the fleet's feeds of a pause stored until, server µs.
-// An error leaves the sleepers to their own check.
-func (e *engine) publishPause(until int64) {
+// publishPause tells the fleet's feeds of a pause stored until, server µs,
+// and of its cause unless that is "" or not one a message may carry: the
+// two messages in one round trip, the pause's first. An error leaves the
+// sleepers to their own check, and the cause unknown to the others.
+func (e *engine) publishPause(until int64, cause string) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.o.callTimeout)
 	defer cancel()
-	_ = e.client.Publish(ctx, e.pauseChannel(), until).Err()
+	if !validCause(cause) {
+		_ = e.client.Publish(ctx, e.pauseChannel(), until).Err()
+		return
+	}
+	_, _ = e.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Publish(ctx, e.pauseChannel(), until)
+		p.Publish(ctx, e.pauseChannel(), causeMessage(until, cause))
+		return nil
+	})
 }

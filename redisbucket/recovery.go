@@ -259,3 +259,33 @@ func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []
 	}
 	return lv, true
 }
+
+// local converts us, an instant on the server's clock in µs, to the
+// Limiter's clock by the last view, which pairs the server time of a reply
+// with the local instant its call was sent (from which levels refills the
+// view too): as far after that instant as us is after the reply's time.
+// The server decided after the call was sent, so the instant is early by
+// at most the call's round trip. ok is false without a view.
+func (s *seen) local(us int64) (t time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok {
+		return time.Time{}, false
+	}
+	return s.at.Add(time.Duration(us-s.now) * time.Microsecond), true
+}
+
+// pairs returns the levels of the last view as a reply carries them (tok,
+// rem per limit), nil without a view.
+func (s *seen) pairs() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok {
+		return nil
+	}
+	lv := make([]int64, 0, 2*len(s.toks))
+	for i, t := range s.toks {
+		lv = append(lv, t, s.rems[i])
+	}
+	return lv
+}

@@ -79,7 +79,10 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 		}
 		if res.wait > 0 {
 			e.openFeed()
-			if err := e.sleepReserved(ctx, res, epoch, feedOK); err != nil {
+			e.sleeping.Add(1)
+			err := e.sleepReserved(ctx, res, epoch, feedOK)
+			e.sleeping.Add(-1)
+			if err != nil {
 				e.giveBack(ctx, res, costs, permit)
 				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
 				return d, err

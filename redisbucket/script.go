@@ -99,22 +99,25 @@ func decodeReply(v []int64, n int) (result, error) {
 // tokens, and the flags when the script fell through to its general path.
 // (In place: the hot path's reply, not copied on its way.)
 func (r *result) readFast(v []int64) error {
-	if len(v) != 4 && len(v) != 5 {
+	if len(v) < 4 || len(v) > 6 {
 		return fastLenErr(len(v))
 	}
 	// The fraction is not in the reply: an acquisition reports whole
 	// tokens only, and one limit binds.
 	r.status, r.wait, r.now = v[0], time.Duration(v[1])*time.Microsecond, v[2]
 	r.levels, r.wholeOnly = []int64{v[3], 0}, true
-	if len(v) == 5 {
+	if len(v) >= 5 {
 		r.flags = v[4]
+	}
+	if len(v) == 6 {
+		r.paused = v[5]
 	}
 	return nil
 }
 
 // fastLenErr is the error of a fast-path reply of n values.
 func fastLenErr(n int) error {
-	return fmt.Errorf("redisbucket: script replied %d values, want 4 or 5", n)
+	return fmt.Errorf("redisbucket: script replied %d values, want 4 to 6", n)
 }
 
 // batchReply is a batch's reply: the server time, then status, wait and

@@ -33,13 +33,28 @@ const MaxPause = time.Minute
 // Lower, a Limiter is a throttle.Pauser and a throttle.Leveler. levels,
 // what a server that refused a call says is left, change nothing: the
 // pause already empties every level, and a level the fleet shares is
-// never raised by one process.
+// never raised by one process. A cause told for t before (Observe) is the
+// pause's Cause, published with its end to the processes that hear the
+// pause feed (WithReservations).
 func (l *Limiter) PauseUntil(t time.Time, _ ...int64) {
-	d := t.Sub(l.e.o.clock.Now())
+	e := l.e
+	d := t.Sub(e.o.clock.Now())
 	if d <= 0 {
 		return
 	}
-	l.e.drain(context.Background(), min(d, MaxPause), nil, nil)
+	cause := e.causes.take(t)
+	res, us, ok := e.drain(context.Background(), min(d, MaxPause), nil, nil)
+	if !ok || res.paused <= 0 {
+		return
+	}
+	if !e.causes.stored(t, res.paused, res.now, us) {
+		// A longer pause was in force: its cause, if any, stands.
+		cause = ""
+	}
+	if cause != "" {
+		e.pz.told(res.paused, cause)
+	}
+	e.publishPause(res.paused, cause)
 }
 
 // Lower brings limit i (in cost order) down to at most remaining tokens

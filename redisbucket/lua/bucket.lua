@@ -499,7 +499,10 @@ local function reply(status, w, amount)
   end
   if A.fast then
     -- A fast call that fell through: its reply layout, and flags as a
-    -- fifth value.
+    -- fifth value; the end of a pause in force (as paused below), if
+    -- any, as a sixth, so that a process deciding on the fast path hears
+    -- of the pause that holds it.
+    if hold > now then return {status, w, now, L[1].tok, flags, hold} end
     return {status, w, now, L[1].tok, flags}
   end
   -- The end of a pause (mode d) the levels are held for, or 0: a
