@@ -178,3 +178,31 @@ func (p *profile) fullStatus(dst []LimitStatus) []LimitStatus {
 	}
 	return dst
 }
+
+// Admit decides on the compact record under one lock, or on the key's
+// Limiter once it has one.
+func (g keyGate[K]) Admit(dst []LimitStatus, costs []int64) (bool, time.Duration, []LimitStatus, error) {
+	l, d, err := g.k.admit(g.key, costs, dst)
+	switch {
+	case err != nil:
+		return false, 0, dst, err
+	case l == nil:
+		return d.OK, d.Wait, d.Status, nil
+	}
+	if costs == nil {
+		costs = defaultCosts(len(l.bs))
+	}
+	ok, err := l.TryAcquire(costs...)
+	if err != nil {
+		return false, 0, dst, err
+	}
+	dst = l.Status(dst)
+	if ok {
+		return true, 0, dst, nil
+	}
+	wait, err := l.WaitTime(costs...)
+	if err != nil {
+		wait = -1
+	}
+	return false, wait, dst, nil
+}
