@@ -56,8 +56,9 @@
 // special case: a [Pauser] can be paused for every caller when a server
 // says "wait", a [Leveler] lowered to what a server says is left, a
 // [Tuner] lowered to the quota a server says it allows, a [Meter] reports
-// each limit's state for a server's answers, and a [Taker] takes costs
-// without a Permit for a call that never settles, allocating nothing.
+// each limit's state for a server's answers (an [Admitter] decides and
+// reports in one step), and a [Taker] takes costs without a Permit for a
+// call that never settles, allocating nothing.
 //
 // # Per key: Keyed
 //
@@ -115,7 +116,7 @@
 // What every limiter is:
 //   - [Gate]: the interface httpthrottle's Transport and LimitHandler and
 //     the gRPC interceptors take; [Permit]: the costs it took, to settle.
-//   - [Pauser], [Leveler], [Tuner], [Meter], [Taker]: what a Gate can do
+//   - [Pauser], [Leveler], [Tuner], [Meter], [Admitter], [Taker]: what a Gate can do
 //     beyond it.
 //   - [LimitStatus]: the state of one limit, as a Meter reports it.
 //   - [WaitError]: a deadline that comes before the turn.

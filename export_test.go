@@ -28,3 +28,30 @@ func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }
 // tests of package throttle_test that drive a fake clock and need to know
 // when every goroutine has either finished or queued.
 func QueuedFor(l *Limiter) int { return l.bs[0].queued() }
+
+// queued returns the number of waiters in b's queue.
+func (b *Bucket) queued() int {
+	g := b.lock()
+	defer g.Mu.Unlock()
+	n := 0
+	for w := g.Head; w != nil; w = w.Next {
+		n++
+	}
+	return n
+}
+
+// heldCount counts the keys that have a Limiter of their own.
+func (k *Keyed[K]) heldCount() int {
+	n := 0
+	for i := range k.shards {
+		s := &k.shards[i]
+		s.mu.Lock()
+		for j := range s.ents.n {
+			if s.ents.at(j).held() != nil {
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n
+}

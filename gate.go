@@ -95,6 +95,19 @@ type Meter interface {
 	Status(dst []LimitStatus) []LimitStatus
 }
 
+// Admitter is a Meter that decides a call and reports every limit's state
+// in one step, as a server's middleware answers a request with its
+// rate-limit fields: a Keyed's Gate of a key does, with one lookup of the
+// key instead of three.
+type Admitter interface {
+	// Admit takes costs (nil: one on every limit) if every limit covers
+	// them now and nobody waits ahead, as a Taker's TryAcquire does, and
+	// appends the state of every limit just after the decision to dst.
+	// For a refusal, wait is how long until the costs would be covered,
+	// as WaitTime says, or -1 if never.
+	Admit(dst []LimitStatus, costs []int64) (ok bool, wait time.Duration, status []LimitStatus, err error)
+}
+
 // Taker is a Gate that can take costs without recording a Permit: a caller
 // that keeps no Permit allocates nothing when the costs are there at once,
 // and settles what it took itself, with the costs it keeps. That

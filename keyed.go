@@ -421,12 +421,8 @@ type profile struct {
 	// horizon is the longest time any limit takes to refill from empty,
 	// in nanoseconds: how long a key must go unused to be dropped lazily.
 	horizon int64
-	// view caches the Keyed's stand-in of these limits (see keyed_cap.go);
-	// guarded by the shard's lock.
-	view  *Limiter
-	ietf  *ietfCache // the Keyed's header values of these limits, once asked for
-	plain extra      // the extra of this profile's keys of one limit with no Limiter
-	wide  bool       // the first level does not pack (see exact.Packed); set with plain.p
+	plain   extra // the extra of this profile's keys of one limit with no Limiter
+	wide    bool  // the first level does not pack (see exact.Packed); set with plain.p
 }
 
 func newProfile(limits []Limit, sig string) (*profile, error) {

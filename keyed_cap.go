@@ -174,19 +174,15 @@ func lower(a *atomic.Int64, t int64) {
 	}
 }
 
-// extras are the Limiters a Keyed keeps per set of limits rather than per
-// key: the overflow Limiter of WithMaxKeys and the stand-in that a
-// LimitHandler's cost function is shown for a key held compactly. A
-// profile caches its set's Limiters, so the lock is taken once per profile.
+// extras are what a Keyed keeps per set of limits rather than per key:
+// the index of the set's overflow buckets under WithMaxKeys.
 type extras struct {
 	mu   sync.Mutex
-	sets map[string]*extraSet  // by profile signature
-	ietf map[string]*ietfCache // by profile signature, at most maxOverflowSets
+	sets map[string]*extraSet // by profile signature
 }
 
 type extraSet struct {
-	index int      // how many sets came before
-	view  *Limiter // the cost function's stand-in
+	index int // how many sets came before
 }
 
 // set returns the extras of p's limits, made if there is room for them.
@@ -262,26 +258,6 @@ func (s *shard[K]) overflow(k *Keyed[K], p *profile, tag uint32, now int64) (*en
 	return e, nil
 }
 
-// view returns the stand-in Limiter of p's limits: buckets with the limits'
-// names, capacities and rates, always full, on which nothing is ever taken.
-// Called with p's shard locked.
-func (k *Keyed[K]) view(p *profile) (*Limiter, error) {
-	if p.view != nil {
-		return p.view, nil
-	}
-	es, err := k.extras.set(p)
-	if err != nil {
-		return nil, err
-	}
-	k.extras.mu.Lock()
-	if es.view == nil {
-		es.view = newKeyLimiter(p.limits, k.clock, nil)
-	}
-	p.view = es.view
-	k.extras.mu.Unlock()
-	return p.view, nil
-}
-
 // newKeyLimiter makes a Limiter of validated limits.
 func newKeyLimiter(limits []Limit, clock clockwork.Clock, obs Observer) *Limiter {
 	bs := make([]*Bucket, len(limits))
@@ -297,29 +273,4 @@ func newKeyLimiter(limits []Limit, clock clockwork.Clock, obs Observer) *Limiter
 		panic("throttle: joining fresh buckets failed: " + err.Error())
 	}
 	return lim
-}
-
-// ietfCache returns the header values of p's limits, or nil if the Keyed
-// already keeps those of maxOverflowSets sets of limits. Called with p's
-// shard locked.
-func (k *Keyed[K]) ietfCache(p *profile) *ietfCache {
-	if p.ietf != nil {
-		return p.ietf
-	}
-	x := &k.extras
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	c, ok := x.ietf[p.sig]
-	if !ok {
-		if len(x.ietf) >= maxOverflowSets {
-			return nil
-		}
-		if x.ietf == nil {
-			x.ietf = make(map[string]*ietfCache)
-		}
-		c = newIETFCache(p)
-		x.ietf[p.sig] = c
-	}
-	p.ietf = c
-	return c
 }

@@ -279,7 +279,7 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 					// LimitHandler's path under PerKey: admit under the
 					// shard lock, then, for a handler that asks for its
 					// Permit (RequestPermit), the key's Limiter.
-					lim, d, err := k.admit(key, nil, nil, false)
+					lim, d, err := k.admit(key, nil, nil)
 					if err == nil && lim == nil && d.OK && rng.IntN(3) == 0 {
 						if l := k.Limiter(key); l != nil {
 							newPermit(l.bs, d.Costs).Settle(2)

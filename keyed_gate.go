@@ -91,9 +91,27 @@ func (g keyGate[K]) Lower(i int, remaining int64) {
 	}
 }
 
+// Observe tells the key's Limiter of a pause's cause (EventPaused with a
+// Reason), making it, as the pause that follows will; any other event goes
+// to the Keyed's observer without making the key a Limiter.
 func (g keyGate[K]) Observe(e Event) {
-	if l, err := g.k.limiter(g.key); err == nil {
+	if e.Kind == EventPaused && e.Reason != "" {
+		if l, err := g.k.limiter(g.key); err == nil {
+			l.Observe(e)
+		}
+		return
+	}
+	l, p := g.k.peek(g.key)
+	switch {
+	case l != nil:
 		l.Observe(e)
+	case p != nil && g.k.obs != nil:
+		for _, lim := range p.limits {
+			if lim.Name == e.Limit {
+				g.k.obs.Observe(e)
+				return
+			}
+		}
 	}
 }
 
@@ -115,6 +133,24 @@ func (k *Keyed[K]) profileOf(key K) (*profile, error) {
 		p = e.prof()
 	}
 	return p, err
+}
+
+// peek returns key's Limiter if it has one, else the profile of its
+// limits (nil for an invalid config), without making the key.
+func (k *Keyed[K]) peek(key K) (*Limiter, *profile) {
+	s, tag := k.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, p, _, err := s.lookup(k, key, tag, false)
+	switch {
+	case err != nil:
+		return nil, nil
+	case e == nil:
+		return nil, p
+	case e.held() != nil:
+		return e.held().limiter(), nil
+	}
+	return nil, e.prof()
 }
 
 // status is Limiter.Status of key's limiter, read on its compact record
@@ -177,4 +213,32 @@ func (p *profile) fullStatus(dst []LimitStatus) []LimitStatus {
 		dst = append(dst, LimitStatus{Name: p.limits[i].Name, Capacity: sh.Cap, Rate: p.limits[i].Rate, Remaining: sh.Cap, Level: float64(sh.Cap)})
 	}
 	return dst
+}
+
+// Admit decides on the compact record under one lock, or on the key's
+// Limiter once it has one.
+func (g keyGate[K]) Admit(dst []LimitStatus, costs []int64) (bool, time.Duration, []LimitStatus, error) {
+	l, d, err := g.k.admit(g.key, costs, dst)
+	switch {
+	case err != nil:
+		return false, 0, dst, err
+	case l == nil:
+		return d.OK, d.Wait, d.Status, nil
+	}
+	if costs == nil {
+		costs = defaultCosts(len(l.bs))
+	}
+	ok, err := l.TryAcquire(costs...)
+	if err != nil {
+		return false, 0, dst, err
+	}
+	dst = l.Status(dst)
+	if ok {
+		return true, 0, dst, nil
+	}
+	wait, err := l.WaitTime(costs...)
+	if err != nil {
+		wait = -1
+	}
+	return false, wait, dst, nil
 }

@@ -102,3 +102,26 @@ func TestKeyedGateMatchesLimiter(t *testing.T) {
 		}
 	}
 }
+
+// A server's refusal told to a key's Gate (an EventRejected, as the HTTP
+// Transport reports one) reaches the Keyed's observer without making the
+// key a Limiter; a pause's cause makes it, for the pause that follows.
+func TestKeyedGateObserve(t *testing.T) {
+	clk := newClock()
+	log := &eventLog{}
+	k := NewKeyed(func(int) []Limit {
+		return []Limit{{Name: "requests", Capacity: 4, Rate: Per(1, time.Second)}}
+	}, WithClock(clk), WithObserver(log))
+	g := k.Gate(1).(Observer)
+	g.Observe(Event{Kind: EventRejected, Limit: "requests", Cost: 1, Reason: "rate_limit_exceeded"})
+	g.Observe(Event{Kind: EventRejected, Limit: "tokens", Cost: 1})
+	if len(log.events) != 1 || log.events[0].Reason != "rate_limit_exceeded" || k.heldCount() != 0 {
+		t.Fatalf("events %+v, %d keys with a Limiter; want the one for its limit, none", log.events, k.heldCount())
+	}
+	until := clk.Now().Add(time.Minute)
+	g.Observe(Event{Kind: EventPaused, Limit: "requests", Until: until, Reason: "429 from api: Retry-After 60s"})
+	k.Gate(1).(Pauser).PauseUntil(until)
+	if st := k.Gate(1).(Meter).Status(nil); st[0].Cause != "429 from api: Retry-After 60s" || k.heldCount() != 1 {
+		t.Fatalf("Status %+v, %d held; want the pause's cause, 1", st, k.heldCount())
+	}
+}

@@ -22,7 +22,7 @@ func QueuedFor(g throttle.Gate) int {
 	if !ok {
 		return 0
 	}
-	return core.Queued(l)
+	return l.Status(nil)[0].Waiting
 }
 
 // BurstTaken returns what the open burst from full of limit i of g
@@ -53,9 +53,6 @@ func (a *AutoLimiter) limiterOf(r *http.Request) (*autoGate, error) {
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }
-
-// heldKeys counts the keys of k that have a Limiter of their own.
-func heldKeys(k any) int { return core.HeldKeys(k) }
 
 func oneLimit(int) []throttle.Limit {
 	return []throttle.Limit{{Name: "req", Capacity: 10, Rate: throttle.Per(10, time.Second)}}

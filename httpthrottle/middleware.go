@@ -1,7 +1,6 @@
 package httpthrottle
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -87,10 +86,8 @@ type LimitOption func(*limitHandler) error
 // bucket. A server-side CostFunc that reads the body must put back what it
 // read (LLM.Cost does).
 //
-// Under PerKey, a key held in its Keyed's compact form is decided without
-// a Limiter of its own: f is then given a stand-in Limiter with the key's
-// limits (bucket names, capacities and rates, as CostFuncs read them),
-// whose levels are not the key's.
+// Under PerKey, f is given the key's Gate (Keyed.Gate), whose Limits are
+// the key's limits, without making the key a Limiter.
 func LimitCost(f CostFunc) LimitOption {
 	return func(h *limitHandler) error {
 		if f == nil {
@@ -137,7 +134,6 @@ type limitHandler struct {
 	headers    func(http.Header, []throttle.LimitStatus)
 	rejected   func(http.ResponseWriter, *http.Request, time.Duration)
 	states     sync.Pool // of *reqState
-	marks      pickMarks // requests pick is running for (middleware_mark.go)
 	gates      gateCache // what the Gates pick chose can do
 	reply      tooManyReply
 	memo       *limitIETF // header values made once (middleware_ietf.go)
@@ -149,22 +145,16 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st = &reqState{h: h}
 		st.w.st = st
 	}
-	st.r, st.picking = r, true
-	slot := h.marks.mark(st)
-	if slot < 0 {
-		// No PerKey can find r in the marks: give it the request's
-		// context instead, at the cost of a copy of the request.
-		r = r.WithContext(context.WithValue(r.Context(), permitKey{}, st))
-		st.r = r
-	}
-	g, err := h.picked(r, st, slot)
+	st.r = r
+	g, err := h.pick(r)
+	ad, admits := g.(throttle.Admitter)
 	switch {
 	case err != nil:
 		h.pickFailed(w, err)
-	case g == nil && st.keyed != nil:
-		st.keyed.serve(h, w, r, st)
+	case admits && !h.customCost:
+		h.admit(w, r, st, g, ad)
 	default:
-		if gt := h.gates.of(g); gt.none {
+		if gt := h.gates.into(g, &st.gate); gt.none {
 			h.pickFailed(w, noGate(r))
 		} else {
 			h.serve(w, r, st, gt)
@@ -174,15 +164,34 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.states.Put(st)
 }
 
-// picked runs pick for r, with st marked at slot, and unmarks it however
-// pick returns: a mark left behind by a panic would be found by a later
-// request at the same address.
-func (h *limitHandler) picked(r *http.Request, st *reqState, slot int) (throttle.Gate, error) {
-	defer func() {
-		h.marks.unmark(st, slot)
-		st.picking = false
-	}()
-	return h.pick(r)
+// admit admits or refuses r on g, an Admitter, at its default cost: one
+// step decides and reads the status, with no gate to find, as a key's
+// Gate under PerKey decides on the key's compact record.
+func (h *limitHandler) admit(w http.ResponseWriter, r *http.Request, st *reqState, g throttle.Gate, ad throttle.Admitter) {
+	ok, wait, status, err := ad.Admit(st.status[:0], nil)
+	if err != nil {
+		if errors.Is(err, throttle.ErrInvalidOption) || errors.Is(err, throttle.ErrTooManyKeys) {
+			h.pickFailed(w, err)
+		} else {
+			h.costFailed(w, err)
+		}
+		return
+	}
+	if h.ietf {
+		h.memo.write(w.Header(), status)
+	} else {
+		h.writeStatus(w.Header(), status)
+	}
+	if !ok {
+		h.refuse(w, r, wait)
+		return
+	}
+	if tk, isTaker := g.(throttle.Taker); isTaker {
+		st.tk = tk
+		st.keep(h.gates.ones.get(len(status)))
+	}
+	st.w.ResponseWriter = w
+	h.next.ServeHTTP(&st.w, r)
 }
 
 // writeStatus writes the rate-limit headers of status, which is storage
@@ -260,7 +269,7 @@ func (h *limitHandler) costsOf(w http.ResponseWriter, r *http.Request, g *gate) 
 	if !h.customCost {
 		return g.ones, false
 	}
-	n := len(g.names)
+	n := len(g.limits)
 	costs, err := h.cost(r, g.g)
 	switch {
 	case err != nil:

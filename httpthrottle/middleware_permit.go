@@ -48,33 +48,20 @@ func RequestPermit(w http.ResponseWriter) throttle.Permit {
 }
 
 // reqState is LimitHandler's record of one request, reused from request to
-// request (a sync.Pool of the handler's): PerKey finds it in the handler's
-// marks, or in the request's context, while pick runs, and takes the
-// request (keyed); RequestPermit finds it through w.
+// request (a sync.Pool of the handler's): RequestPermit finds it through w.
 type reqState struct {
-	h       *limitHandler
-	w       limitWriter                  // what next is given for an admitted request
-	r       *http.Request                // the request LimitHandler passes on
-	picking bool                         // pick is running: a PerKey may take the request
-	marked  atomic.Pointer[http.Request] // r while st is in the handler's marks
-	keyed   keyedRequest                 // the PerKey that took it
-	lazy    bool                         // admitted on a compact key: its Limiter is found on demand
-	tk      throttle.Taker               // what the costs were taken from, once known
-	costs   []int64                      // what the request took
-	small   [2]int64                     // costs' storage for up to two limits
-	status  [2]throttle.LimitStatus
+	h      *limitHandler
+	w      limitWriter    // what next is given for an admitted request
+	r      *http.Request  // the request LimitHandler passes on
+	gate   gate           // the gate of a Gate that is a value (a key's), made for this request
+	tk     throttle.Taker // what the costs were taken from, once known
+	costs  []int64        // what the request took
+	small  [2]int64       // costs' storage for up to two limits
+	status [2]throttle.LimitStatus
 
 	mu    sync.Mutex      // guards p: a handler may ask from several goroutines
 	p     throttle.Permit // made on the first RequestPermit, or taken from a Gate
 	asked bool            // RequestPermit was called: p is decided
-}
-
-// keyedRequest is a PerKey's side of LimitHandler (keyed_http.go).
-type keyedRequest interface {
-	serve(h *limitHandler, w http.ResponseWriter, r *http.Request, st *reqState)
-	// taker returns the Limiter of the key the request was admitted on,
-	// nil if the key has none.
-	taker(st *reqState) throttle.Taker
 }
 
 // took records costs, taken from tk, as the request's.
@@ -101,9 +88,6 @@ func (st *reqState) permit() throttle.Permit {
 		return st.p
 	}
 	st.asked = true
-	if st.lazy {
-		st.tk = st.keyed.taker(st)
-	}
 	if st.tk != nil && st.costs != nil {
 		st.p = &takenPermit{tk: st.tk, costs: slices.Clone(st.costs)}
 	}
@@ -145,9 +129,7 @@ func (p *takenPermit) Cancel() error {
 // reset readies st for another request once LimitHandler is done with it.
 // The Permit, if one was made, stays the handler's.
 func (st *reqState) reset() {
-	// Field by field: marked may be read meanwhile by a PerKey looking
-	// for its own request (see pickMarks.find), and is already nil.
-	st.r, st.picking, st.keyed, st.lazy = nil, false, nil, false
+	st.r, st.gate = nil, gate{}
 	st.tk, st.costs, st.small = nil, nil, [2]int64{}
 	st.status = [2]throttle.LimitStatus{}
 	st.p, st.asked = nil, false

@@ -1,41 +1,25 @@
 package httpthrottle
 
 import (
-	"fmt"
 	"hash/maphash"
 	"net/http"
 
 	"github.com/throttlekit/throttle"
 )
 
-// PerKey returns a LimiterFunc that puts each request under the limiter of
+// PerKey returns a LimiterFunc that puts each request under the limits of
 // its key in k, key(r) being an API key, a host or a model, say (see
-// HeaderKey, HashedHeaderKey, HostKey, ModelKey). The key's limiter is held
-// while the request uses it, so a pause a server imposes on the key lasts as
-// long as it should. A key whose config gives no valid limits fails the
-// request with an error matching throttle.ErrInvalidOption.
-//
-// Under LimitHandler the LimiterFunc hands the request to k instead of
-// returning a Limiter (it returns a nil Gate): the request is decided on
-// the key's compact state, so a key that clients merely spend on stays
-// a compact record (see Keyed) and never gets a Limiter of its own (see Keyed and
-// RequestPermit). A pick function that wraps it for LimitHandler must
-// give it the request it was given and return its result unchanged; one
-// that gives it another (r.WithContext, say) gets the key's Limiter, with
-// the same decisions at a Limiter's cost in memory.
+// HeaderKey, HashedHeaderKey, HostKey, ModelKey): the key's Gate
+// (Keyed.Gate), which decides on the key's compact record, so that a key
+// that clients merely spend on through LimitHandler stays a few dozen
+// bytes, and one a server pauses, or a request waits on, gets the key's
+// Limiter for as long as it needs one (see Keyed). A key whose config
+// gives no valid limits fails the request with an error matching
+// throttle.ErrInvalidOption. A pick function may wrap it, or give it
+// another request: what it returns is a Gate like any other.
 func PerKey[K comparable](k *throttle.Keyed[K], key func(*http.Request) K) LimiterFunc {
-	kp := &keyedPick[K]{k: k, adm: core.Keyed(k).(keyedAdmitter[K]), key: key}
 	return func(r *http.Request) (throttle.Gate, error) {
-		if st := kp.seen.taking(r); st != nil {
-			st.keyed = kp
-			return nil, nil
-		}
-		kk := key(r)
-		l := k.Limiter(kk)
-		if l == nil {
-			return nil, fmt.Errorf("%w: key %v", throttle.ErrInvalidOption, kk)
-		}
-		return l, nil
+		return k.Gate(key(r)), nil
 	}
 }
 

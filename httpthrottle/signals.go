@@ -70,7 +70,7 @@ func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, statu
 	if refund != nil {
 		refund()
 	}
-	n := len(g.names)
+	n := len(g.limits)
 	if g.level != nil {
 		t.lowerToReported(sig, n, g.name, g.level.Lower)
 	}
@@ -146,7 +146,7 @@ func (t *Transport) tuneToReported(sig *headers.Signals, g *gate) {
 	for i := range sig.Quotas {
 		q := &sig.Quotas[i]
 		if _, w, _, ok := learnable(q); ok {
-			if j := t.quotaIndex(len(g.names), g.name, q); j >= 0 {
+			if j := t.quotaIndex(len(g.limits), g.name, q); j >= 0 {
 				g.tune.Tune(j, q.Limit, w)
 			}
 		}
@@ -207,7 +207,7 @@ func (t *Transport) restoreAtReset(g *gate, sig *headers.Signals, d time.Duratio
 			sig.Capped && q.Reset >= t.maxPause {
 			continue
 		}
-		if j := t.quotaIndex(len(g.names), g.name, q); j >= 0 {
+		if j := t.quotaIndex(len(g.limits), g.name, q); j >= 0 {
 			t.resets.at(g, j, q.Limit, d, clock)
 		}
 	}

@@ -412,7 +412,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	costs := gt.ones
 	if t.cost != nil {
 		costs, err = t.cost(req, g)
-		if n := len(gt.names); err == nil && len(costs) != n {
+		if n := len(gt.limits); err == nil && len(costs) != n {
 			err = errs.CostCount(len(costs), n, "bucket")
 		}
 		if err != nil {

@@ -88,7 +88,7 @@ func (k *burstBook) idle(g *gate) bool {
 	if len(k.m) == 0 {
 		return true
 	}
-	for i := range min(len(g.names), maxBurstLimits) {
+	for i := range min(len(g.limits), maxBurstLimits) {
 		if k.m[limitRef{g.g, i}] != nil {
 			return false
 		}
@@ -168,7 +168,7 @@ func (k *burstBook) answered(g *gate, mask uint64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var sts []throttle.LimitStatus
-	for i := range min(len(g.names), maxBurstLimits) {
+	for i := range min(len(g.limits), maxBurstLimits) {
 		r := limitRef{g.g, i}
 		e := k.m[r]
 		if mask&(1<<i) == 0 || e == nil {

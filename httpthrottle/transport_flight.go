@@ -97,7 +97,7 @@ func (f *flightBook) idle(g *gate) bool {
 	if len(f.m) == 0 {
 		return true
 	}
-	for i := range g.names {
+	for i := range g.limits {
 		if e := f.m[limitRef{g.g, i}]; e != nil && e.inFlight > 0 {
 			return false
 		}
@@ -125,7 +125,7 @@ func (f *flightBook) unsettled(r limitRef) int64 {
 // or on a Gate that reports no Status (Meter).
 func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, clock interface{ Now() time.Time }, refused error) error {
 	dl, ok := ctx.Deadline()
-	if !ok || g.meter == nil || len(costs) != len(g.names) {
+	if !ok || g.meter == nil || len(costs) != len(g.limits) {
 		return refused
 	}
 	now := clock.Now()
@@ -285,7 +285,7 @@ func (w *windowResets) at(g *gate, i int, n int64, d time.Duration, clock clockw
 		w.pending = make(map[limitRef]windowReset)
 	}
 	w.pending[r] = windowReset{n: n, at: clock.Now().Add(d)}
-	back, none := make([]int64, len(g.names)), make([]int64, len(g.names))
+	back, none := make([]int64, len(g.limits)), make([]int64, len(g.limits))
 	back[i] = n
 	clock.AfterFunc(d, func() {
 		// The tokens go in before the raise stops being pending, both under
@@ -344,8 +344,8 @@ func observeRefused(g *gate, costs []int64, code string) {
 		return
 	}
 	for i, c := range costs {
-		if c != 0 && i < len(g.names) {
-			g.obs.Observe(throttle.Event{Kind: throttle.EventRejected, Limit: g.names[i], Cost: c, Reason: code})
+		if c != 0 && i < len(g.limits) {
+			g.obs.Observe(throttle.Event{Kind: throttle.EventRejected, Limit: g.limits[i].Name, Cost: c, Reason: code})
 		}
 	}
 }

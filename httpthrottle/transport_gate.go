@@ -18,12 +18,12 @@ import (
 // It is found once per Gate (gateCache): a Gate's limits, their number and
 // names, are taken to be fixed.
 type gate struct {
-	g     throttle.Gate
-	none  bool     // g is nil, or a nil pointer in a Gate
-	keyed bool     // g can key a map (limitRef): its type is comparable
-	names []string // its limits' names, in cost order
-	ones  []int64  // 1 on every limit: the default cost; shared, never written
-	clock clockwork.Clock
+	g      throttle.Gate
+	none   bool             // g is nil, or a nil pointer in a Gate
+	keyed  bool             // g can key a map (limitRef): its type is comparable
+	limits []throttle.Limit // its limits, in cost order; never written
+	ones   []int64          // 1 on every limit: the default cost; shared, never written
+	clock  clockwork.Clock
 
 	tk    throttle.Taker // takes and settles without a Permit
 	pause throttle.Pauser
@@ -51,18 +51,21 @@ type learner interface {
 // newGate finds what g can do; ones, if not nil, lends it its default
 // cost.
 func newGate(g throttle.Gate, ones *onesBuf) *gate {
-	x := &gate{g: g}
+	x := new(gate)
+	x.fill(g, ones)
+	return x
+}
+
+// fill makes x the gate of g.
+func (x *gate) fill(g throttle.Gate, ones *onesBuf) {
+	*x = gate{g: g}
 	if noGateIn(g) {
 		x.none = true
-		return x
+		return
 	}
 	x.keyed = reflect.TypeOf(g).Comparable()
-	limits := g.Limits()
-	x.names = make([]string, len(limits))
-	for i, l := range limits {
-		x.names[i] = l.Name
-	}
-	x.ones = ones.get(len(limits))
+	x.limits = g.Limits()
+	x.ones = ones.get(len(x.limits))
 	x.clock = gateClock(g)
 	x.tk, _ = g.(throttle.Taker)
 	x.pause, _ = g.(throttle.Pauser)
@@ -71,11 +74,10 @@ func newGate(g throttle.Gate, ones *onesBuf) *gate {
 	x.meter, _ = g.(throttle.Meter)
 	x.obs, _ = g.(throttle.Observer)
 	x.learn, _ = g.(learner)
-	return x
 }
 
 // name returns the name of limit i.
-func (x *gate) name(i int) string { return x.names[i] }
+func (x *gate) name(i int) string { return x.limits[i].Name }
 
 // gateSlots is the number of Gates a gateCache keeps.
 const (
@@ -84,7 +86,8 @@ const (
 )
 
 // gateCache keeps the gates of the Gates a Transport's requests used, one
-// per slot chosen by the Gate's address: a request finds its Gate's with
+// per slot chosen by the Gate's address (a Gate that is a value, a Keyed's
+// Gate of a key, in the first): a request finds its Gate's with
 // one load and one comparison, and allocates nothing for it, as long as
 // its Gate is among the last few dozen in use (Shared's one, PerKey's
 // keys in use).
@@ -95,11 +98,23 @@ type gateCache struct {
 
 // of returns the gate of g.
 func (c *gateCache) of(g throttle.Gate) *gate {
-	slot := &c.slots[gateSlot(g)]
+	return c.into(g, nil)
+}
+
+// into returns the gate of g, kept in the cache; a gate not found there is
+// made in spare, when it is not nil, for a Gate that is a value, which is
+// then not kept: a server's keys come and go too fast for a few dozen
+// slots, and the gate of one request costs no allocation there.
+func (c *gateCache) into(g throttle.Gate, spare *gate) *gate {
+	slot, ptr := c.slot(g)
 	if x := slot.Load(); x != nil && x.g == g {
 		// Only Gates of comparable types are kept: a Gate of another
 		// type than x.g's compares unequal without panicking.
 		return x
+	}
+	if spare != nil && !ptr {
+		spare.fill(g, &c.ones)
+		return spare
 	}
 	x := newGate(g, &c.ones)
 	if x.keyed {
@@ -108,13 +123,15 @@ func (c *gateCache) of(g throttle.Gate) *gate {
 	return x
 }
 
-// gateSlot is the slot of g: by its address for a pointer, else the first.
-func gateSlot(g throttle.Gate) int {
+// slot is the slot of g: by its address for a pointer, else the first;
+// ptr reports a pointer. (A hash of a value behind an interface would
+// allocate.)
+func (c *gateCache) slot(g throttle.Gate) (slot *atomic.Pointer[gate], ptr bool) {
 	v := reflect.ValueOf(g)
 	if v.Kind() != reflect.Pointer {
-		return 0
+		return &c.slots[0], false
 	}
-	return int((uint64(v.Pointer()) * 0x9e3779b97f4a7c15) >> (64 - gateBits))
+	return &c.slots[(uint64(v.Pointer())*0x9e3779b97f4a7c15)>>(64-gateBits)], true
 }
 
 // onesBuf is a slice of ones that the gates share for their default cost,

@@ -4,13 +4,8 @@ import (
 	"sync/atomic"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/corelink"
 	"github.com/throttlekit/throttle/internal/errs"
 )
-
-// core is what the core package lends this one (see corelink): read once,
-// when the package is initialized, after the core registered it.
-var core = corelink.Load[*corelink.Core[*throttle.Limiter, *throttle.Bucket, throttle.Permit, throttle.Event]]()
 
 // settler is the permit of an attempt that the Transport settles from its
 // response (WithLLM): what the attempt took, on which limits.
@@ -70,7 +65,7 @@ func (a *attempt) book(actual []int64) {
 }
 
 func (a *attempt) TakenCosts() []int64    { return a.costs }
-func (a *attempt) LimitName(i int) string { return a.g.names[i] }
+func (a *attempt) LimitName(i int) string { return a.g.limits[i].Name }
 
 func (a *attempt) LimitCapacity(i int) int64 {
 	if a.limits == nil {
