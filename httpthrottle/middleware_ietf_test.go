@@ -247,7 +247,7 @@ func TestLimitHandlerSharedAllocs(t *testing.T) {
 }
 
 // TestLimitHandlerPerKeyHeldAllocs: under PerKey, a key that has a Limiter
-// of its own (its handler once asked for its permit) is decided on that
+// of its own (Keyed.Limiter made it) is decided on that
 // Limiter, with the same memos and the request's storage for its status:
 // one allocation a request, admitted or refused, the key's Gate as an
 // interface value (the bound is 2).

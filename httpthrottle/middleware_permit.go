@@ -27,12 +27,12 @@ import (
 // returns. The writer is LimitHandler's only until the handler returns, as
 // net/http's own is.
 //
-// Under PerKey, a request admitted on a key held in compact form gets its
-// Permit here, on the first call: the key then gets a full Limiter (several
-// hundred bytes) until it is dropped, so call RequestPermit only to
-// settle, and early in the handler: a key left unused for its refill time
-// meanwhile may have been dropped, and the Permit is then the key's anew
-// (or, if the Keyed is at its key cap, that of the key's overflow bucket).
+// Under PerKey, the Permit settles through the key's Gate (Keyed.Gate): on
+// the key's compact record, unless a charge takes the key into debt, which
+// gives it a Limiter. Settle early in the handler: a key left unused for
+// its refill time meanwhile may have been dropped, and the settlement then
+// finds it fresh, full (or, if the Keyed is at its key cap, finds the
+// key's overflow bucket).
 func RequestPermit(w http.ResponseWriter) throttle.Permit {
 	for w != nil {
 		if lw, ok := w.(*limitWriter); ok {
