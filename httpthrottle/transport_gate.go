@@ -85,53 +85,61 @@ const (
 	gateSlots = 1 << gateBits
 )
 
-// gateCache keeps the gates of the Gates a Transport's requests used, one
-// per slot chosen by the Gate's address (a Gate that is a value, a Keyed's
-// Gate of a key, in the first): a request finds its Gate's with
-// one load and one comparison, and allocates nothing for it, as long as
-// its Gate is among the last few dozen in use (Shared's one, PerKey's
-// keys in use).
+// gateCache keeps the gates of the Gates a Transport's requests used: one
+// per slot chosen by the Gate's address, and the last few Gates that are
+// values (a Keyed's Gate of a key) in a ring of their own, looked through
+// in turn (a hash of a value behind an interface would allocate). A
+// request finds its Gate's with a load and a comparison or a few, and
+// allocates nothing for it, as long as its Gate is among those in use
+// lately (Shared's one, PerKey's keys in use).
 type gateCache struct {
 	slots [gateSlots]atomic.Pointer[gate]
+	vals  [valueSlots]atomic.Pointer[gate]
+	next  atomic.Uint32 // the ring's next slot to fill
 	ones  onesBuf
 }
+
+// valueSlots is the number of Gates that are values a gateCache keeps.
+const valueSlots = 16
 
 // of returns the gate of g.
 func (c *gateCache) of(g throttle.Gate) *gate {
 	return c.into(g, nil)
 }
 
-// into returns the gate of g, kept in the cache; a gate not found there is
-// made in spare, when it is not nil, for a Gate that is a value, which is
-// then not kept: a server's keys come and go too fast for a few dozen
-// slots, and the gate of one request costs no allocation there.
+// into returns the gate of g, kept in the cache. With spare not nil, the
+// gate of a Gate that is a value is made in spare and not kept: a server's
+// keys come and go too fast for a cache, and the gate of one request then
+// costs no allocation.
 func (c *gateCache) into(g throttle.Gate, spare *gate) *gate {
-	slot, ptr := c.slot(g)
-	if x := slot.Load(); x != nil && x.g == g {
-		// Only Gates of comparable types are kept: a Gate of another
-		// type than x.g's compares unequal without panicking.
+	v := reflect.ValueOf(g)
+	if v.Kind() == reflect.Pointer {
+		slot := &c.slots[(uint64(v.Pointer())*0x9e3779b97f4a7c15)>>(64-gateBits)]
+		if x := slot.Load(); x != nil && x.g == g {
+			// Only Gates of comparable types are kept: a Gate of another
+			// type than x.g's compares unequal without panicking.
+			return x
+		}
+		x := newGate(g, &c.ones)
+		if x.keyed {
+			slot.Store(x)
+		}
 		return x
 	}
-	if spare != nil && !ptr {
+	if spare != nil {
 		spare.fill(g, &c.ones)
 		return spare
 	}
+	for i := range c.vals {
+		if x := c.vals[i].Load(); x != nil && x.g == g {
+			return x
+		}
+	}
 	x := newGate(g, &c.ones)
 	if x.keyed {
-		slot.Store(x)
+		c.vals[c.next.Add(1)%valueSlots].Store(x)
 	}
 	return x
-}
-
-// slot is the slot of g: by its address for a pointer, else the first;
-// ptr reports a pointer. (A hash of a value behind an interface would
-// allocate.)
-func (c *gateCache) slot(g throttle.Gate) (slot *atomic.Pointer[gate], ptr bool) {
-	v := reflect.ValueOf(g)
-	if v.Kind() != reflect.Pointer {
-		return &c.slots[0], false
-	}
-	return &c.slots[(uint64(v.Pointer())*0x9e3779b97f4a7c15)>>(64-gateBits)], true
 }
 
 // onesBuf is a slice of ones that the gates share for their default cost,
