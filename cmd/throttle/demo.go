@@ -31,6 +31,7 @@ http://ADDR/debug/throttle/ while the demo runs (statuspage).`
 type demoResult struct {
 	requests, ok, tooMany, failed int64
 	retries, throttled            int64 // seen by the throttled transport
+	waited, explained             int64 // calls that waited their turn, and of them those whose wait named its limit
 	total, maxLatency             time.Duration
 }
 
@@ -107,6 +108,8 @@ func runDemo(e *env, args []string) error {
 		return err
 	}
 
+	waits := &demoWaits{limit: "requests"}
+	bopts = append(bopts, throttle.WithObserver(waits))
 	b, err := throttle.New(client.capacity, client.rate, append(bopts, throttle.WithName("requests"))...)
 	if err != nil {
 		return err
@@ -135,6 +138,7 @@ func runDemo(e *env, args []string) error {
 	}
 	st := tr.Stats()
 	throttled.retries, throttled.throttled = st.Retried, st.Throttled
+	throttled.waited, throttled.explained = waits.counts()
 
 	fmt.Fprintln(e.stdout)
 	writeDemoTable(e.stdout, plain, throttled, client)
@@ -296,6 +300,8 @@ func writeDemoTable(w io.Writer, plain, thr demoResult, client limitSpec) {
 	fmt.Fprintf(tw, "429s returned to the caller\t%d\t%d\n", plain.tooMany, thr.tooMany)
 	fmt.Fprintf(tw, "other failures\t%d\t%d\n", plain.failed, thr.failed)
 	fmt.Fprintf(tw, "retries\t%d\t%d\n", 0, thr.retries)
+	fmt.Fprintf(tw, "calls that waited their turn\t%d\t%d\n", 0, thr.waited)
+	fmt.Fprintf(tw, "waits explained (limit named)\t%d\t%d\n", 0, thr.explained)
 	fmt.Fprintf(tw, "total time\t%s\t%s\n", fmtDur(plain.total), fmtDur(thr.total))
 	fmt.Fprintf(tw, "max wait (call to response)\t%s\t%s\n", fmtDur(plain.maxLatency), fmtDur(thr.maxLatency))
 	tw.Flush()

@@ -69,6 +69,12 @@ func TestDemo(t *testing.T) {
 	if d < 520*time.Millisecond || d > elapsed {
 		t.Errorf("throttled total time %v, want at least 520ms and at most the %v the run took", d, elapsed)
 	}
+	// Every call past the burst waited its turn, and every wait names the
+	// limit that bound it (issue 41).
+	_, waited := row("calls that waited their turn")
+	if _, explained := row("waits explained (limit named)"); num(waited) < 26-4 || explained != waited {
+		t.Errorf("%s calls waited, %s explained; want at least 22, all explained\n%s", waited, explained, stdout)
+	}
 	// Progress: plain lines (stdout is no terminal), ending with the whole
 	// run of each client.
 	if want := fmt.Sprintf("plain client: 30/30 done, %d 429s returned to the caller\n", 30-plainOK); !strings.Contains(stdout, want) {
