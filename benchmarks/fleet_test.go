@@ -41,6 +41,9 @@ import (
 //	THROTTLE_FLEET_CALLS    calls per process (default 50)
 //	THROTTLE_FLEET_WORKERS  goroutines per process (default 4)
 //	THROTTLE_FLEET_FAULT_AT the fault's instant after the start (default 2s)
+//	THROTTLE_FLEET_KEYS     API keys: above 1, each process's Gate is a
+//	                        pool.Pool of one redisbucket.Limiter per key,
+//	                        the vendor enforcing the quota per key (default 1)
 //	THROTTLE_FLEET_429      if set, the instant after the start at which the
 //	                        vendor answers one request 429 Retry-After: 1
 //	                        outside its quota (default none)
@@ -383,6 +386,7 @@ func (s serverStats) scripts() int64 {
 }
 
 func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, faultAt, inject time.Duration) fleetRun {
+	keys := max(fleetEnvInt(t, "THROTTLE_FLEET_KEYS", 1), 1)
 	port, err := fleetFreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -407,12 +411,12 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 	hs := httptest.NewServer(v)
 	t.Cleanup(hs.Close)
 
-	floor := time.Duration(float64(max(n*calls-fleetBurst, 0)) / (fleetRPM / 60.0) * float64(time.Second))
+	floor := time.Duration(float64(max(n*calls-keys*fleetBurst, 0)) / (float64(keys) * fleetRPM / 60.0) * float64(time.Second))
 	limit := 2*floor + 20*time.Second // a run that takes longer is broken
 	children := make([]*fleetChild, n)
 	for i := range n {
 		cfg, _ := json.Marshal(fleetChildConfig{Redis: rs.addr, Vendor: hs.URL, Proc: i, Calls: calls,
-			Workers: workers, Deadline: 30 * time.Second, Limit: limit})
+			Workers: workers, Deadline: 30 * time.Second, Limit: limit, Keys: keys})
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envFleetChild+"="+string(cfg))
 		dieWithParent(cmd)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/pool"
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
@@ -39,6 +40,10 @@ type fleetChildConfig struct {
 	Workers  int           // goroutines making them
 	Deadline time.Duration // each call's deadline
 	Limit    time.Duration // the child exits by itself this long after the start
+	// Keys, above 1, makes the child's Gate a pool.Pool of that many
+	// redisbucket.Limiters, one per API key (fleetKey), each with the
+	// vendor's quota, under the Transport with WithRoutes (issue 39).
+	Keys int
 }
 
 // fleetChildResult is the child's one line of JSON on stdout at the end.
@@ -134,33 +139,9 @@ func runFleetChild(v string) {
 	// new user to handle: the process exits, and its supervisor starts it
 	// again. Here it is tried again after fleetRestart, counted, up to
 	// fleetStarts times.
-	var lim *redisbucket.Limiter
-	var err error
-	opts := []redisbucket.Option{redisbucket.WithObserver(obs)}
-	if os.Getenv("THROTTLE_FLEET_RESERVE") == "1" { // the opt-in reservations of issue 38
-		opts = append(opts, redisbucket.WithReservations())
-	}
-	for range fleetStarts {
-		lim, err = redisbucket.NewLimiter(rdb, "openai:fleet38", []redisbucket.Limit{
-			{Name: "requests", Capacity: fleetBurst, Rate: throttle.Per(fleetRPM, time.Minute)},
-			{Name: "tokens", Capacity: fleetTPM, Rate: throttle.Per(fleetTPM, time.Minute)},
-		}, opts...)
-		if !errors.Is(err, redisbucket.ErrUnavailable) {
-			break
-		}
-		res.StartFailures++
-		res.FirstErr = "NewLimiter: " + err.Error()
-		time.Sleep(fleetRestart)
-	}
+	lims, tr, err := fleetClient(rdb, obs, cfg, &res)
 	if err != nil {
-		res.Err = "NewLimiter: " + err.Error()
-		out(3)
-	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = cfg.Workers
-	tr, err := httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{}))
-	if err != nil {
-		res.Err = "NewTransport: " + err.Error()
+		res.Err = err.Error()
 		out(3)
 	}
 	client := &http.Client{Transport: tr}
@@ -219,17 +200,90 @@ func runFleetChild(v string) {
 		})
 	}
 	wg.Wait()
-	res.Stats = lim.Stats()
+	res.Stats = lims[0].Stats()
 	res.Modes = modes.counts()
 	obs.mu.Lock()
 	res.FirstFailure, res.LastFailure, res.RedisAfter = obs.firstFail, obs.lastFail, obs.redisAfter
 	res.FailureEvents, res.LastDecision, res.LastMode = obs.failures, obs.lastAt, obs.lastMode.String()
 	obs.mu.Unlock()
-	base.CloseIdleConnections()
-	lim.Close()
+	tr.CloseIdleConnections()
+	for _, lim := range lims {
+		lim.Close()
+	}
 	rdb.Close()
 	out(0)
 }
+
+// fleetClient builds a child's limiters, as docs/redis.md shows a new user
+// (a constructor that finds Redis unavailable fails: the process would exit
+// and its supervisor start it again; here it is tried again after
+// fleetRestart, counted, up to fleetStarts times), and its Transport: over
+// the one Limiter, or over a pool of cfg.Keys of them routed to their keys.
+func fleetClient(rdb *redis.Client, obs redisbucket.Observer, cfg fleetChildConfig, res *fleetChildResult) ([]*redisbucket.Limiter, *fleetTransport, error) {
+	opts := []redisbucket.Option{redisbucket.WithObserver(obs)}
+	if os.Getenv("THROTTLE_FLEET_RESERVE") == "1" { // the opt-in reservations of issue 38
+		opts = append(opts, redisbucket.WithReservations())
+	}
+	limits := []redisbucket.Limit{
+		{Name: "requests", Capacity: fleetBurst, Rate: throttle.Per(fleetRPM, time.Minute)},
+		{Name: "tokens", Capacity: fleetTPM, Rate: throttle.Per(fleetTPM, time.Minute)},
+	}
+	keys := max(cfg.Keys, 1)
+	lims := make([]*redisbucket.Limiter, keys)
+	for k := range keys {
+		id := "openai:fleet38"
+		if keys > 1 {
+			id += ":" + fleetKey(k)
+		}
+		var err error
+		for range fleetStarts {
+			if lims[k], err = redisbucket.NewLimiter(rdb, id, limits, opts...); !errors.Is(err, redisbucket.ErrUnavailable) {
+				break
+			}
+			res.StartFailures++
+			res.FirstErr = "NewLimiter: " + err.Error()
+			time.Sleep(fleetRestart)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("NewLimiter: %w", err)
+		}
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = cfg.Workers
+	var pick httpthrottle.LimiterFunc = httpthrottle.Shared(lims[0])
+	topts := []httpthrottle.TransportOption{httpthrottle.WithLLM(httpthrottle.LLM{})}
+	if keys > 1 {
+		members := make([]pool.Member, keys)
+		routes := map[string]func(*http.Request){}
+		for k, lim := range lims {
+			members[k] = pool.Member{Name: fleetKey(k), Gate: lim}
+			key := fleetKey(k)
+			routes[key] = func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+key) }
+		}
+		p, err := pool.New(members)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pool.New: %w", err)
+		}
+		pick = httpthrottle.Shared(p)
+		topts = append(topts, httpthrottle.WithRoutes(routes))
+	}
+	tr, err := httpthrottle.NewTransport(base, pick, topts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("NewTransport: %w", err)
+	}
+	return lims, &fleetTransport{Transport: tr, base: base}, nil
+}
+
+// fleetTransport is a child's Transport with the base it closes.
+type fleetTransport struct {
+	*httpthrottle.Transport
+	base *http.Transport
+}
+
+func (t *fleetTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+// fleetKey is the API key of pool member k.
+func fleetKey(k int) string { return "sk-fleet38-" + strconv.Itoa(k) }
 
 // fleetCall makes one small chat completion with max_tokens set; late is
 // how long after its deadline it returned (negative if before).
@@ -244,7 +298,7 @@ func fleetCall(c *http.Client, cfg fleetChildConfig) (status int, late time.Dura
 		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer sk-fleet38")
+	req.Header.Set("Authorization", "Bearer "+fleetKey(0))
 	req.Header.Set(fleetProcHeader, strconv.Itoa(cfg.Proc))
 	resp, err := c.Do(req)
 	if err != nil {
