@@ -511,6 +511,9 @@ func (x *exchange) send() (*http.Response, error) {
 		return nil, err
 	}
 	req, err := x.attemptRequest()
+	if err == nil {
+		err = x.expired()
+	}
 	if err != nil {
 		if release != nil {
 			release()
@@ -549,6 +552,19 @@ func (x *exchange) send() (*http.Response, error) {
 	x.read(resp, taken)
 	x.via.heed(x, resp)
 	return resp, nil
+}
+
+// expired returns ctx's error when the request's context ended while it
+// waited for its turn (a grant at its deadline): it is then not sent, so
+// that the costs go back, which no server counted, rather than stay spent
+// on a request the base transport would refuse to send.
+func (x *exchange) expired() error {
+	select {
+	case <-x.ctx.Done():
+		return x.ctx.Err()
+	default:
+		return nil
+	}
 }
 
 // takeTurn takes the request's costs, waiting its turn: a recognised retry
