@@ -84,7 +84,7 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 	if err := e.check(costs); err != nil {
 		return decision{}, err
 	}
-	a := asked{e: e, costs: costs, start: e.o.clock.Now()}
+	a := asked{start: e.o.clock.Now()}
 	var d decision
 	have := false
 	gen := e.est.gen.Load()
@@ -97,7 +97,7 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 			e.count(d, costs, throttle.EventGranted, 0, nil)
 			return d, nil
 		}
-		a.refused(d)
+		e.refused(&a, d, costs)
 		if err := e.hopeless(ctx, &d, costs); err != nil {
 			return d, err
 		}
@@ -115,7 +115,7 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 			a.ahead = 1 + e.line.queued() + int(e.sleeping.Load())
 		}
 		if err := e.line.acquire(ctx); err != nil {
-			e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(a.start), a.explained())
+			e.count(d, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), e.explained(&a, costs))
 			return d, err
 		}
 	}
@@ -125,12 +125,12 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 			gen = e.est.gen.Load()
 			var done bool
 			var err error
-			if d, done, err = e.step(ctx, &a, dec); done {
+			if d, done, err = e.step(ctx, costs, &a, dec); done {
 				return d, err
 			}
 		}
 		have = false
-		if err := e.waitOut(ctx, d, gen, &a); err != nil {
+		if err := e.waitOut(ctx, d, gen, costs, &a); err != nil {
 			return d, err
 		}
 	}
@@ -139,19 +139,19 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 // step takes one decision with dec for the Acquire a:
 // done, with the Acquire's result, when it is granted, failed or hopeless;
 // otherwise d is to be waited out (waitOut).
-func (e *engine) step(ctx context.Context, a *asked, dec func(context.Context) (decision, error)) (d decision, done bool, err error) {
+func (e *engine) step(ctx context.Context, costs []int64, a *asked, dec func(context.Context) (decision, error)) (d decision, done bool, err error) {
 	if d, err = dec(ctx); err != nil {
 		if ctxErr(ctx) != nil {
-			e.count(d, a.costs, throttle.EventCancelled, e.o.clock.Since(a.start), a.explained())
+			e.count(d, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), e.explained(a, costs))
 		}
 		return d, true, err
 	}
 	if d.granted {
-		e.count(d, a.costs, throttle.EventGranted, e.o.clock.Since(a.start), a.explained())
+		e.count(d, costs, throttle.EventGranted, e.o.clock.Now().Sub(a.start), e.explained(a, costs))
 		return d, true, nil
 	}
-	a.refused(d)
-	if err := e.hopeless(ctx, &d, a.costs); err != nil {
+	e.refused(a, d, costs)
+	if err := e.hopeless(ctx, &d, costs); err != nil {
 		return d, true, err
 	}
 	return d, false, nil
@@ -159,9 +159,9 @@ func (e *engine) step(ctx context.Context, a *asked, dec func(context.Context) (
 
 // waitOut sleeps d.wait (waitTurn) for the Acquire a, counting it
 // cancelled if ctx ends first.
-func (e *engine) waitOut(ctx context.Context, d decision, gen uint64, a *asked) error {
+func (e *engine) waitOut(ctx context.Context, d decision, gen uint64, costs []int64, a *asked) error {
 	if err := e.waitTurn(ctx, d, gen); err != nil {
-		e.count(d, a.costs, throttle.EventCancelled, e.o.clock.Since(a.start), a.explained())
+		e.count(d, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), e.explained(a, costs))
 		return err
 	}
 	return nil

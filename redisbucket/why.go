@@ -12,8 +12,6 @@ import (
 // count of those calls. It makes nothing when the Limiter has no
 // observer.
 type asked struct {
-	e     *engine
-	costs []int64
 	start time.Time
 	ahead int // this process's calls it queued behind, when it did
 	why   *throttle.WaitError
@@ -21,9 +19,9 @@ type asked struct {
 
 // refused records the explanation of d, a refusal, if the call has none
 // yet (refusal).
-func (a *asked) refused(d decision) {
+func (e *engine) refused(a *asked, d decision, costs []int64) {
 	if a.why == nil {
-		a.why = a.e.refusal(d, a.costs, a.ahead, a.start)
+		a.why = e.refusal(d, costs, a.ahead, a.start)
 	}
 }
 
@@ -50,8 +48,7 @@ func (e *engine) refusal(d decision, costs []int64, ahead int, start time.Time) 
 // reserved records the explanation of a reservation granted for an
 // instant wait away, if the call has none yet: the limit whose level the
 // reservation leaves longest below zero binds it.
-func (a *asked) reserved(res result, wait time.Duration) {
-	e := a.e
+func (e *engine) reserved(a *asked, res result, wait time.Duration, costs []int64) {
 	if e.o.obs == nil || a.why != nil || wait <= 0 {
 		return
 	}
@@ -59,20 +56,20 @@ func (a *asked) reserved(res result, wait time.Duration) {
 	// takes longest to cover its cost from them, as for a refusal.
 	before := make([]int64, len(res.levels))
 	copy(before, res.levels)
-	for i, c := range a.costs {
+	for i, c := range costs {
 		before[2*i] += c
 	}
-	a.refused(decision{wait: wait, limit: e.binding(before, a.costs), mode: ModeRedis})
+	e.refused(a, decision{wait: wait, limit: e.binding(before, costs), mode: ModeRedis}, costs)
 }
 
 // explained is the explanation of a call that waited: the one recorded,
 // or, when it queued behind this process's calls with no decision of its
 // own, inLine's. nil for a call served at once, or without an observer.
-func (a *asked) explained() *throttle.WaitError {
+func (e *engine) explained(a *asked, costs []int64) *throttle.WaitError {
 	if a.why != nil || a.ahead == 0 {
 		return a.why
 	}
-	return a.e.inLine(a.costs, a.ahead, a.start)
+	return e.inLine(costs, a.ahead, a.start)
 }
 
 // inLine is the explanation of a call of costs begun at start that
