@@ -3,6 +3,8 @@ package redisbucket_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -193,5 +195,80 @@ func TestEventWhyInLine(t *testing.T) {
 	ev := rec.last(t, throttle.EventGranted, "rpm")
 	if w := ev.Why; ev.Wait != 2*time.Second || w == nil || w.Limit != "rpm" || w.Ahead != 1 || w.Wait != 2*time.Second {
 		t.Errorf("the call granted after 2s behind another: Why %+v (event wait %v), want rpm, 1 ahead, a wait of 2s", w, ev.Wait)
+	}
+}
+
+// snapshot returns every key under the rig's prefix with its type and
+// value, to tell whether a call wrote.
+func snapshot(t *testing.T, r *rig) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	c := r.be.Client()
+	out := map[string]string{}
+	keys, err := c.Keys(ctx, r.be.Prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		typ := c.Type(ctx, k).Val()
+		var v any
+		switch typ {
+		case "string":
+			v = c.Get(ctx, k).Val()
+		case "hash":
+			v = c.HGetAll(ctx, k).Val()
+		case "zset":
+			v = c.ZRangeWithScores(ctx, k, 0, -1).Val()
+		case "set":
+			v = c.SMembers(ctx, k).Val()
+		case "list":
+			v = c.LRange(ctx, k, 0, -1).Val()
+		}
+		out[k] = fmt.Sprintf("%s %v", typ, v)
+	}
+	return out
+}
+
+// Explain answers, before a call, what a refused Acquire's WaitError
+// says: the binding limit, the wait, the pause and its cause, with one
+// read that writes nothing. With nothing holding the costs its Wait is
+// zero.
+func TestLimiterExplain(t *testing.T) {
+	r := newRig(t)
+	l := r.limiter("explainbefore", whyLimits)
+	if we, err := l.Explain(1, 10); err != nil || we.Wait != 0 || !we.Paused.IsZero() || we.Ahead != 0 {
+		t.Fatalf("Explain of a full Limiter: %+v %v, want no wait", we, err)
+	}
+	if ok, err := l.TryAcquire(1, 10); !ok || err != nil {
+		t.Fatalf("TryAcquire: %v %v", ok, err)
+	}
+	end := r.fc.Now().Add(20 * time.Second)
+	const cause = "maintenance window"
+	l.Observe(throttle.Event{Kind: throttle.EventPaused, Limit: "rpm", Until: end, Reason: cause})
+	l.PauseUntil(end)
+
+	before, calls := snapshot(t, r), l.Stats().Calls
+	we, err := l.Explain(1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := l.Stats().Calls - calls; n != 1 {
+		t.Errorf("Explain made %d calls, want 1", n)
+	}
+	if after := snapshot(t, r); !reflect.DeepEqual(before, after) {
+		t.Errorf("Explain wrote: before %v, after %v", before, after)
+	}
+	if we.Limit != "tpm" || we.Wait != 26*time.Second || !we.Paused.Equal(end) || we.Cause != cause || we.Ahead != 0 {
+		t.Errorf("Explain in the pause: %+v, want tpm, 26s, paused until %v by %q", we, end, cause)
+	}
+	ctx, cancel := clockwork.WithTimeout(context.Background(), r.fc, time.Second)
+	defer cancel()
+	_, err = l.Acquire(ctx, 1, 10)
+	var got *throttle.WaitError
+	if !errors.As(err, &got) {
+		t.Fatalf("Acquire in the pause: %v, want a *throttle.WaitError", err)
+	}
+	if *got != we {
+		t.Errorf("Explain said %+v, Acquire was refused with %+v", we, *got)
 	}
 }
