@@ -272,3 +272,41 @@ func TestLimiterExplain(t *testing.T) {
 		t.Errorf("Explain said %+v, Acquire was refused with %+v", we, *got)
 	}
 }
+
+// While the failure policy decides, a refusal by FailLocal's local limits
+// is explained, with their wait, as the script's is; one by FailClosed is
+// explained by its Err and carries no Why.
+func TestEventWhyFailureModes(t *testing.T) {
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Second)}}
+	for _, c := range []struct {
+		name   string
+		policy redisbucket.FailurePolicy
+		mode   redisbucket.Mode
+		why    bool
+	}{{"FailLocal", redisbucket.FailLocal(), redisbucket.ModeFailLocal, true}, {"FailClosed", redisbucket.FailClosed, redisbucket.ModeFailClosed, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			r, m := miniRig(t)
+			rec := &recorder{}
+			l, err := redisbucket.NewLimiter(miniClient(t, m), "whyfail", limits,
+				append(r.opts(), redisbucket.WithFailurePolicy(c.policy), redisbucket.WithObserver(rec))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			m.SetError("LOADING Redis is loading the dataset in memory")
+			for range 3 { // FailLocal's tenth: one token
+				l.TryAcquire(1)
+			}
+			ev := rec.last(t, throttle.EventRejected, "requests")
+			if ev.Mode != c.mode || ev.Err == nil {
+				t.Fatalf("refusal in failure mode: %+v, want mode %v with its Err", ev, c.mode)
+			}
+			switch w := ev.Why; {
+			case !c.why && w != nil:
+				t.Errorf("refusal by %s: Why %+v, want nil", c.name, w)
+			case c.why && (w == nil || w.Limit != "requests" || w.Wait <= 0 || w.Wait != ev.Wait):
+				t.Errorf("refusal by %s: Why %+v (event wait %v), want requests with the event's wait", c.name, w, ev.Wait)
+			}
+		})
+	}
+}
