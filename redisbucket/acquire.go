@@ -58,8 +58,9 @@ func (e *engine) tryDecide(ctx context.Context, costs []int64, permit string) (d
 	if err := e.check(costs); err != nil {
 		return decision{}, false, err
 	}
-	if e.waiting.Load() > 0 {
-		e.count(decision{}, costs, throttle.EventRejected, 0)
+	if n := e.waiting.Load(); n > 0 {
+		why := e.inLine(costs, int(n+e.sleeping.Load()), e.o.clock.Now())
+		e.count(decision{}, costs, throttle.EventRejected, 0, why)
 		return decision{}, false, nil
 	}
 	d, err := e.decide(ctx, costs, permit)
@@ -70,7 +71,7 @@ func (e *engine) tryDecide(ctx context.Context, costs []int64, permit string) (d
 	if d.granted {
 		kind = throttle.EventGranted
 	}
-	e.count(d, costs, kind, d.wait)
+	e.count(d, costs, kind, d.wait, e.refusal(d, costs, 0, time.Time{}))
 	return d, d.granted, nil
 }
 
@@ -83,7 +84,7 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 	if err := e.check(costs); err != nil {
 		return decision{}, err
 	}
-	start := e.o.clock.Now()
+	a := asked{start: e.o.clock.Now()}
 	var d decision
 	have := false
 	gen := e.est.gen.Load()
@@ -93,9 +94,10 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 			return d, err
 		}
 		if d.granted {
-			e.count(d, costs, throttle.EventGranted, 0)
+			e.count(d, costs, throttle.EventGranted, 0, nil)
 			return d, nil
 		}
+		e.refused(&a, d, costs)
 		if err := e.hopeless(ctx, &d, costs); err != nil {
 			return d, err
 		}
@@ -106,11 +108,14 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 	if !e.line.tryAcquire() {
 		have = false
 		if we := e.pausedPast(ctx, costs); we != nil {
-			e.count(d, costs, throttle.EventRejected, we.Wait)
+			e.count(d, costs, throttle.EventRejected, we.Wait, we)
 			return d, we
 		}
+		if e.o.obs != nil {
+			a.ahead = 1 + e.line.queued() + int(e.sleeping.Load())
+		}
 		if err := e.line.acquire(ctx); err != nil {
-			e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+			e.count(d, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), e.explained(&a, costs))
 			return d, err
 		}
 	}
@@ -120,42 +125,43 @@ func (e *engine) acquire(ctx context.Context, costs []int64, permit string, dec 
 			gen = e.est.gen.Load()
 			var done bool
 			var err error
-			if d, done, err = e.step(ctx, costs, start, dec); done {
+			if d, done, err = e.step(ctx, costs, &a, dec); done {
 				return d, err
 			}
 		}
 		have = false
-		if err := e.waitOut(ctx, d, gen, costs, start); err != nil {
+		if err := e.waitOut(ctx, d, gen, costs, &a); err != nil {
 			return d, err
 		}
 	}
 }
 
-// step takes one decision with dec for an Acquire of costs begun at start:
+// step takes one decision with dec for the Acquire a:
 // done, with the Acquire's result, when it is granted, failed or hopeless;
 // otherwise d is to be waited out (waitOut).
-func (e *engine) step(ctx context.Context, costs []int64, start time.Time, dec func(context.Context) (decision, error)) (d decision, done bool, err error) {
+func (e *engine) step(ctx context.Context, costs []int64, a *asked, dec func(context.Context) (decision, error)) (d decision, done bool, err error) {
 	if d, err = dec(ctx); err != nil {
 		if ctxErr(ctx) != nil {
-			e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+			e.count(d, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), e.explained(a, costs))
 		}
 		return d, true, err
 	}
 	if d.granted {
-		e.count(d, costs, throttle.EventGranted, e.o.clock.Since(start))
+		e.count(d, costs, throttle.EventGranted, e.o.clock.Now().Sub(a.start), e.explained(a, costs))
 		return d, true, nil
 	}
+	e.refused(a, d, costs)
 	if err := e.hopeless(ctx, &d, costs); err != nil {
 		return d, true, err
 	}
 	return d, false, nil
 }
 
-// waitOut sleeps d.wait (waitTurn) for an Acquire of costs begun at start,
-// counting it cancelled if ctx ends first.
-func (e *engine) waitOut(ctx context.Context, d decision, gen uint64, costs []int64, start time.Time) error {
+// waitOut sleeps d.wait (waitTurn) for the Acquire a, counting it
+// cancelled if ctx ends first.
+func (e *engine) waitOut(ctx context.Context, d decision, gen uint64, costs []int64, a *asked) error {
 	if err := e.waitTurn(ctx, d, gen); err != nil {
-		e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+		e.count(d, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), e.explained(a, costs))
 		return err
 	}
 	return nil
@@ -167,6 +173,7 @@ func (e *engine) waitOut(ctx context.Context, d decision, gen uint64, costs []in
 // certain sets d.hoping instead.
 func (e *engine) hopeless(ctx context.Context, d *decision, costs []int64) error {
 	var err error
+	var why *throttle.WaitError
 	switch {
 	case d.never:
 		err = throttle.ErrCostExceedsCapacity
@@ -185,13 +192,14 @@ func (e *engine) hopeless(ctx context.Context, d *decision, costs []int64) error
 			break
 		}
 		if sure, limit := e.sureWait(*d, costs); sure > left {
-			err = e.waitError(sure, limit)
+			why = e.waitError(sure, limit)
+			err = why
 		} else {
 			d.hoping = true
 		}
 	}
 	if err != nil {
-		e.count(*d, costs, throttle.EventRejected, d.wait)
+		e.count(*d, costs, throttle.EventRejected, d.wait, why)
 	}
 	return err
 }
@@ -218,8 +226,9 @@ func (e *engine) waitTurn(ctx context.Context, d decision, gen uint64) error {
 	return nil
 }
 
-// count records a final decision and reports it to the observer.
-func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait time.Duration) {
+// count records a final decision and reports it to the observer, with
+// why, the explanation of its wait (nil for a call served at once).
+func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait time.Duration, why *throttle.WaitError) {
 	cause := d.cause
 	if d.reset {
 		cause = ErrStateReset
@@ -242,7 +251,7 @@ func (e *engine) count(d decision, costs []int64, kind throttle.EventKind, wait 
 	}
 	for i, c := range costs {
 		if c > 0 {
-			e.o.obs.Observe(Event{Event: throttle.Event{Kind: kind, Limit: e.limits[i].name, Cost: c, Wait: wait},
+			e.o.obs.Observe(Event{Event: throttle.Event{Kind: kind, Limit: e.limits[i].name, Cost: c, Wait: wait, Why: why},
 				Mode: d.mode, Err: cause})
 		}
 	}

@@ -101,7 +101,7 @@ func (b *Bucket) TryAcquireContext(ctx context.Context, cost int64) (bool, error
 		if d.granted {
 			kind = throttle.EventGranted
 		}
-		b.e.count(d, costs[:], kind, d.wait)
+		b.e.count(d, costs[:], kind, d.wait, b.e.refusal(d, costs[:], 0, time.Time{}))
 		return d.granted, nil
 	}
 	return b.e.tryAcquire(ctx, costs[:])

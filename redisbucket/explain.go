@@ -2,6 +2,7 @@ package redisbucket
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/throttlekit/throttle"
@@ -71,6 +72,41 @@ func (e *engine) heldLongest(costs []int64) int {
 		}
 	}
 	return i
+}
+
+// Explain explains the wait a call with costs would have now, before the
+// call: the wait WaitTime reports, the limit that binds it, the pause in
+// force with its cause (as Status reports them) and, in Ahead, this
+// process's calls queued or reserved before it; other processes' calls
+// are in the wait, not in Ahead. A zero Wait says Redis would grant the
+// costs now, though a TryAcquire of this process would still wait for
+// its queued calls. It makes the one Redis read WaitTime makes, which
+// takes nothing and serves no waiter, and fails as WaitTime does; while
+// the failure policy decides, it answers from the policy's view.
+func (l *Limiter) Explain(costs ...int64) (throttle.WaitError, error) {
+	return l.ExplainContext(context.Background(), costs...)
+}
+
+// ExplainContext is Explain with a context for the Redis call.
+func (l *Limiter) ExplainContext(ctx context.Context, costs ...int64) (throttle.WaitError, error) {
+	e := l.e
+	if err := e.check(costs); err != nil {
+		return throttle.WaitError{}, err
+	}
+	v, err := e.peek(ctx, costs)
+	if err != nil {
+		return throttle.WaitError{}, err
+	}
+	if v.never {
+		return throttle.WaitError{}, fmt.Errorf("limit %q: %w", e.limits[v.limit].name, throttle.ErrCostExceedsCapacity)
+	}
+	i := v.limit
+	if v.fallback || v.wait == 0 {
+		i = e.heldLongest(costs)
+	}
+	we := throttle.WaitError{Wait: v.wait, Limit: e.limits[i].name, Ahead: int(e.waiting.Load() + e.sleeping.Load())}
+	we.Paused, we.Cause = e.pauseAt(e.o.clock.Now())
+	return we, nil
 }
 
 // Observe hears e, an event from outside the Limiter that names one of its

@@ -128,7 +128,7 @@ func TryAcquireAt(b *Bucket, cost int64) (bool, int64, error) {
 	if d.granted {
 		kind = throttle.EventGranted
 	}
-	b.e.count(d, costs, kind, d.wait)
+	b.e.count(d, costs, kind, d.wait, nil)
 	return d.granted, d.at, nil
 }
 

@@ -46,6 +46,21 @@ func (m Mode) Failure() bool { return m >= ModeFailClosed }
 
 // Event is one decision: the core event (granted, rejected, cancelled,
 // settled, with the limit name, cost and wait) and who took it.
+//
+// Its Why explains the wait as the core's does, made only when the
+// Limiter has an observer. An EventRejected by the limit carries the
+// WaitError the call returned, or, for a refused TryAcquire, the
+// explanation of the wait the script replied (nil for a cost no limit
+// will cover, and for a refusal by FailClosed, whose Err explains it). An
+// EventGranted or EventCancelled of a call that waited carries the
+// explanation of its first refusal: the binding limit, its wait, the
+// pause in force with its cause, and this process's calls ahead; a call
+// that queued behind this process's calls and was served without a
+// refusal of its own (or refused while they were queued, or cancelled
+// before its first decision) has the limit the levels last heard leave
+// longest to refill, and as its wait the time it waited plus what remains
+// of the pause in force, a lower bound. Ahead counts this process's calls
+// only (see Limiter.Acquire). Why is nil for calls served at once.
 type Event struct {
 	throttle.Event
 	Mode Mode

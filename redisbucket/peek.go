@@ -11,6 +11,9 @@ type view struct {
 	never  bool
 	limit  int
 	tokens []float64
+	// fallback: the failure policy answered, and limit is not the one
+	// that binds
+	fallback bool
 }
 
 // peek reads the levels and the wait for costs without writing. In failure
@@ -31,6 +34,7 @@ func (e *engine) peek(ctx context.Context, costs []int64) (view, error) {
 		}
 		return v, nil
 	}
+	v.fallback = true
 	e.fallbackView(&v, costs, now)
 	return v, nil
 }

@@ -32,7 +32,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 		// Deciding after each sleep follows it.
 		return e.acquire(ctx, costs, permit, dec)
 	}
-	start := e.o.clock.Now()
+	a := asked{start: e.o.clock.Now()}
 	for {
 		now := e.o.clock.Now()
 		gen := e.est.gen.Load()
@@ -44,7 +44,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 		res, fail, _, err := e.attempt(ctx, now, modeReserve, permit, costs, nil, most, e.o.permitTTL)
 		if err != nil {
 			if ctxErr(ctx) != nil {
-				e.count(decision{}, costs, throttle.EventCancelled, e.o.clock.Since(start))
+				e.count(decision{}, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), e.explained(&a, costs))
 			}
 			return decision{}, err
 		}
@@ -54,11 +54,11 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			// acquire would, once Redis answers, decide step by step
 			// against a level that reservations keep below zero, and
 			// starve until its deadline.
-			d, done, err := e.step(ctx, costs, start, dec)
+			d, done, err := e.step(ctx, costs, &a, dec)
 			if done {
 				return d, err
 			}
-			if err := e.waitOut(ctx, d, gen, costs, start); err != nil {
+			if err := e.waitOut(ctx, d, gen, costs, &a); err != nil {
 				return d, err
 			}
 			continue
@@ -69,26 +69,28 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			// queue at its deepest: then the wait is until the costs are
 			// covered outright, and the next call reserves.
 			d.wait = max(d.wait, time.Microsecond)
+			e.refused(&a, d, costs)
 			if err := e.hopeless(ctx, &d, costs); err != nil {
 				return d, err
 			}
-			if err := e.waitOut(ctx, d, gen, costs, start); err != nil {
+			if err := e.waitOut(ctx, d, gen, costs, &a); err != nil {
 				return d, err
 			}
 			continue
 		}
 		if res.wait > 0 {
+			e.reserved(&a, res, res.wait, costs)
 			e.openFeed()
 			e.sleeping.Add(1)
 			err := e.sleepReserved(ctx, res, epoch, feedOK)
 			e.sleeping.Add(-1)
 			if err != nil {
 				e.giveBack(ctx, res, costs, permit)
-				e.count(d, costs, throttle.EventCancelled, e.o.clock.Since(start))
+				e.count(d, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), a.why)
 				return d, err
 			}
 		}
-		e.count(d, costs, throttle.EventGranted, e.o.clock.Since(start))
+		e.count(d, costs, throttle.EventGranted, e.o.clock.Now().Sub(a.start), a.why)
 		return d, nil
 	}
 }
