@@ -67,8 +67,9 @@ const numShards = 64
 // and keys of up to 4 bytes, their bytes included). A key gets a full Limiter
 // (several hundred bytes) while it needs one: while someone waits in
 // Acquire or holds a Permit from it, and after Limiter was called for it,
-// until it is dropped. LimitHandler over PerKey decides requests on the
-// compact record, so a key that clients merely spend on stays compact. Permits and Limiters handed out are tracked with weak
+// until it is dropped. A key's Gate (Gate) decides on the compact record,
+// as LimitHandler and the gRPC interceptors over PerKey do, so a key that
+// clients merely spend on stays compact. Permits and Limiters handed out are tracked with weak
 // pointers, so a key whose Permit or Limiter its user let go of becomes
 // droppable after the next garbage collection.
 //
