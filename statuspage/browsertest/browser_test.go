@@ -53,7 +53,7 @@ func TestPageInChromium(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	ctx := browse(t, srv.URL+"/debug/throttle/")
+	ctx := browse(t, srv.URL+"/debug/throttle/", 1400)
 
 	var points []string
 	sawPause := false

@@ -31,16 +31,16 @@ func chromium() string {
 }
 
 // browse starts a headless Chromium (skipping the test when there is none)
-// and loads url in it, waiting for the first row of limits; the context
-// ends with the test.
-func browse(t *testing.T, url string) context.Context {
+// with a window 1100 pixels wide and height high, and loads url in it,
+// waiting for the first row of limits; the context ends with the test.
+func browse(t *testing.T, url string, height int) context.Context {
 	t.Helper()
 	path := chromium()
 	if path == "" {
 		t.Skip("no chromium found (apt-get install -y chromium, or set THROTTLE_CHROMIUM): the page is not tested in a browser")
 	}
 	actx, cancelA := chromedp.NewExecAllocator(t.Context(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.WindowSize(1100, 1400), chromedp.NoSandbox)...)
+		chromedp.ExecPath(path), chromedp.WindowSize(1100, height), chromedp.NoSandbox)...)
 	t.Cleanup(cancelA)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(cancel)

@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,8 @@ import (
 	"github.com/throttlekit/throttle/pool"
 	"github.com/throttlekit/throttle/statuspage"
 )
+
+var poolShot = flag.String("pool-screenshot", "", "write the screenshot of TestPoolInChromium's page to this file (default: the test's temporary directory)")
 
 // TestPoolInChromium runs a load through a Transport over a pool of three
 // API keys on a fake clock, with the page open in Chromium: key b's
@@ -39,7 +42,7 @@ func TestPoolInChromium(t *testing.T) {
 	mux.Handle("/debug/throttle/", page)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	ctx := browse(t, srv.URL+"/debug/throttle/")
+	ctx := browse(t, srv.URL+"/debug/throttle/", 1400)
 
 	sawQuarantine, sawPause := false, false
 	for step := range 6 {
@@ -70,7 +73,7 @@ func TestPoolInChromium(t *testing.T) {
 	if !sawQuarantine || !sawPause {
 		t.Errorf("shown: a quarantine with its cause %v, a member's pause with its cause %v; want both", sawQuarantine, sawPause)
 	}
-	save(t, ctx, "", "pool.png")
+	save(t, ctx, *poolShot, "pool.png")
 }
 
 // quarantined makes sts, a member's Status, what the page shows of it
