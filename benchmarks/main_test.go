@@ -22,5 +22,8 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(envBudgetChild); v != "" {
 		runBudgetChild(v)
 	}
+	if v := os.Getenv(envOKServe); v != "" {
+		runOKServe(v)
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) { stopRedis(); os.Exit(code) }))
 }

@@ -17,7 +17,10 @@ import (
 	"github.com/throttlekit/throttle/statuspage"
 )
 
-var pageEvery = flag.Int("page-every", 100_000, "BenchmarkStatusPageCounted: requests a second of the page's clock, between two refreshes")
+var (
+	pageEvery = flag.Int("page-every", 100_000, "BenchmarkStatusPageCounted: requests a second of the page's clock, between two refreshes")
+	pageBase  = flag.String("page-base", "", "BenchmarkStatusPageCounted: send the requests to this `URL` (a server in another process, such as okServe's) instead of answering them at once")
+)
 
 // BenchmarkStatusPageCounted is the cost of the open page in a fixed
 // amount of work, for an instruction count of the whole process (valgrind
@@ -30,7 +33,10 @@ var pageEvery = flag.Int("page-every", 100_000, "BenchmarkStatusPageCounted: req
 // it: at each second its sampler takes a sample, and the test reads the
 // JSON as the browser does, of the Transport's limiter alone (the probe
 // that tells when the sampler ran is sampled, not listed). "open+observer" also gives the limiter the
-// page's Observer. Compare counts of one -test.benchtime Nx.
+// page's Observer. Compare counts of one -test.benchtime Nx. With
+// -page-base, the requests make real round trips to a server in another
+// process (THROTTLE_BENCH_OK_SERVE=ADDR runs this binary as one), whose
+// instructions the count leaves out: a Transport loaded with real calls.
 func BenchmarkStatusPageCounted(b *testing.B) {
 	for _, c := range []struct {
 		name           string
@@ -52,7 +58,14 @@ func BenchmarkStatusPageCounted(b *testing.B) {
 				b.Fatal(err)
 			}
 			l, _ := throttle.NewLimiter(bk)
-			tr, err := httpthrottle.NewTransport(okTransport{}, httpthrottle.Shared(l))
+			var base http.RoundTripper = okTransport{}
+			target := "http://vendor.example/"
+			if *pageBase != "" {
+				hb := &http.Transport{MaxIdleConnsPerHost: 1}
+				defer hb.CloseIdleConnections()
+				base, target = hb, *pageBase
+			}
+			tr, err := httpthrottle.NewTransport(base, httpthrottle.Shared(l))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -72,7 +85,7 @@ func BenchmarkStatusPageCounted(b *testing.B) {
 			}
 			before := pr.calls.Load()
 			refreshes := 0
-			req, _ := http.NewRequest(http.MethodGet, "http://vendor.example/", nil)
+			req, _ := http.NewRequest(http.MethodGet, target, nil)
 			b.ResetTimer()
 			// The same instructions a request whether the page is open or
 			// not: only a refresh differs.
@@ -82,6 +95,7 @@ func BenchmarkStatusPageCounted(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if left--; left > 0 {
 					continue
@@ -154,4 +168,14 @@ func readJSON(b *testing.B, page *statuspage.Page, q string) {
 	if rec.Code != http.StatusOK {
 		b.Fatal("the page did not answer")
 	}
+}
+
+// envOKServe makes the test binary serve 200 with an empty body on the
+// address it holds, for BenchmarkStatusPageCounted's -page-base.
+const envOKServe = "THROTTLE_BENCH_OK_SERVE"
+
+// runOKServe serves until the process is killed.
+func runOKServe(addr string) {
+	err := http.ListenAndServe(addr, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	panic(err)
 }
