@@ -34,7 +34,7 @@ func (l *Limiter) take(ctx context.Context, costs []int64) (int64, error) {
 			return 0, err
 		case !d.paused.IsZero():
 			if !latest.IsZero() && d.paused.After(latest) {
-				return 0, &throttle.WaitError{Wait: d.paused.Sub(l.clock.Now()), Limit: l.name}
+				return 0, &throttle.WaitError{Wait: d.paused.Sub(l.clock.Now()), Limit: l.name, Paused: d.paused}
 			}
 			if err := l.sleepUntil(ctx, d.paused); err != nil {
 				return 0, err

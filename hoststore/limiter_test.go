@@ -129,6 +129,15 @@ func TestSettleRefundAndPause(t *testing.T) {
 	if st := other.Status(nil)[0]; !st.Paused.Equal(clk.Now().Add(time.Second)) {
 		t.Errorf("Status.Paused = %v", st.Paused)
 	}
+	// A call whose deadline comes before the pause's end is refused with
+	// the pause named.
+	ctx, cancel := clockwork.WithTimeout(t.Context(), clk, 500*time.Millisecond)
+	_, err = other.Acquire(ctx, 1)
+	cancel()
+	var we *throttle.WaitError
+	if !errors.As(err, &we) || !we.Paused.Equal(clk.Now().Add(time.Second)) || we.Wait != time.Second {
+		t.Errorf("Acquire inside the pause = %v, want a WaitError of 1s naming the pause", err)
+	}
 	clk.Advance(time.Second)
 	if _, ok, _ := other.TryAcquirePermit(1); !ok {
 		t.Error("no call after the pause ended")
