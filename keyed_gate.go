@@ -70,11 +70,10 @@ func (g keyGate[K]) Take(ctx context.Context, costs ...int64) (time.Duration, er
 func (g keyGate[K]) Settle(taken, actual []int64) error { return g.k.settle(g.key, taken, actual) }
 
 func (g keyGate[K]) Limits() []Limit {
-	p, err := g.k.profileOf(g.key)
-	if err != nil {
-		return nil
+	if _, p := g.k.peek(g.key); p != nil {
+		return p.handed
 	}
-	return p.handed
+	return nil
 }
 
 func (g keyGate[K]) Status(dst []LimitStatus) []LimitStatus { return g.k.status(g.key, dst) }
@@ -123,20 +122,8 @@ func (g keyGate[K]) Clock() clockwork.Clock {
 	return g.k.clock
 }
 
-// profileOf returns the profile of key's limits, without making the key.
-func (k *Keyed[K]) profileOf(key K) (*profile, error) {
-	s, tag := k.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, p, _, err := s.lookup(k, key, tag, false)
-	if e != nil {
-		p = e.prof()
-	}
-	return p, err
-}
-
-// peek returns key's Limiter if it has one, else the profile of its
-// limits (nil for an invalid config), without making the key.
+// peek returns key's limits (nil for an invalid config) and its Limiter
+// if it has one, without making the key.
 func (k *Keyed[K]) peek(key K) (*Limiter, *profile) {
 	s, tag := k.shard(key)
 	s.mu.Lock()
@@ -148,7 +135,7 @@ func (k *Keyed[K]) peek(key K) (*Limiter, *profile) {
 	case e == nil:
 		return nil, p
 	case e.held() != nil:
-		return e.held().limiter(), nil
+		return e.held().limiter(), e.prof()
 	}
 	return nil, e.prof()
 }
