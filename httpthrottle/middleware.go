@@ -177,11 +177,7 @@ func (h *limitHandler) admit(w http.ResponseWriter, r *http.Request, st *reqStat
 		}
 		return
 	}
-	if h.ietf {
-		h.memo.write(w.Header(), status)
-	} else {
-		h.writeStatus(w.Header(), status)
-	}
+	h.writeStatus(w.Header(), status)
 	if !ok {
 		h.refuse(w, r, wait)
 		return
@@ -195,13 +191,14 @@ func (h *limitHandler) admit(w http.ResponseWriter, r *http.Request, st *reqStat
 }
 
 // writeStatus writes the rate-limit headers of status, which is storage
-// of a reqState: a writer given with LimitHeaders gets a copy of its own,
-// which it may keep.
+// of a reqState: the IETF fields from the memos, or through the writer
+// given with LimitHeaders, with a copy of its own, which it may keep.
 func (h *limitHandler) writeStatus(hd http.Header, status []throttle.LimitStatus) {
-	if !h.ietf {
-		status = slices.Clone(status)
+	if h.ietf {
+		h.memo.write(hd, status)
+		return
 	}
-	h.headers(hd, status)
+	h.headers(hd, slices.Clone(status))
 }
 
 func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
@@ -230,11 +227,7 @@ func (h *limitHandler) serve(w http.ResponseWriter, r *http.Request, st *reqStat
 		return
 	}
 	if g.meter != nil {
-		if status := g.meter.Status(st.status[:0]); h.ietf {
-			h.memo.write(w.Header(), status)
-		} else {
-			h.writeStatus(w.Header(), status)
-		}
+		h.writeStatus(w.Header(), g.meter.Status(st.status[:0]))
 	}
 	if !ok {
 		h.refuseOn(w, r, g.g, costs)
