@@ -192,7 +192,7 @@ func (e *engine) hopeless(ctx context.Context, d *decision, costs []int64) error
 			break
 		}
 		if sure, limit := e.sureWait(*d, costs); sure > left {
-			why = e.waitError(sure, limit)
+			why = e.waitError(sure, limit, int(e.sleeping.Load()), e.o.clock.Now())
 			err = why
 		} else {
 			d.hoping = true

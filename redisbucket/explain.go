@@ -29,11 +29,12 @@ func (e *engine) pauseAt(now time.Time) (time.Time, string) {
 	return end, cause
 }
 
-// waitError is the refusal of a call whose certain wait, past its
-// deadline, is wait, bound by limit i.
-func (e *engine) waitError(wait time.Duration, i int) *throttle.WaitError {
-	we := &throttle.WaitError{Wait: wait, Limit: e.limits[i].name, Ahead: int(e.sleeping.Load())}
-	we.Paused, we.Cause = e.pauseAt(e.o.clock.Now())
+// waitError explains a wait of wait bound by limit i, with ahead calls of
+// this process ahead of it, as things stand at now: with the pause in
+// force then and its cause.
+func (e *engine) waitError(wait time.Duration, i, ahead int, now time.Time) *throttle.WaitError {
+	we := &throttle.WaitError{Wait: wait, Limit: e.limits[i].name, Ahead: ahead}
+	we.Paused, we.Cause = e.pauseAt(now)
 	return we
 }
 
@@ -104,9 +105,7 @@ func (l *Limiter) ExplainContext(ctx context.Context, costs ...int64) (throttle.
 	if v.fallback || v.wait == 0 {
 		i = e.heldLongest(costs)
 	}
-	we := throttle.WaitError{Wait: v.wait, Limit: e.limits[i].name, Ahead: int(e.waiting.Load() + e.sleeping.Load())}
-	we.Paused, we.Cause = e.pauseAt(e.o.clock.Now())
-	return we, nil
+	return *e.waitError(v.wait, i, int(e.waiting.Load()+e.sleeping.Load()), e.o.clock.Now()), nil
 }
 
 // Observe hears e, an event from outside the Limiter that names one of its

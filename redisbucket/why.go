@@ -35,14 +35,13 @@ func (e *engine) refusal(d decision, costs []int64, ahead int, start time.Time) 
 		return nil
 	}
 	now := e.o.clock.Now()
-	we := &throttle.WaitError{Wait: d.wait, Limit: e.limits[e.limitOf(d, costs)].name, Ahead: ahead}
+	wait := d.wait
 	if ahead == 0 {
-		we.Ahead = int(e.sleeping.Load())
+		ahead = int(e.sleeping.Load())
 	} else {
-		we.Wait += now.Sub(start) // its time in the line is part of its wait
+		wait += now.Sub(start) // its time in the line is part of its wait
 	}
-	we.Paused, we.Cause = e.pauseAt(now)
-	return we
+	return e.waitError(wait, e.limitOf(d, costs), ahead, now)
 }
 
 // reserved records the explanation of a reservation granted for an
@@ -83,8 +82,7 @@ func (e *engine) inLine(costs []int64, ahead int, start time.Time) *throttle.Wai
 		return nil
 	}
 	now := e.o.clock.Now()
-	we := &throttle.WaitError{Wait: now.Sub(start), Limit: e.limits[e.heldLongest(costs)].name, Ahead: ahead}
-	we.Paused, we.Cause = e.pauseAt(now)
+	we := e.waitError(now.Sub(start), e.heldLongest(costs), ahead, now)
 	if !we.Paused.IsZero() {
 		we.Wait += we.Paused.Sub(now)
 	}
