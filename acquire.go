@@ -224,6 +224,19 @@ func check(bs []*Bucket, costs []int64) error {
 	return nil
 }
 
+// over returns the error for a cost s can never cover: errClosed
+// when it is closed, ErrCostExceedsCapacity when the cost is above its
+// capacity; nil otherwise.
+func over(s *shape, cost int64) error {
+	switch {
+	case cost <= s.Cap || s.Inf:
+		return nil
+	case s.Cap == 0:
+		return errClosed
+	}
+	return ErrCostExceedsCapacity
+}
+
 // noRefill names the first limit that will never cover its cost because it
 // does not refill. It returns nil when the wait is merely longer than a
 // time.Duration can hold.
@@ -296,6 +309,7 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 	if cost <= 0 {
 		return errNotPositive
 	}
+	b.grp() // the zero Bucket's group, made on first use (see tryOrLock)
 	bs, costs := [1]*Bucket{b}, [1]int64{cost}
 	g, w, now, done, err := tryOrWaiter(ctx, bs[:], costs[:], b.obs != nil)
 	if done {
@@ -321,8 +335,11 @@ func (b *Bucket) Acquire(ctx context.Context, cost int64) error {
 // to do so. One lock per queued call instead of two: with a thousand
 // goroutines arriving at once on a slow limiter, the second pass through a
 // contended lock was a third of their CPU.
+//
+// bs[0] has its group: a Limiter's buckets were joined into one, and
+// Bucket.Acquire makes the zero Bucket's first.
 func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *group, now int64, done bool, err error) {
-	g = bs[0].lock()
+	g = queue.Lock(&bs[0].g)
 	if err := check(bs, costs); err != nil {
 		g.Mu.Unlock()
 		return g, 0, true, err
@@ -354,7 +371,9 @@ func tryOrLock(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *g
 // made before the lock was taken when waiters were queued already (see
 // prepare).
 func tryOrWaiter(ctx context.Context, bs []*Bucket, costs []int64, obs bool) (g *group, w *waiter, now int64, done bool, err error) {
-	w = bs[0].grp().prepare()
+	if g := bs[0].g.Load(); g.queued.Load() {
+		w = g.prepare()
+	}
 	g, now, done, err = tryOrLock(ctx, bs, costs, obs)
 	if done {
 		if w != nil {

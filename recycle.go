@@ -9,17 +9,12 @@ func (g *group) waiter() *waiter {
 	return g.idle.Get()
 }
 
-// prepare returns a waiter ready to queue, channel and timer made, when
-// waiters are queued already, and nil otherwise. It is called before the
-// lock is taken: a call that finds others queued will queue too, and
-// making its waiter there keeps the allocations out of the group's
-// critical section. With a thousand goroutines arriving at once, those
-// made under the lock were most of the 3 µs by which queueing one cost
-// more than x/time/rate's Wait.
+// prepare returns a waiter ready to queue, channel and timer made, for a
+// call that found waiters queued already. It is called before the lock
+// is taken: a call that finds others queued will queue too, and making
+// its waiter there keeps the allocations out of the group's critical
+// section, which every goroutine arriving at once waits on.
 func (g *group) prepare() *waiter {
-	if !g.queued.Load() {
-		return nil
-	}
 	w := g.waiter()
 	g.ready(w)
 	return w

@@ -6,16 +6,3 @@ package throttle
 // still honours PauseUntil, and in a Limiter it still takes its turn in
 // the shared FIFO queue. Inf.Tokens() and Inf.Period() are 0.
 var Inf = Rate{inf: true}
-
-// over returns the error for a cost s can never cover: errClosed
-// when it is closed, ErrCostExceedsCapacity when the cost is above its
-// capacity; nil otherwise.
-func over(s *shape, cost int64) error {
-	switch {
-	case cost <= s.Cap || s.Inf:
-		return nil
-	case s.Cap == 0:
-		return errClosed
-	}
-	return ErrCostExceedsCapacity
-}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -76,22 +75,5 @@ func Join[I any, Q Queue](items []I, queueOf func(I) Q, clocks error, merge func
 		if !stale {
 			return err
 		}
-	}
-}
-
-// Lock locks the queue p points to and returns it. An item's queue
-// changes when it is joined into another (by NewLimiter or
-// htb.NewLimiter), hence the check after locking.
-func Lock[T any, Q interface {
-	*T
-	Queue
-}](p *atomic.Pointer[T]) Q {
-	for {
-		q := Q(p.Load())
-		q.Line().Mu.Lock()
-		if Q(p.Load()) == q {
-			return q
-		}
-		q.Line().Mu.Unlock()
 	}
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -14,6 +15,21 @@ import (
 func (tl *Timeline) Outlasts(ctx context.Context, wait time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return ok && dl.Sub(tl.Wall()) < wait
+}
+
+// DoneNow reports whether ctx is done already, for a call that fails
+// rather than queue then. A context that is never done (Background, and so
+// most requests' contexts) has no channel: no select then, which keeps the
+// runtime's channel code off a path that HTTP requests take cold.
+func DoneNow(ctx context.Context) bool {
+	if d := ctx.Done(); d != nil {
+		select {
+		case <-d:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 // Timeline is what every queue shares, a group of buckets and a domain of
@@ -82,4 +98,21 @@ func (tl *Timeline) IdleTimer() clockwork.Timer {
 	default:
 	}
 	return t
+}
+
+// Lock locks the queue p points to and returns it. An item's queue
+// changes when it is joined into another (by NewLimiter or
+// htb.NewLimiter), hence the check after locking.
+func Lock[T any, Q interface {
+	*T
+	Queue
+}](p *atomic.Pointer[T]) Q {
+	for {
+		q := Q(p.Load())
+		q.Line().Mu.Lock()
+		if Q(p.Load()) == q {
+			return q
+		}
+		q.Line().Mu.Unlock()
+	}
 }

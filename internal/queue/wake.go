@@ -93,21 +93,6 @@ func (w *Wake) Reuse() Wake {
 	return Wake{Done: w.Done, Timer: w.Timer}
 }
 
-// DoneNow reports whether ctx is done already, for a call that fails
-// rather than queue then. A context that is never done (Background, and so
-// most requests' contexts) has no channel: no select then, which keeps the
-// runtime's channel code off a path that HTTP requests take cold.
-func DoneNow(ctx context.Context) bool {
-	if d := ctx.Done(); d != nil {
-		select {
-		case <-d:
-			return true
-		default:
-		}
-	}
-	return false
-}
-
 // Sleep waits, outside the lock, until w is granted, fails, or ctx is done;
 // q is w's queue.
 func (w *Wake) Sleep(ctx context.Context, q WaitQueue) error {
