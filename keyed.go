@@ -48,10 +48,9 @@ const numShards = 64
 // Bound: once N keys of a shard holding M others have become droppable,
 // they are gone within (N+M)/2 calls on the shard (two passes of four steps
 // a call), and within about N once the sweep has looked at the M keys
-// since they were last used (measured, all shards together: 2,000 idle keys
-// among 10,000 in steady use went in 0.70-1.12 calls each over 40 runs,
-// median 0.80; a million idle keys alone in 0.26), so memory comes back in
-// time proportional to what was added. The keys held are capped, at 524,288 unless WithMaxKeys
+// since they were last used (TestKeyedSweepBound; benchmarks/README.md has
+// the figures), so memory comes back in time proportional to what was
+// added. The keys held are capped, at 524,288 unless WithMaxKeys
 // says otherwise, so that keys made up by clients cannot take memory
 // without bound. This is why
 // config must return the same limits for a key every time it is called: a
@@ -62,9 +61,8 @@ const numShards = 64
 // A key that is merely spending tokens is a compact record of its levels:
 // for one limit, its key, one pointer and 16 bytes of level (32 bytes with
 // a uint64 key, 40 with a string one, plus the string's bytes), and 4 bytes
-// of index 64% to 80% full (measured after 1,000,000 keys through
-// LimitHandler: 39.1 bytes a key with HashedHeaderKey, 51.5 with HeaderKey
-// and keys of up to 4 bytes, their bytes included). A key gets a full Limiter
+// of index kept between 64% and 80% full (benchmarks/README.md has the
+// heap a key takes through LimitHandler). A key gets a full Limiter
 // (several hundred bytes) while it needs one: while someone waits in
 // Acquire or holds a Permit from it, and after Limiter was called for it,
 // until it is dropped. A key's Gate (Gate) decides on the compact record,

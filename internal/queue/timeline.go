@@ -57,8 +57,8 @@ func (tl *Timeline) Start(c clockwork.Clock) {
 func (tl *Timeline) Line() *Timeline { return tl }
 
 // Now returns the current instant: nanoseconds since the epoch. With no
-// injected clock it reads the monotonic clock directly, which costs about
-// half of what clockwork's real clock (time.Now().Sub) does.
+// injected clock it reads the monotonic clock directly, which spares the
+// wall-clock read that clockwork's real clock (time.Now().Sub) makes.
 func (tl *Timeline) Now() int64 {
 	if tl.Clock == nil {
 		return int64(time.Since(tl.Epoch))
