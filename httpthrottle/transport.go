@@ -458,6 +458,7 @@ type exchange struct {
 	capped bool          // the server asked for more than maxPause
 	final  *http.Response
 	sig    headers.Signals // what the last response said
+	answer Answer          // what a Learner is told of it
 	// The last response refuses the request itself (too large), not the
 	// client's pace: it is neither heeded as a throttle nor retried.
 	aboutRequest bool
@@ -498,8 +499,8 @@ func (x *exchange) send() (*http.Response, error) {
 				return nil, err
 			}
 		}
-		if x.g.learn != nil && x.g.learn.beforeSend() {
-			// Auto's fleet paused while the call waited: wait it out.
+		if x.g.learn != nil && x.g.learn.BeforeSend() {
+			// A fleet's pause began while the call waited: wait it out.
 			if err := x.waitPause(); err != nil {
 				x.giveBack(taken)
 				return nil, err
@@ -704,7 +705,7 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 	t.heed(x.req, x.g, x.costs, status, &x.sig, x.g.clock, refund)
 	if l := x.g.learn; l != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
-		l.response(x.req, x.costs, status, &x.sig, t.maxPause)
+		x.tell(l, status)
 	}
 }
 
@@ -805,6 +806,17 @@ func gatePause(g *gate) time.Time {
 		return time.Time{}
 	}
 	return latestOf(g.meter.Status(nil))
+}
+
+// latestOf is the end of the latest pause among sts, or zero.
+func latestOf(sts []throttle.LimitStatus) time.Time {
+	var until time.Time
+	for _, st := range sts {
+		if st.Paused.After(until) {
+			until = st.Paused
+		}
+	}
+	return until
 }
 
 // dropLast discards the response kept from the previous attempt.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -36,8 +37,8 @@ func autoClient(t *testing.T, llm bool) *http.Client {
 	if llm {
 		opts = append(opts, httpthrottle.WithLLM(httpthrottle.LLM{}))
 	}
-	auto := must(httpthrottle.NewAuto())
-	return &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), auto.Limiter, opts...))}
+	learned := must(auto.New())
+	return &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), learned.Limiter, opts...))}
 }
 
 func caseAutoOpenAIBurst(t *testing.T) row {
