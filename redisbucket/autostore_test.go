@@ -47,7 +47,7 @@ func TestAutoStoreCompareAndSet(t *testing.T) {
 	}
 }
 
-// TestAutoStoreFleet: two AutoLimiters, as two processes, share a Redis
+// TestAutoStoreFleet: two auto.Limiters, as two processes, share a Redis
 // store: the second knows the limit the first learned before it sends
 // anything, and a bare 429 the first gets pauses the second at its next
 // sync.

@@ -31,7 +31,7 @@ import (
 // signals under Auto and Anthropic's output tokens. The table is logged,
 // and written to the file THROTTLE_OUTSIDE_TABLE names.
 
-// autoClient is a Transport over NewAuto().Limiter, with WithLLM when llm.
+// autoClient is a Transport over auto.New().Limiter, with WithLLM when llm.
 func autoClient(t *testing.T, llm bool) *http.Client {
 	var opts []httpthrottle.TransportOption
 	if llm {

@@ -515,10 +515,15 @@ func (a *autoGate) BeforeSend() bool { return a.q.beforeSend() }
 
 // Learn is httpthrottle.Learner's: it learns from what the server said.
 func (a *autoGate) Learn(r *httpthrottle.Answer) {
-	var buf [8]headers.Quota
-	sig := headers.Signals{Quotas: signalsOf(buf[:0], r.Quotas)}
-	a.q.response(r.Request, a.Limiter, a.bs, r.Costs, r.Status, r.Throttled, &sig, r.MaxPause)
+	sig := signalsPool.Get().(*headers.Signals)
+	sig.Quotas = signalsOf(sig.Quotas[:0], r.Quotas)
+	a.q.response(r.Request, a.Limiter, a.bs, r.Costs, r.Status, r.Throttled, sig, r.MaxPause)
+	signalsPool.Put(sig)
 }
+
+// signalsPool keeps the Signals Learn reads an Answer's quotas into, so
+// that a response costs no allocation.
+var signalsPool = sync.Pool{New: func() any { return new(headers.Signals) }}
 
 // ServerRate is httpthrottle.Learner's: the server's rate of limit i,
 // which Auto's share never exceeds; 0 tokens while unknown.
