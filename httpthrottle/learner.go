@@ -2,6 +2,7 @@ package httpthrottle
 
 import (
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -73,7 +74,7 @@ type Quota struct {
 
 // tell tells the Learner l of the response with status to x's attempt.
 func (x *exchange) tell(l Learner, status int) {
-	a := &x.answer
+	a := answers.Get().(*Answer)
 	a.Request, a.Costs, a.Status, a.MaxPause = x.req, x.costs, status, x.t.maxPause
 	a.Throttled = throttledBy(status, &x.sig)
 	a.Quotas = a.Quotas[:0]
@@ -85,4 +86,9 @@ func (x *exchange) tell(l Learner, status int) {
 	}
 	l.Learn(a)
 	a.Request, a.Costs = nil, nil
+	answers.Put(a)
 }
+
+// answers keeps the Answers tell fills, with their Quotas' arrays: an
+// exchange lives for one call, and telling a Learner allocates nothing.
+var answers = sync.Pool{New: func() any { return new(Answer) }}

@@ -458,7 +458,6 @@ type exchange struct {
 	capped bool          // the server asked for more than maxPause
 	final  *http.Response
 	sig    headers.Signals // what the last response said
-	answer Answer          // what a Learner is told of it
 	// The last response refuses the request itself (too large), not the
 	// client's pace: it is neither heeded as a throttle nor retried.
 	aboutRequest bool
