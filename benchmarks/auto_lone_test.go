@@ -16,6 +16,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
@@ -116,8 +117,8 @@ func fleetContender(t testing.TB, workers int) (contender, func()) {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 4 * workers})
 	// A run's own keys: a fresh fleet every run.
 	prefix := fmt.Sprintf("bench:fleet:%d:", time.Now().UnixNano())
-	return autoContenderWith(workers, "Auto()+AutoFleet", func() []httpthrottle.AutoOption {
-		return []httpthrottle.AutoOption{httpthrottle.AutoFleet(redisbucket.NewAutoStore(c, prefix))}
+	return autoContenderWith(workers, "Auto()+AutoFleet", func() []auto.Option {
+		return []auto.Option{auto.Fleet(redisbucket.NewAutoStore(c, prefix))}
 	}), func() { c.Close() }
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 )
 
 // The harness of issue 14: a loopback vendor enforces one quota (50
@@ -165,23 +166,23 @@ func callOK(resp *http.Response, err error) error {
 }
 
 func autoContender(workers int) contender {
-	return autoContenderWith(workers, "httpthrottle.NewAuto()", func() []httpthrottle.AutoOption { return nil })
+	return autoContenderWith(workers, "auto.New()", func() []auto.Option { return nil })
 }
 
 // autoContenderWith is Auto with the options opts returns, for each
 // client.
-func autoContenderWith(workers int, name string, opts func() []httpthrottle.AutoOption) contender {
+func autoContenderWith(workers int, name string, opts func() []auto.Option) contender {
 	return contender{name: name, make: func() (func(context.Context, string) error, func(), func() string) {
 		base := baseTransport(workers)
-		auto := must(httpthrottle.NewAuto(opts()...))
-		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, auto.Limiter))}
+		learned := must(auto.New(opts()...))
+		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, learned.Limiter))}
 		return func(ctx context.Context, url string) error {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 				req.Header.Set("Authorization", "Bearer sk-shared")
 				return callOK(c.Do(req))
 			}, base.CloseIdleConnections, func() string {
 				var b strings.Builder
-				for _, q := range auto.Stats() {
+				for _, q := range learned.Stats() {
 					for _, l := range q.Limits {
 						fmt.Fprintf(&b, "%.1f/s", float64(l.Rate.Tokens())/l.Rate.Period().Seconds())
 					}
@@ -380,9 +381,9 @@ func TestAutoVendorConverge(t *testing.T) {
 		}
 		v := newVendor(d)
 		srv := httptest.NewServer(v)
-		auto := must(httpthrottle.NewAuto())
+		learned := must(auto.New())
 		base := baseTransport(8)
-		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, auto.Limiter))}
+		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, learned.Limiter))}
 		ctx, cancel := context.WithCancel(context.Background())
 		stopAt := time.AfterFunc(run, cancel)
 		var wg sync.WaitGroup
@@ -417,7 +418,7 @@ func TestAutoVendorConverge(t *testing.T) {
 			case <-ctx.Done():
 				break loop
 			case <-tick.C:
-				for _, q := range auto.Stats() {
+				for _, q := range learned.Stats() {
 					for _, l := range q.Limits {
 						samples = append(samples, sample{time.Since(start), float64(l.Rate.Tokens()) / l.Rate.Period().Seconds()})
 					}

@@ -14,9 +14,10 @@ func pausedUntil(b *throttle.Bucket) (time.Time, bool) {
 
 // buckets returns l's buckets in cost order, found by their names.
 func buckets(l *throttle.Limiter) []*throttle.Bucket {
-	bs, err := bucketsOf(l)
-	if err != nil {
-		panic(err)
+	limits := l.Limits()
+	bs := make([]*throttle.Bucket, len(limits))
+	for i, lim := range limits {
+		bs[i] = l.Bucket(lim.Name)
 	}
 	return bs
 }

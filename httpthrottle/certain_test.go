@@ -16,6 +16,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 )
 
 // TestTransportQueuesOnEstimates: 40 calls at once on a token bucket that
@@ -133,7 +134,7 @@ func TestTransportRefusesCertainWaits(t *testing.T) {
 func TestAutoQueuesOnGuessedRate(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	rec := newRecorder(t, fc, script(nil))
-	a := must(httpthrottle.NewAuto(httpthrottle.AutoClock(fc)))
+	a := must(auto.New(auto.Clock(fc)))
 	tr := must(httpthrottle.NewTransport(newBase(t), a.Limiter))
 	probe, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)
 	l, err := a.Limiter(probe)

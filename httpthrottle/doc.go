@@ -38,24 +38,23 @@
 // every answer. [RequestPermit] gives the handler the request's Permit, to
 // settle against the request's real cost.
 //
-// # Limits learned from the server: Auto
+// # Gates that learn from the server: Learner
 //
-// [NewAuto] makes an [AutoLimiter], whose Limiter method is a [LimiterFunc]
-// that needs no configuration: it learns each host's quota from its
-// rate-limit headers ([AutoOption]s set floors, ceilings and keys), and
-// finds it by congestion control where the
-// server says nothing; [AutoLimiter.Stats] reports what it learned
-// ([AutoQuotaStats], [AutoLimitStats]).
+// A Gate that is a [Learner] is told of every response ([Answer]: the
+// status, the [Quota]s the headers reported). Package
+// [github.com/throttlekit/throttle/httpthrottle/auto] is one: its Limiter
+// method is a [LimiterFunc] that needs no configuration, learning each
+// host's quota from its headers, or by congestion control where the server
+// says nothing.
 //
 // # Every type, one line each
 //
 //   - [Transport], [TransportOption], [TransportStats]: the client side.
-//   - [LimiterFunc] picks the Gate of a request ([Shared], [PerKey],
-//     [AutoLimiter.Limiter]); [CostFunc] its costs.
+//   - [LimiterFunc] picks the Gate of a request ([Shared], [PerKey]);
+//     [CostFunc] its costs.
 //   - [LimitOption]: the options of [LimitHandler], the server side;
 //     [RequestPermit] gives a handler its request's Permit.
 //   - [LLM], [Usage], [Tokenizer]: LLM calls' tokens.
-//   - [AutoLimiter], [AutoOption], [AutoQuotaStats], [AutoLimitStats],
-//     [AutoStore]: limits learned from the server, for one process or a
-//     fleet.
+//   - [Learner], [Answer], [Quota]: a Gate told of every response, as
+//     package auto's are.
 package httpthrottle

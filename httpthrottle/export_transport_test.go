@@ -2,7 +2,6 @@ package httpthrottle
 
 import (
 	"math/rand/v2"
-	"net/http"
 	"testing"
 	"time"
 
@@ -15,14 +14,16 @@ import (
 // transport tests of package throttle_test, which drive a fake clock and
 // need to know when every goroutine has either finished or queued.
 func QueuedFor(g throttle.Gate) int {
-	l, ok := g.(*throttle.Limiter)
-	if a, isAuto := g.(*autoGate); isAuto {
-		l, ok = a.Limiter, true
+	var m throttle.Meter
+	if l, ok := g.(*throttle.Limiter); ok {
+		m = l
+	} else if _, learns := g.(Learner); learns {
+		m, _ = g.(throttle.Meter) // Auto's Gate, over a Limiter
 	}
-	if !ok {
+	if m == nil {
 		return 0
 	}
-	return l.Status(nil)[0].Waiting
+	return m.Status(nil)[0].Waiting
 }
 
 // BurstTaken returns what the open burst from full of limit i of g
@@ -40,14 +41,6 @@ func BurstTaken(t *Transport, g throttle.Gate, i int) int64 {
 // SetRefusalWait sets how long t waits for a refusal's body, so that a
 // test of a stalled body need not wait the default.
 func SetRefusalWait(t *Transport, d time.Duration) { t.refusalWait = d }
-
-// limiterOf is Limiter as the Limiter it is, for the tests that look
-// inside the learned buckets.
-func (a *AutoLimiter) limiterOf(r *http.Request) (*autoGate, error) {
-	g, err := a.Limiter(r)
-	l, _ := g.(*autoGate)
-	return l, err
-}
 
 // t0 is when the tests' fake clocks start.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -105,15 +98,6 @@ func RefusalPauseAt(seed uint64, n, step int) time.Duration {
 		p.pause(0)
 	}
 	return p.pause(step)
-}
-
-// autoOf returns the quota Auto learns for on g, nil for a Gate that is
-// not Auto's.
-func autoOf(g throttle.Gate) *autoQuota {
-	if a, ok := g.(*autoGate); ok && a != nil {
-		return a.q
-	}
-	return nil
 }
 
 // takenSettler is the settler of an attempt that took cost from b, as the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 )
 
 // TestPauseCauseFromResponse checks that a refusal's pause carries its
@@ -64,7 +65,7 @@ func TestPauseCauseUnderAuto(t *testing.T) {
 		w.Header().Set("Retry-After", "20")
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
-	a := must(httpthrottle.NewAuto(httpthrottle.AutoClock(fc)))
+	a := must(auto.New(auto.Clock(fc)))
 	tr := must(httpthrottle.NewTransport(newBase(t), a.Limiter, httpthrottle.WithRetries(0)))
 	req, _ := http.NewRequest(http.MethodGet, rec.srv.URL+"/v1/chat?key=sk-secret", nil)
 	resp, err := tr.RoundTrip(req)

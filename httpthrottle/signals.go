@@ -145,7 +145,7 @@ func quotaSource(q *headers.Quota) string {
 func (t *Transport) tuneToReported(sig *headers.Signals, g *gate) {
 	for i := range sig.Quotas {
 		q := &sig.Quotas[i]
-		if _, w, _, ok := learnable(q); ok {
+		if _, w, _, ok := q.Learnable(); ok {
 			if j := t.quotaIndex(len(g.limits), g.name, q); j >= 0 {
 				g.tune.Tune(j, q.Limit, w)
 			}

@@ -47,34 +47,6 @@ func TestTransportOptionsRefused(t *testing.T) {
 	}
 }
 
-// TestAutoOptionsRefused: the same for NewAuto's options.
-func TestAutoOptionsRefused(t *testing.T) {
-	for _, tt := range []struct {
-		opt  httpthrottle.AutoOption
-		want string
-	}{
-		{httpthrottle.AutoClock(nil), "AutoClock(nil)"},
-		{httpthrottle.AutoKey(nil), "AutoKey(nil)"},
-		{httpthrottle.AutoWithin(nil), "AutoWithin(nil)"},
-		{httpthrottle.AutoObserver(nil), "AutoObserver(nil)"},
-		{httpthrottle.AutoFleet(nil), "AutoFleet(nil)"},
-		{httpthrottle.AutoInitialRate(throttle.Inf), "AutoInitialRate(Inf)"},
-		{httpthrottle.AutoInitialRate(throttle.Rate{}), "AutoInitialRate("},
-		{httpthrottle.AutoRange(throttle.Per(10, time.Second), throttle.Per(1, time.Second)), "AutoRange("},
-		{httpthrottle.AutoRange(throttle.Inf, throttle.Inf), "AutoRange(Inf, Inf)"},
-		{httpthrottle.AutoIdle(0), "AutoIdle(0s)"},
-		{httpthrottle.AutoMaxQuotas(0), "AutoMaxQuotas(0)"},
-	} {
-		a, err := httpthrottle.NewAuto(tt.opt)
-		if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), tt.want) || a != nil {
-			t.Errorf("%s: %v; want an ErrInvalidOption naming it", tt.want, err)
-		}
-	}
-	if _, err := httpthrottle.NewAuto(httpthrottle.AutoRange(throttle.Per(1, time.Second), throttle.Inf), httpthrottle.AutoMaxQuotas(1)); err != nil {
-		t.Errorf("options at the ends of their ranges: %v", err)
-	}
-}
-
 // rpmTPM is a Limiter whose limits are named "rpm" and "tpm", not as the
 // vendors' headers name them.
 func rpmTPM(fc clockwork.Clock) *throttle.Limiter {

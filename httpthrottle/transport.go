@@ -498,8 +498,8 @@ func (x *exchange) send() (*http.Response, error) {
 				return nil, err
 			}
 		}
-		if x.g.learn != nil && x.g.learn.beforeSend() {
-			// Auto's fleet paused while the call waited: wait it out.
+		if x.g.learn != nil && x.g.learn.BeforeSend() {
+			// A fleet's pause began while the call waited: wait it out.
 			if err := x.waitPause(); err != nil {
 				x.giveBack(taken)
 				return nil, err
@@ -704,7 +704,7 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 	t.heed(x.req, x.g, x.costs, status, &x.sig, x.g.clock, refund)
 	if l := x.g.learn; l != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
-		l.response(x.req, x.costs, status, &x.sig, t.maxPause)
+		x.tell(l, status)
 	}
 }
 
@@ -805,6 +805,17 @@ func gatePause(g *gate) time.Time {
 		return time.Time{}
 	}
 	return latestOf(g.meter.Status(nil))
+}
+
+// latestOf is the end of the latest pause among sts, or zero.
+func latestOf(sts []throttle.LimitStatus) time.Time {
+	var until time.Time
+	for _, st := range sts {
+		if st.Paused.After(until) {
+			until = st.Paused
+		}
+	}
+	return until
 }
 
 // dropLast discards the response kept from the previous attempt.

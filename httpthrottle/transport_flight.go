@@ -172,7 +172,7 @@ func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, clock 
 		} else {
 			tokens, period := st.Rate.Tokens(), st.Rate.Period()
 			if g.learn != nil {
-				tokens, period = g.learn.serverRate(i)
+				tokens, period = g.learn.ServerRate(i)
 			}
 			var pause time.Duration
 			if !st.Paused.IsZero() {

@@ -1,15 +1,12 @@
 package httpthrottle
 
 import (
-	"net/http"
 	"reflect"
 	"sync/atomic"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/internal/headers"
 )
 
 // gate is a Gate and what the Transport found it can do: every step of a
@@ -31,21 +28,7 @@ type gate struct {
 	tune  throttle.Tuner
 	meter throttle.Meter
 	obs   throttle.Observer // told of the account's refusals
-	learn learner           // Auto's: told of every response
-}
-
-// learner is a Gate that learns the server's quota from the responses to
-// its requests: Auto's.
-type learner interface {
-	// beforeSend reports whether a pause began (the fleet's) that the
-	// request, holding its permit, must wait out before it is sent.
-	beforeSend() bool
-	// response tells the Gate what the server said to a request that cost
-	// costs.
-	response(req *http.Request, costs []int64, status int, sig *headers.Signals, maxPause time.Duration)
-	// serverRate is the server's rate of limit i, which the Gate's own
-	// never exceeds; 0 tokens while it is not known.
-	serverRate(i int) (tokens int64, period time.Duration)
+	learn Learner           // told of every response
 }
 
 // newGate finds what g can do; ones, if not nil, lends it its default
@@ -73,7 +56,7 @@ func (x *gate) fill(g throttle.Gate, ones *onesBuf) {
 	x.tune, _ = g.(throttle.Tuner)
 	x.meter, _ = g.(throttle.Meter)
 	x.obs, _ = g.(throttle.Observer)
-	x.learn, _ = g.(learner)
+	x.learn, _ = g.(Learner)
 }
 
 // name returns the name of limit i.

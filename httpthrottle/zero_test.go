@@ -8,6 +8,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 )
 
 // TestZeroValuesHTTP: the HTTP layer's nil arguments fail loudly where
@@ -49,8 +50,8 @@ func TestZeroValuesHTTP(t *testing.T) {
 		if _, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), nil); !errors.Is(err, throttle.ErrInvalidOption) {
 			t.Errorf("NewTransport with a nil option: %v, want ErrInvalidOption", err)
 		}
-		if _, err := httpthrottle.NewAuto(nil); !errors.Is(err, throttle.ErrInvalidOption) {
-			t.Errorf("NewAuto with a nil option: %v, want ErrInvalidOption", err)
+		if _, err := auto.New(nil); !errors.Is(err, throttle.ErrInvalidOption) {
+			t.Errorf("auto.New with a nil option: %v, want ErrInvalidOption", err)
 		}
 		defer func() {
 			if err, _ := recover().(error); !errors.Is(err, throttle.ErrInvalidOption) {

@@ -10,11 +10,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// AutoStore keeps what throttle.AutoLimiters learn about each quota in
-// Redis, so that the processes of a fleet learn it together
-// (httpthrottle.AutoFleet):
+// AutoStore keeps what the Limiters of package httpthrottle/auto learn
+// about each quota in Redis, so that the processes of a fleet learn it
+// together (auto.Fleet; AutoStore is an auto.Store):
 //
-//	auto, err := httpthrottle.NewAuto(httpthrottle.AutoFleet(redisbucket.NewAutoStore(rdb, "")))
+//	learned, err := auto.New(auto.Fleet(redisbucket.NewAutoStore(rdb, "")))
 //	if err != nil {
 //		return err
 //	}
@@ -24,7 +24,7 @@ import (
 // version ("{KEY}:s"), written only by a compare-and-set on the version,
 // and a sorted set of the members by the Redis server's time of their
 // last sync ("{KEY}:m"). Both expire when nobody syncs. Each call is one
-// round trip (a script); the AutoLimiter calls it with a short deadline, which
+// round trip (a script); the auto.Limiter calls it with a short deadline, which
 // reaches the socket only with the client's ContextTimeoutEnabled.
 type AutoStore struct {
 	client redis.UniversalClient

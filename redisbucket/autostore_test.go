@@ -11,6 +11,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 	"github.com/throttlekit/throttle/redisbucket"
 	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 )
@@ -46,7 +47,7 @@ func TestAutoStoreCompareAndSet(t *testing.T) {
 	}
 }
 
-// TestAutoStoreFleet: two AutoLimiters, as two processes, share a Redis
+// TestAutoStoreFleet: two auto.Limiters, as two processes, share a Redis
 // store: the second knows the limit the first learned before it sends
 // anything, and a bare 429 the first gets pauses the second at its next
 // sync.
@@ -65,8 +66,8 @@ func TestAutoStoreFleet(t *testing.T) {
 	}))
 	defer srv.Close()
 	fc := clockwork.NewFakeClockAt(time.Now())
-	mk := func() (*httpthrottle.AutoLimiter, *http.Client) {
-		a := must(httpthrottle.NewAuto(httpthrottle.AutoClock(fc), httpthrottle.AutoFleet(redisbucket.NewAutoStore(c, be.Prefix))))
+	mk := func() (*auto.Limiter, *http.Client) {
+		a := must(auto.New(auto.Clock(fc), auto.Fleet(redisbucket.NewAutoStore(c, be.Prefix))))
 		return a, &http.Client{Transport: must(httpthrottle.NewTransport(nil, a.Limiter, httpthrottle.WithRetries(0)))}
 	}
 	a, ca := mk()
@@ -118,7 +119,7 @@ func TestAutoStoreFleet(t *testing.T) {
 	}
 }
 
-// An AutoStore is what httpthrottle.AutoFleet takes; the package itself
+// An AutoStore is what auto.Fleet takes; the package itself
 // does not import httpthrottle, so a program sharing a bucket in Redis does
 // not link the HTTP layer.
-var _ httpthrottle.AutoStore = (*redisbucket.AutoStore)(nil)
+var _ auto.Store = (*redisbucket.AutoStore)(nil)

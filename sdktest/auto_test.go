@@ -13,11 +13,12 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
 // TestAutoOpenAISDK runs 100 concurrent chat completions through the
-// official OpenAI SDK and a Transport with NewAuto().Limiter, configured with
+// official OpenAI SDK and a Transport with auto.New().Limiter, configured with
 // nothing, against a vendor allowing 10 requests per second (burst 10) that
 // publishes its quota in the IETF fields. Auto learns the quota from the
 // first response: no call fails, and the calls take a little more than the 9 s the quota
@@ -32,8 +33,8 @@ func TestAutoOpenAISDK(t *testing.T) {
 		Requests: throttle.Per(10, time.Second), RequestBurst: 10, Dialect: throttletest.IETF,
 	})
 	defer vendor.Close()
-	auto := must(httpthrottle.NewAuto())
-	tr := must(httpthrottle.NewTransport(newBase(t), auto.Limiter))
+	learned := must(auto.New())
+	tr := must(httpthrottle.NewTransport(newBase(t), learned.Limiter))
 	client := openai.NewClient(
 		option.WithBaseURL(vendor.URL+"/v1/"),
 		option.WithAPIKey("sk-auto"),
@@ -59,7 +60,7 @@ func TestAutoOpenAISDK(t *testing.T) {
 	took := time.Since(start)
 	st := vendor.Stats()
 	t.Logf("Auto: %d of %d calls failed in %v; the vendor answered %d of %d requests with 429; learned %+v",
-		fails.Load(), calls, took.Round(time.Millisecond), st.Throttled, st.Requests, auto.Stats())
+		fails.Load(), calls, took.Round(time.Millisecond), st.Throttled, st.Requests, learned.Stats())
 	if fails.Load() != 0 {
 		t.Errorf("%d calls failed", fails.Load())
 	}
@@ -69,14 +70,14 @@ func TestAutoOpenAISDK(t *testing.T) {
 	if took > 15*time.Second {
 		t.Errorf("the calls took %v; want at most 15s (the quota needs 9s)", took)
 	}
-	ls := auto.Stats()
+	ls := learned.Stats()
 	if len(ls) != 1 || len(ls[0].Limits) == 0 || !ls[0].Limits[0].Learned {
 		t.Errorf("learned %+v; want one quota, learned from the headers", ls)
 	}
 }
 
 // TestAutoLLMTokenShare makes one chat completion, then 30 concurrent ones,
-// through the official OpenAI SDK, a Transport with httpthrottle.NewAuto().Limiter and
+// through the official OpenAI SDK, a Transport with auto.New().Limiter and
 // WithLLM, against a vendor in OpenAI's dialect allowing 600 requests and
 // 60,000 tokens a minute (burst a minute of each): each call reserves its
 // prompt and its 500 max tokens. Once the first response has taught the
@@ -97,8 +98,8 @@ func TestAutoLLMTokenShare(t *testing.T) {
 		Requests: throttle.Per(600, time.Minute), Tokens: throttle.Per(60000, time.Minute), Dialect: throttletest.OpenAI,
 	})
 	defer vendor.Close()
-	auto := must(httpthrottle.NewAuto())
-	tr := must(httpthrottle.NewTransport(newBase(t), auto.Limiter, httpthrottle.WithLLM(httpthrottle.LLM{})))
+	learned := must(auto.New())
+	tr := must(httpthrottle.NewTransport(newBase(t), learned.Limiter, httpthrottle.WithLLM(httpthrottle.LLM{})))
 	client := openai.NewClient(
 		option.WithBaseURL(vendor.URL+"/v1/"),
 		option.WithAPIKey("sk-auto-llm"),
@@ -130,7 +131,7 @@ func TestAutoLLMTokenShare(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	t.Logf("%d of %d calls failed (%d oversized) in %v; learned %+v", fails.Load(), calls+1, oversized.Load(), time.Since(start).Round(time.Millisecond), auto.Stats())
+	t.Logf("%d of %d calls failed (%d oversized) in %v; learned %+v", fails.Load(), calls+1, oversized.Load(), time.Since(start).Round(time.Millisecond), learned.Stats())
 	if fails.Load() != 0 || oversized.Load() != 0 {
 		t.Errorf("%d calls failed, %d as oversized; want none", fails.Load(), oversized.Load())
 	}

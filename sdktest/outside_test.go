@@ -20,6 +20,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -30,14 +31,14 @@ import (
 // signals under Auto and Anthropic's output tokens. The table is logged,
 // and written to the file THROTTLE_OUTSIDE_TABLE names.
 
-// autoClient is a Transport over NewAuto().Limiter, with WithLLM when llm.
+// autoClient is a Transport over auto.New().Limiter, with WithLLM when llm.
 func autoClient(t *testing.T, llm bool) *http.Client {
 	var opts []httpthrottle.TransportOption
 	if llm {
 		opts = append(opts, httpthrottle.WithLLM(httpthrottle.LLM{}))
 	}
-	auto := must(httpthrottle.NewAuto())
-	return &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), auto.Limiter, opts...))}
+	learned := must(auto.New())
+	return &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), learned.Limiter, opts...))}
 }
 
 func caseAutoOpenAIBurst(t *testing.T) row {

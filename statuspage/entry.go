@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 )
 
 // entry is one registered limiter: its Gate, the history of its limits
@@ -20,7 +20,7 @@ type entry struct {
 	mu       sync.Mutex
 	gate     throttle.Gate
 	meter    throttle.Meter
-	auto     *httpthrottle.AutoLimiter
+	auto     *auto.Limiter
 	limits   []throttle.Limit
 	hist     []ring    // one per limit, in Limits order
 	prev     []float64 // each limit's level at the last sample

@@ -9,7 +9,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 )
 
 // Page is an http.Handler that shows the limiters registered with it: an
@@ -113,7 +113,7 @@ func (p *Page) Register(name string, g throttle.Gate) {
 }
 
 // RegisterAuto shows the quotas a learns, under name.
-func (p *Page) RegisterAuto(name string, a *httpthrottle.AutoLimiter) {
+func (p *Page) RegisterAuto(name string, a *auto.Limiter) {
 	e := p.entry(name)
 	e.mu.Lock()
 	e.auto = a

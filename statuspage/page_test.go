@@ -15,6 +15,7 @@ import (
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/budget"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 	"github.com/throttlekit/throttle/pool"
 	"github.com/throttlekit/throttle/statuspage"
 )
@@ -188,15 +189,15 @@ func TestNoSecrets(t *testing.T) {
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	p := newPage(t)
-	auto, err := httpthrottle.NewAuto()
+	learned, err := auto.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.RegisterAuto("auto", auto)
+	p.RegisterAuto("auto", learned)
 	b, _ := throttle.New(10, throttle.Per(10, time.Second), throttle.WithName("requests"), throttle.WithObserver(p.Observer("shared")))
 	l, _ := throttle.NewLimiter(b)
 	p.Register("shared", l)
-	for _, g := range []httpthrottle.LimiterFunc{auto.Limiter, httpthrottle.Shared(l)} {
+	for _, g := range []httpthrottle.LimiterFunc{learned.Limiter, httpthrottle.Shared(l)} {
 		tr, err := httpthrottle.NewTransport(base, g, httpthrottle.WithRetries(0))
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"bytes"
@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-// AutoStore keeps what the AutoLimiters of a fleet learned about each
-// quota, where every process of the fleet reads it: see AutoFleet. Its
+// Store keeps what the Limiters of a fleet learned about each
+// quota, where every process of the fleet reads it: see Fleet. Its
 // methods are called from RoundTrip, with a short deadline; an error leaves
 // the process learning alone until the store answers again.
 // redisbucket.NewAutoStore keeps it in Redis.
-type AutoStore interface {
+type Store interface {
 	// Load records that member uses key now and returns how many members
 	// used it within the last memberTTL, member included, with the state
 	// stored under key and its version; a key never stored has version 0
@@ -41,7 +41,7 @@ const (
 	autoFleetTTL    = time.Hour // how long the store keeps a quota nobody syncs
 )
 
-// AutoFleet makes the processes that share store learn each quota
+// Fleet makes the processes that share store learn each quota
 // together, as one client: each process is a member of the quota (host and
 // credential) while it uses it, and on every request, when a call has its
 // permit and is about to be sent, and on every response (at most every
@@ -54,9 +54,9 @@ const (
 //     the limit's rate over the number of members;
 //   - for a quota found by congestion control (nothing but 429), one rate
 //     for the whole fleet, which each member joining in slow start raises
-//     by the initial rate (AutoInitialRate), grown from the successes of
+//     by the initial rate (InitialRate), grown from the successes of
 //     all members together and cut once per congestion by the first
-//     refusal any member sees (see AutoLimiter for the rules); each member
+//     refusal any member sees (see Limiter for the rules); each member
 //     sends at the fleet's rate over the number of members;
 //   - the pause a refusal imposed, which every member keeps, a call that
 //     waited in a member's bucket included: a fleet pays a 429 once, not
@@ -73,19 +73,19 @@ const (
 // credential is a SHA-256 hash (the same in every process, so that they
 // find each other), never the secret. Members' clocks should agree to a
 // few milliseconds: instants are stored as Unix times.
-func AutoFleet(store AutoStore) AutoOption {
+func Fleet(store Store) Option {
 	return func(c *autoConfig) error {
 		if store == nil {
-			return invalidOption("AutoFleet(nil): no store")
+			return invalidOption("Fleet(nil): no store")
 		}
 		c.fleet = &autoFleet{store: store, prefix: "throttle:auto:", member: newMember()}
 		return nil
 	}
 }
 
-// autoFleet is the configuration of AutoFleet.
+// autoFleet is the configuration of Fleet.
 type autoFleet struct {
-	store  AutoStore
+	store  Store
 	prefix string
 	member string
 	errors atomic.Int64
@@ -139,7 +139,7 @@ type fleetCC struct {
 }
 
 // unix converts an instant of a's time line to Unix ns, 0 staying 0.
-func (a *AutoLimiter) unix(t int64) int64 {
+func (a *Limiter) unix(t int64) int64 {
 	if t == 0 {
 		return 0
 	}
@@ -147,7 +147,7 @@ func (a *AutoLimiter) unix(t int64) int64 {
 }
 
 // local converts Unix ns to a's time line, 0 staying 0.
-func (a *AutoLimiter) local(u int64) int64 {
+func (a *Limiter) local(u int64) int64 {
 	if u == 0 {
 		return 0
 	}
@@ -401,9 +401,9 @@ func (q *autoQuota) interval() time.Duration {
 	return min(d, autoMaxSpread)
 }
 
-// FleetErrors returns how many calls of the AutoFleet store failed; 0
-// without AutoFleet.
-func (a *AutoLimiter) FleetErrors() int64 {
+// FleetErrors returns how many calls of the Fleet store failed; 0
+// without Fleet.
+func (a *Limiter) FleetErrors() int64 {
 	if a.cfg.fleet == nil {
 		return 0
 	}

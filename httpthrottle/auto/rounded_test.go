@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"math"
@@ -13,13 +13,11 @@ import (
 // tellTokens passes a 200 reporting Anthropic's output tokens, remaining
 // rounded to the thousand as Anthropic rounds it, from a call that cost
 // cost of them, to the quota of req.
-func tellTokens(t *testing.T, a *AutoLimiter, req *http.Request, trueLeft float64, cost int64) *autoGate {
+func tellTokens(t *testing.T, a *Limiter, req *http.Request, trueLeft float64, cost int64) *autoGate {
 	t.Helper()
 	clk := a.cfg.clock
 	h := http.Header{}
 	headers.SetAnthropic(h, "output-tokens", 8000, int64(math.Round(trueLeft/1000))*1000, time.Minute, clk.Now())
-	var sig headers.Signals
-	headers.ParseClock(&sig, h, clk, defaultMaxPause)
 	l, err := a.limiterOf(req)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +26,9 @@ func tellTokens(t *testing.T, a *AutoLimiter, req *http.Request, trueLeft float6
 	if i := slices.Index(l.bs, l.Bucket("output-tokens")); i >= 0 {
 		costs[i] = cost
 	}
-	autoOf(l).response(req, l.Limiter, l.bs, costs, 200, &sig, defaultMaxPause)
+	ans := answerOf(t, clk, req, 200, h, l, false)
+	ans.Costs = costs
+	l.Learn(ans)
 	l, _ = a.limiterOf(req)
 	return l
 }

@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 
 	"github.com/jonboulle/clockwork"
 
@@ -20,7 +21,7 @@ import (
 // checkBounds fails t if a holds more than the stated bounds: at most
 // autoMaxLimits learned limits a quota, every bucket name one of the
 // bounded set, every rate at or above the floor.
-func checkBounds(t testing.TB, a *AutoLimiter) {
+func checkBounds(t testing.TB, a *Limiter) {
 	t.Helper()
 	if n := a.quotaCount(); n > a.cfg.maxQuotas {
 		t.Fatalf("%d quotas; want at most %d", n, a.cfg.maxQuotas)
@@ -68,7 +69,7 @@ func boundedName(name string) bool {
 // otelthrottle makes attribute values) from a set of at most 65 values.
 func TestAutoBoundedUnderFreshNames(t *testing.T) {
 	var log tunedLog
-	a, clk := newAutoFake(t, AutoObserver(&log))
+	a, clk := newAutoFake(t, Observer(&log))
 	req := get(t, "https://api.example.com/")
 	for i := range 10000 {
 		h := http.Header{}
@@ -162,7 +163,7 @@ func TestAutoMergesFamilies(t *testing.T) {
 	}
 }
 
-// TestAutoFloorHolds: refusals never take a rate below the floor of AutoRange,
+// TestAutoFloorHolds: refusals never take a rate below the floor of Range,
 // whether the server reports a remaining count of 0 on its 429s, or only
 // its policy; and once the server lets calls through again, a limit it
 // names without counts grows back to its rate.
@@ -184,7 +185,7 @@ func TestAutoFloorHolds(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a, clk := newAutoFake(t, AutoRange(throttle.Per(1, time.Second), throttle.Inf))
+			a, clk := newAutoFake(t, Range(throttle.Per(1, time.Second), throttle.Inf))
 			req := get(t, "https://api.example.com/")
 			for range 30 {
 				clk.Advance(2 * time.Second)
@@ -227,12 +228,12 @@ func TestAutoMaxPauseAbsolute(t *testing.T) {
 	for _, maxPause := range []time.Duration{2 * time.Second, defaultMaxPause} {
 		for _, ra := range []string{"1000000000000", "1"} {
 			clk := newClock()
-			a := must(NewAuto(AutoClock(clk), autoRand(0.999999)))
-			var opts []TransportOption
+			a := must(New(Clock(clk), autoRand(0.999999)))
+			var opts []httpthrottle.TransportOption
 			if maxPause != defaultMaxPause {
-				opts = append(opts, WithMaxPause(maxPause))
+				opts = append(opts, httpthrottle.WithMaxPause(maxPause))
 			}
-			c := &http.Client{Transport: must(NewTransport(&pauseVendor{ra}, a.Limiter, append(opts, WithRetries(0))...))}
+			c := &http.Client{Transport: must(httpthrottle.NewTransport(&pauseVendor{ra}, a.Limiter, append(opts, httpthrottle.WithRetries(0))...))}
 			start := clk.Now()
 			resp, err := c.Get("https://api.example.com/")
 			if err != nil {
@@ -260,7 +261,7 @@ func TestAutoLearnsBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := must(NewAuto(AutoClock(clk), autoRand(0.5)))
+	a := must(New(Clock(clk), autoRand(0.5)))
 	req := get(t, "https://api.example.com/")
 	respond := func() {
 		ok, _ := srv.TryAcquire(1)
@@ -269,7 +270,7 @@ func TestAutoLearnsBurst(t *testing.T) {
 			status = http.StatusTooManyRequests
 		}
 		h := http.Header{}
-		WriteIETF(h, []throttle.LimitStatus{{Name: "default", Rate: throttle.Per(600, time.Minute), Remaining: max(int64(srv.Status().Level), 0), Reset: time.Second}})
+		httpthrottle.WriteIETF(h, []throttle.LimitStatus{{Name: "default", Rate: throttle.Per(600, time.Minute), Remaining: max(int64(srv.Status().Level), 0), Reset: time.Second}})
 		tell(t, a, clk, req, status, h)
 	}
 	start0 := clk.Now()

@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 
 	"github.com/jonboulle/clockwork"
 
@@ -21,16 +22,16 @@ import (
 )
 
 // autoRand fixes the jitter, for tests.
-func autoRand(v float64) AutoOption {
+func autoRand(v float64) Option {
 	return func(c *autoConfig) error { c.rand = func() float64 { return v }; return nil }
 }
 
-// newAutoFake returns an AutoLimiter on a fake clock with no jitter (the
+// newAutoFake returns a Limiter on a fake clock with no jitter (the
 // random factor is the top of its range).
-func newAutoFake(t *testing.T, opts ...AutoOption) (*AutoLimiter, *clockwork.FakeClock) {
+func newAutoFake(t *testing.T, opts ...Option) (*Limiter, *clockwork.FakeClock) {
 	t.Helper()
 	clk := newClock()
-	a := must(NewAuto(append([]AutoOption{AutoClock(clk), autoRand(0.999999)}, opts...)...))
+	a := must(New(append([]Option{Clock(clk), autoRand(0.999999)}, opts...)...))
 	return a, clk
 }
 
@@ -48,29 +49,26 @@ func get(t *testing.T, url string, hdr ...string) *http.Request {
 
 // tell passes a response with header h and status to the quota of req, as
 // the Transport does after an attempt.
-func tell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header) *autoGate {
+func tell(t *testing.T, a *Limiter, clk clockwork.Clock, req *http.Request, status int, h http.Header) *autoGate {
 	t.Helper()
 	return tellAs(t, a, clk, req, status, h, false)
 }
 
 // tellAs is tell, with the Transport's heed first (the pause on a
 // refusal) when heed is set.
-func tellAs(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header, heed bool) *autoGate {
+func tellAs(t *testing.T, a *Limiter, clk clockwork.Clock, req *http.Request, status int, h http.Header, heed bool) *autoGate {
 	t.Helper()
 	l, err := a.limiterOf(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sig headers.Signals
-	headers.ParseClock(&sig, h, clk, defaultMaxPause)
 	costs := make([]int64, len(l.bs))
 	for i := range costs {
 		costs[i] = 1
 	}
-	if heed {
-		must(NewTransport(nil, a.Limiter)).heed(req, newGate(l, nil), costs, status, &sig, clk, nil)
-	}
-	autoOf(l).response(req, l.Limiter, l.bs, costs, status, &sig, defaultMaxPause)
+	ans := answerOf(t, clk, req, status, h, l, heed)
+	ans.Costs = costs
+	l.Learn(ans)
 	return l
 }
 
@@ -81,7 +79,7 @@ func ietf(q, w, r int64) http.Header {
 	return h
 }
 
-func limitStats(t *testing.T, a *AutoLimiter, key string) []AutoLimitStats {
+func limitStats(t *testing.T, a *Limiter, key string) []LimitStats {
 	t.Helper()
 	for _, q := range a.Stats() {
 		if q.Key == key {
@@ -176,12 +174,12 @@ func TestAutoShareTracksRemaining(t *testing.T) {
 func TestAutoSharesConverge(t *testing.T) {
 	const n, rate, burst = 8, 50.0, 50.0
 	clk := newClock()
-	var clients []*AutoLimiter
+	var clients []*Limiter
 	var lanes []*lane
 	req := get(t, "https://api.example.com/")
 	level := burst
 	for range n {
-		a := must(NewAuto(AutoClock(clk), autoRand(0.5)))
+		a := must(New(Clock(clk), autoRand(0.5)))
 		clients = append(clients, a)
 		l := tell(t, a, clk, req, 200, ietf(burst, 1, int64(level)))
 		level--
@@ -223,7 +221,7 @@ func TestAutoSharesConverge(t *testing.T) {
 }
 
 func TestAutoCongestionControl(t *testing.T) {
-	a, clk := newAutoFake(t, AutoInitialRate(throttle.Per(10, time.Second)))
+	a, clk := newAutoFake(t, InitialRate(throttle.Per(10, time.Second)))
 	req := get(t, "https://api.example.com/")
 	l, _ := a.limiterOf(req)
 	ln := autoOf(l).lanes[0]
@@ -317,7 +315,7 @@ func TestAutoCongestionControl(t *testing.T) {
 // soon after the pause to measure the share cuts least, and the probe
 // after a cut grows slowly at first, then as fast as slow start.
 func TestAutoCongestionEvents(t *testing.T) {
-	a, clk := newAutoFake(t, AutoInitialRate(throttle.Per(20, time.Second)))
+	a, clk := newAutoFake(t, InitialRate(throttle.Per(20, time.Second)))
 	req := get(t, "https://api.example.com/")
 	l, _ := a.limiterOf(req)
 	ln := autoOf(l).lanes[0]
@@ -392,7 +390,7 @@ func TestAutoCongestionEvents(t *testing.T) {
 }
 
 func TestAutoFloorAndMax(t *testing.T) {
-	a, clk := newAutoFake(t, AutoInitialRate(throttle.Per(4, time.Second)), AutoRange(throttle.Per(1, time.Second), throttle.Per(20, time.Second)))
+	a, clk := newAutoFake(t, InitialRate(throttle.Per(4, time.Second)), Range(throttle.Per(1, time.Second), throttle.Per(20, time.Second)))
 	req := get(t, "https://api.example.com/")
 	l, _ := a.limiterOf(req)
 	ln := autoOf(l).lanes[0]
@@ -439,14 +437,14 @@ func TestAutoKeyHashesCredential(t *testing.T) {
 		}
 	}
 	// A custom key is used as given.
-	b := must(NewAuto(AutoKey(func(*http.Request) string { return "tenant" })))
+	b := must(New(Key(func(*http.Request) string { return "tenant" })))
 	lb, _ := b.limiterOf(r1)
 	if autoOf(lb).key.String() != "tenant" {
 		t.Errorf("custom key %q", autoOf(lb).key)
 	}
 }
 
-// TestAutoWithinNamesApart: AutoWithin's buckets are joined to the learned
+// TestAutoWithinNamesApart: Within's buckets are joined to the learned
 // ones by name, so a Limiter with two buckets of one name is refused at the
 // request, with an error that says so, rather than joined wrongly.
 func TestAutoWithinNamesApart(t *testing.T) {
@@ -463,7 +461,7 @@ func TestAutoWithinNamesApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := must(NewAuto(AutoClock(clk), AutoWithin(Shared(user))))
+	a := must(New(Clock(clk), Within(httpthrottle.Shared(user))))
 	_, err = a.Limiter(get(t, "https://api.example.com/"))
 	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `"same"`) {
 		t.Fatalf("Limiter = %v; want ErrInvalidOption naming the limit", err)
@@ -477,7 +475,7 @@ func TestAutoWithinStaysTheCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	user, _ := throttle.NewLimiter(mine)
-	a := must(NewAuto(AutoClock(clk), AutoWithin(Shared(user))))
+	a := must(New(Clock(clk), Within(httpthrottle.Shared(user))))
 	req := get(t, "https://api.example.com/")
 	l := tell(t, a, clk, req, 200, ietf(1000, 1, 1000))
 	if l.bs[0] != mine || len(l.bs) != 2 || l.Bucket("mine") != mine || len(l.Limits()) != 2 || l.Limits()[0].Name != "mine" {
@@ -585,7 +583,7 @@ func (o *tunedLog) Observe(e throttle.Event) {
 
 func TestAutoObserverAndEviction(t *testing.T) {
 	var log tunedLog
-	a, clk := newAutoFake(t, AutoObserver(&log), AutoIdle(time.Minute))
+	a, clk := newAutoFake(t, Observer(&log), Idle(time.Minute))
 	req := get(t, "https://api.example.com/")
 	tell(t, a, clk, req, 200, ietf(50, 1, 50))
 	if len(log.ev) == 0 {
@@ -636,9 +634,9 @@ func (v *fakeVendor) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func TestAutoThroughTransport(t *testing.T) {
 	clk := newClock()
-	a := must(NewAuto(AutoClock(clk)))
+	a := must(New(Clock(clk)))
 	v := &fakeVendor{clk: clk, level: 10}
-	c := &http.Client{Transport: must(NewTransport(v, a.Limiter))}
+	c := &http.Client{Transport: must(httpthrottle.NewTransport(v, a.Limiter))}
 	resp, err := c.Get("https://api.example.com/")
 	if err != nil {
 		t.Fatal(err)
@@ -672,16 +670,16 @@ func TestAutoTwoFamiliesOnOneResponse(t *testing.T) {
 		url    string
 		key    string // the quota learned on
 		h      http.Header
-		limits []AutoLimitStats // Name, Quota, Window
+		limits []LimitStats // Name, Quota, Window
 	}{
 		{"two IETF policies", "https://two.example.com/", "two.example.com", twoPolicies,
-			[]AutoLimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 100, Window: time.Minute}}},
+			[]LimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 100, Window: time.Minute}}},
 		{"IETF and OpenAI", "https://openai.example.com/", "openai.example.com",
 			ietfAnd("X-Ratelimit-Limit-Requests", "600", "X-Ratelimit-Remaining-Requests", "599", "X-Ratelimit-Reset-Requests", "100ms"),
-			[]AutoLimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 600, Window: time.Minute}}},
+			[]LimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 600, Window: time.Minute}}},
 		{"IETF and GitHub", "https://github.example.com/repos/x", "github.example.com/core",
 			ietfAnd("X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "4999", "X-Ratelimit-Reset", "3600", "X-Ratelimit-Resource", "core"),
-			[]AutoLimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 5000, Window: time.Hour}}},
+			[]LimitStats{{Name: "requests", Quota: 10, Window: time.Second}, {Name: "requests#2", Quota: 5000, Window: time.Hour}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -690,9 +688,9 @@ func TestAutoTwoFamiliesOnOneResponse(t *testing.T) {
 			for range 3 { // the same response again reuses the lanes
 				tell(t, a, clk, req, 200, c.h)
 			}
-			var got []AutoLimitStats
+			var got []LimitStats
 			for _, ls := range limitStats(t, a, c.key) {
-				got = append(got, AutoLimitStats{Name: ls.Name, Quota: ls.Quota, Window: ls.Window})
+				got = append(got, LimitStats{Name: ls.Name, Quota: ls.Quota, Window: ls.Window})
 			}
 			if fmt.Sprint(got) != fmt.Sprint(c.limits) {
 				t.Errorf("learned %+v, want %+v", got, c.limits)
@@ -725,7 +723,7 @@ func TestAutoStartCut(t *testing.T) {
 		const quota = 50.0
 		level, at := tc.burst, clk.Now()
 		type client struct {
-			a    *AutoLimiter
+			a    *Limiter
 			ln   *lane
 			next time.Time
 			cut  float64
@@ -734,7 +732,7 @@ func TestAutoStartCut(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, uint64(tc.n)))
 		cs := make([]*client, tc.n)
 		for i := range cs {
-			a := must(NewAuto(AutoClock(clk), autoRand(0.999999)))
+			a := must(New(Clock(clk), autoRand(0.999999)))
 			l, _ := a.limiterOf(req)
 			// Clients start apart, and send apart: not in lockstep.
 			cs[i] = &client{a: a, ln: autoOf(l).lanes[0], next: clk.Now().Add(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))}

@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"net/http"
@@ -25,7 +25,7 @@ func githubCount(limit, rem int64, reset time.Duration, now time.Time) http.Head
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // coreBucket returns the learned bucket of the GitHub "core" quota.
-func coreBucket(t *testing.T, a *AutoLimiter) *throttle.Bucket {
+func coreBucket(t *testing.T, a *Limiter) *throttle.Bucket {
 	t.Helper()
 	l, err := a.limiterOf(get(t, "https://api.github.com/repos/o/r"))
 	if err != nil {

@@ -1,11 +1,11 @@
-package httpthrottle
+package auto
 
 import (
 	"math"
 	"time"
 )
 
-// The constants of congestion control; see AutoLimiter.
+// The constants of congestion control; see Limiter.
 const (
 	// autoDouble is how long slow start takes to double the rate. A
 	// server's burst hides the overload until it is spent; with a burst of
@@ -17,7 +17,7 @@ const (
 	// whatever their number, and so does their sum.
 	autoDouble = 2260 * time.Millisecond
 	// autoStartDouble is how long slow start takes to double the rate of
-	// a client on its own (not under AutoFleet): a client alone must go
+	// a client on its own (not under Fleet): a client alone must go
 	// from the initial 2/s to a quota of 50/s or more within a couple of
 	// seconds, or the climb costs more than a 429 would. The overshoot
 	// this makes is undone by the first cut, autoStartCut, sized for it.
@@ -71,7 +71,7 @@ func overshootCut(g float64) float64 {
 // startDouble is slow start's doubling time for the lane, and
 // startCut the cut that ends it: the fleet's lane keeps the cautious
 // schedule, since its members join at once at N times the initial rate,
-// over the quota before any growth (see AutoFleet).
+// over the quota before any growth (see Fleet).
 func (ln *lane) startDouble() time.Duration {
 	if ln.pooled {
 		return autoDouble
@@ -93,13 +93,13 @@ func (ln *lane) epoch() int64 {
 }
 
 // congestion applies one response to a lane the server tells nothing
-// about: ok for a success, refused for a refusal (see AutoLimiter).
-func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int64) {
+// about: ok for a success, refused for a refusal (see Limiter).
+func (ln *lane) congestion(a *Limiter, ok, refused bool, cost int64, now int64) {
 	if ln.epochAt == 0 && ln.epochOK == 0 {
 		ln.epochAt = now
 	}
 	if ln.fleet != nil {
-		// The fleet's congestion control decides (see AutoFleet): count.
+		// The fleet's congestion control decides (see Fleet): count.
 		if refused {
 			ln.fleet.refused = true
 		} else if ok {
@@ -149,7 +149,7 @@ func (ln *lane) congestion(a *AutoLimiter, ok, refused bool, cost int64, now int
 
 // bound keeps a congestion-controlled rate within the floor and the
 // maximum, and for a limit the server named, at most its rate.
-func (ln *lane) bound(a *AutoLimiter, v float64) float64 {
+func (ln *lane) bound(a *Limiter, v float64) float64 {
 	if ln.learned {
 		v = min(v, ln.ceil)
 	}
@@ -157,7 +157,7 @@ func (ln *lane) bound(a *AutoLimiter, v float64) float64 {
 }
 
 // refused429 applies a refusal to a congestion-controlled lane.
-func (ln *lane) refused429(a *AutoLimiter, now int64) {
+func (ln *lane) refused429(a *Limiter, now int64) {
 	if ln.cutEver && now < ln.quietUntil {
 		// The same congestion: one cut. The refusals of calls sent before
 		// the cut had any effect tell nothing new.

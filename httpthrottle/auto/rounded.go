@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import "github.com/throttlekit/throttle/internal/headers"
 

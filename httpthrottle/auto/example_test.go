@@ -1,4 +1,4 @@
-package httpthrottle_test
+package auto_test
 
 import (
 	"fmt"
@@ -6,9 +6,10 @@ import (
 	"net/http/httptest"
 
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/auto"
 )
 
-func ExampleNewAuto() {
+func ExampleNew() {
 	// A server that publishes its quota in the IETF fields.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("RateLimit-Policy", `"default";q=100;w=60`)
@@ -16,12 +17,12 @@ func ExampleNewAuto() {
 	}))
 	defer srv.Close()
 
-	auto, err := httpthrottle.NewAuto()
+	learned, err := auto.New()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	tr, err := httpthrottle.NewTransport(http.DefaultTransport, auto.Limiter)
+	tr, err := httpthrottle.NewTransport(http.DefaultTransport, learned.Limiter)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -33,7 +34,7 @@ func ExampleNewAuto() {
 		return
 	}
 	resp.Body.Close()
-	for _, q := range auto.Stats() {
+	for _, q := range learned.Stats() {
 		for _, l := range q.Limits {
 			fmt.Printf("%s: %d per %v, learned %v\n", l.Name, l.Quota, l.Window, l.Learned)
 		}

@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"math"
@@ -16,7 +16,7 @@ import (
 // aimdLane is the bucket a quota that reports nothing is found on.
 const aimdLane = "requests"
 
-// The constants of the share rule; see AutoLimiter.
+// The constants of the share rule; see Limiter.
 const (
 	autoTau        = 1.0  // seconds over which a surplus above the reserve is spent
 	autoShare0     = 0.05 // share taken before anything is measured
@@ -86,7 +86,7 @@ type lane struct {
 
 	// Congestion control.
 	slow       bool    // in slow start: no refusal yet
-	pooled     bool    // the fleet's congestion control (AutoFleet), not one client's
+	pooled     bool    // the fleet's congestion control (Fleet), not one client's
 	wmax       float64 // the rate of the last refusal
 	epochAt    int64
 	epochOK    int64
@@ -102,7 +102,7 @@ type lane struct {
 // buckets bs, with costs.
 // The Transport calls it after heed, which has lowered the levels to the
 // remaining counts and, on a refusal, paused l and emptied it.
-func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, bs []*throttle.Bucket, costs []int64, status int, sig *headers.Signals, maxPause time.Duration) {
+func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, bs []*throttle.Bucket, costs []int64, status int, throttled bool, sig *headers.Signals, maxPause time.Duration) {
 	a := q.a
 	now := a.now()
 	q.used.Store(now)
@@ -113,7 +113,6 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, bs []*throt
 		// pace. Learning from it would cut the rate of every good call.
 		return
 	}
-	throttled := throttledBy(status, sig)
 	if throttled {
 		q.stretchPause(l, maxPause)
 	}
@@ -132,13 +131,13 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, bs []*throt
 		target := a.quota(k, now)
 		a.mu.Unlock()
 		target.maxPause.Store(int64(maxPause))
-		target.learnFrom(nil, nil, status, sig, now)
+		target.learnFrom(nil, nil, status, throttled, sig, now)
 		if q.key.resource == "" {
 			// The calls queued on q before the response named their
 			// resource are of that resource: left at the starting rate
 			// they would crawl while the server has the resource's quota
 			// for them.
-			q.learnFrom(bs, costs, status, sig, now)
+			q.learnFrom(bs, costs, status, throttled, sig, now)
 			if throttled {
 				// The pause the server asked for is the resource's.
 				if until := latestPause(l); !until.IsZero() {
@@ -148,7 +147,7 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, bs []*throt
 		}
 		return
 	}
-	q.learnFrom(bs, costs, status, sig, now)
+	q.learnFrom(bs, costs, status, throttled, sig, now)
 }
 
 // autoMaxResources is the most GitHub resources remembered per host and
@@ -158,7 +157,7 @@ const autoMaxResources = 16
 // roomForResource forgets the resource quota of base used least recently
 // if base has autoMaxResources of them, to make room for another. a.mu is
 // held.
-func (a *AutoLimiter) roomForResource(base quotaKey) {
+func (a *Limiter) roomForResource(base quotaKey) {
 	n, at := 0, -1
 	var oldest int64
 	for i, q := range a.order {
@@ -185,9 +184,8 @@ func notAboutPace(status int) bool {
 }
 
 // learnFrom applies a response's signals to q's lanes.
-func (q *autoQuota) learnFrom(bs []*throttle.Bucket, costs []int64, status int, sig *headers.Signals, now int64) {
+func (q *autoQuota) learnFrom(bs []*throttle.Bucket, costs []int64, status int, throttled bool, sig *headers.Signals, now int64) {
 	a := q.a
-	throttled := throttledBy(status, sig)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if throttled {
@@ -375,34 +373,11 @@ func (q *autoQuota) policy(name string, window time.Duration, tokens bool) *lane
 // autoMaxPolicy bytes), over what window, and whether its limit is also
 // its burst; ok is false for a quota that teaches nothing.
 func learnable(qu *headers.Quota) (name string, window time.Duration, exact, ok bool) {
-	if qu.Limit <= 0 {
-		return "", 0, false, false
+	name, window, exact, ok = qu.Learnable()
+	if len(name) > autoMaxPolicy {
+		name = strings.ToValidUTF8(name[:autoMaxPolicy], "")
 	}
-	switch qu.Family {
-	case headers.FamilyIETF:
-		if qu.Unit != "" || qu.Window <= 0 {
-			return "", 0, false, false
-		}
-		name = qu.Name
-		if name == "" {
-			name = aimdLane
-		}
-		if len(name) > autoMaxPolicy {
-			name = strings.ToValidUTF8(name[:autoMaxPolicy], "")
-		}
-		return name, qu.Window, true, true
-	case headers.FamilyOpenAI, headers.FamilyAnthropic:
-		return qu.Name, time.Minute, false, true
-	case headers.FamilyXRateLimit:
-		switch qu.Resource {
-		case "":
-			return "", 0, false, false
-		case "search", "code_search":
-			return aimdLane, time.Minute, true, true
-		}
-		return aimdLane, time.Hour, true, true
-	}
-	return "", 0, false, false
+	return name, window, exact, ok
 }
 
 // tokenQuota reports whether a quota counts tokens (OpenAI's and
@@ -480,12 +455,12 @@ func (ln *lane) interval() int64 {
 }
 
 // heard applies a remaining count c, on a response that cost cost: the
-// share rule of AutoLimiter. A rounded count teaches what its range proves
+// share rule of Limiter. A rounded count teaches what its range proves
 // (see roundedCount): the consumption measured is the least the two counts
 // allow, the target steers to the reserve as near as the range tells, and
 // the level is lowered to the client's share of the most the count may
 // mean.
-func (ln *lane) heard(a *AutoLimiter, c roundedCount, cost int64, now int64) {
+func (ln *lane) heard(a *Limiter, c roundedCount, cost int64, now int64) {
 	rem := c.rem
 	ln.own += cost
 	ln.maxCost = max(ln.maxCost, cost)
@@ -538,7 +513,7 @@ func (ln *lane) heard(a *AutoLimiter, c roundedCount, cost int64, now int64) {
 }
 
 // firstShare is the share rule's start, on the first count c of the lane
-// (see AutoLimiter).
+// (see Limiter).
 func (ln *lane) firstShare(c roundedCount, burst, reserve float64, now int64) {
 	rem := c.rem
 	ln.measured = true
@@ -598,7 +573,7 @@ func (ln *lane) firstShare(c roundedCount, burst, reserve float64, now int64) {
 }
 
 // measure is the share rule's step on a count c, dt after the last
-// measurement, on a response that cost cost (see AutoLimiter). crowd is
+// measurement, on a response that cost cost (see Limiter). crowd is
 // the count after a spaced first one that others have spent.
 func (ln *lane) measure(c roundedCount, cost, dt int64, burst, reserve float64, crowd bool) {
 	rem := c.rem
@@ -733,7 +708,7 @@ func (q *autoQuota) pauseUntil(t time.Time) {
 
 // refused halves the rate of a learned lane, once per interval, never
 // below the floor.
-func (ln *lane) refused(a *AutoLimiter, now int64) {
+func (ln *lane) refused(a *Limiter, now int64) {
 	if ln.cutEver && now-ln.cutAt < ln.interval() {
 		return
 	}
@@ -743,7 +718,7 @@ func (ln *lane) refused(a *AutoLimiter, now int64) {
 }
 
 // clamp keeps a rate within the floor and, for requests, the maximum.
-func (a *AutoLimiter) clamp(v float64, requests bool) float64 {
+func (a *Limiter) clamp(v float64, requests bool) float64 {
 	if requests && a.cfg.max > 0 {
 		v = min(v, a.cfg.max)
 	}
@@ -763,7 +738,7 @@ func (a *AutoLimiter) clamp(v float64, requests bool) float64 {
 // not fail as oversized when it is re-tuned. Changes of rate under 2% are
 // not applied (SetRate re-times every waiter), nor changes of capacity
 // under a quarter of it.
-func (ln *lane) apply(a *AutoLimiter) {
+func (ln *lane) apply(a *Limiter) {
 	var c float64
 	if ln.learned {
 		c = max(math.Ceil(ln.rate*autoBurstTime), float64(ln.maxCost))

@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// memStore is an AutoStore in memory, on a clock, for tests.
+// memStore is an Store in memory, on a clock, for tests.
 type memStore struct {
 	clk     clockwork.Clock
 	mu      sync.Mutex
@@ -59,7 +59,7 @@ func (s *memStore) Store(_ context.Context, key string, version int64, state []b
 
 // heedTell passes a response to the quota of req as the Transport does:
 // heed first (the pause on a refusal), then Auto's learning.
-func heedTell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Request, status int, h http.Header) *autoGate {
+func heedTell(t *testing.T, a *Limiter, clk clockwork.Clock, req *http.Request, status int, h http.Header) *autoGate {
 	t.Helper()
 	return tellAs(t, a, clk, req, status, h, true)
 }
@@ -70,7 +70,7 @@ func heedTell(t *testing.T, a *AutoLimiter, clk clockwork.Clock, req *http.Reque
 func TestAutoFleetSharesLimits(t *testing.T) {
 	clk := newClock()
 	store := newMemStore(clk)
-	mk := func() *AutoLimiter { return must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.999999))) }
+	mk := func() *Limiter { return must(New(Clock(clk), Fleet(store), autoRand(0.999999))) }
 	a, b := mk(), mk()
 	req := get(t, "https://api.example.com/", "Authorization", "Bearer sk-1")
 	tell(t, a, clk, req, 200, ietf(50, 1, 49))
@@ -107,14 +107,14 @@ func TestAutoFleetSharesLimits(t *testing.T) {
 func TestAutoFleetPaysA429Once(t *testing.T) {
 	clk := newClock()
 	store := newMemStore(clk)
-	var members []*AutoLimiter
+	var members []*Limiter
 	req := get(t, "https://api.example.com/")
 	for range 4 {
-		a := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.999999), AutoInitialRate(throttle.Per(40, time.Second))))
+		a := must(New(Clock(clk), Fleet(store), autoRand(0.999999), InitialRate(throttle.Per(40, time.Second))))
 		members = append(members, a)
 		tell(t, a, clk, req, 200, http.Header{})
 	}
-	rate := func(a *AutoLimiter) float64 {
+	rate := func(a *Limiter) float64 {
 		l, _ := a.limiterOf(req)
 		return autoOf(l).lanes[0].rate
 	}
@@ -173,9 +173,9 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 	clk := newClock()
 	store := newMemStore(clk)
 	req := get(t, "https://api.example.com/")
-	var members []*AutoLimiter
+	var members []*Limiter
 	for _, r := range []float64{0.999999, 0.2, 0.8, 0.8} {
-		a := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(r), AutoInitialRate(throttle.Per(4, time.Second))))
+		a := must(New(Clock(clk), Fleet(store), autoRand(r), InitialRate(throttle.Per(4, time.Second))))
 		members = append(members, a)
 		tell(t, a, clk, req, 200, http.Header{})
 	}
@@ -218,7 +218,7 @@ func TestAutoFleetSpreadsResume(t *testing.T) {
 	}
 	// A member that has had no response does not know its Transport's
 	// MaxPause yet: it keeps the fleet's pause, no later.
-	fresh, _ := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.8), AutoInitialRate(throttle.Per(4, time.Second)))).limiterOf(req)
+	fresh, _ := must(New(Clock(clk), Fleet(store), autoRand(0.8), InitialRate(throttle.Per(4, time.Second)))).limiterOf(req)
 	if u, ok := pausedUntil(fresh.bs[0]); !ok || !u.Equal(until) {
 		t.Errorf("a member with no response yet paused until %v, %v; want the fleet's pause, %v", u, ok, until)
 	}
@@ -250,7 +250,7 @@ func TestAutoFleetMemberTTL(t *testing.T) {
 	store := newMemStore(clk)
 	req := get(t, "https://api.example.com/")
 	mk := func() *autoGate {
-		a := must(NewAuto(AutoClock(clk), AutoFleet(store), autoRand(0.5), AutoInitialRate(throttle.Per(1, time.Second))))
+		a := must(New(Clock(clk), Fleet(store), autoRand(0.5), InitialRate(throttle.Per(1, time.Second))))
 		l, _ := a.limiterOf(req)
 		return l
 	}

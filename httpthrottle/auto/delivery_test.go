@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"math/rand/v2"
@@ -16,7 +16,7 @@ func simRun(t *testing.T, n int, quota, burst float64, d, after time.Duration) (
 	clk := newClock()
 	level, last := burst, clk.Now()
 	type client struct {
-		a     *AutoLimiter
+		a     *Limiter
 		ln    *lane
 		next  time.Time
 		first time.Time
@@ -25,7 +25,7 @@ func simRun(t *testing.T, n int, quota, burst float64, d, after time.Duration) (
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
 	cs := make([]*client, n)
 	for i := range cs {
-		a := must(NewAuto(AutoClock(clk), autoRand(0.999999)))
+		a := must(New(Clock(clk), autoRand(0.999999)))
 		l, _ := a.limiterOf(req)
 		cs[i] = &client{a: a, ln: autoOf(l).lanes[0], next: clk.Now().Add(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))}
 	}

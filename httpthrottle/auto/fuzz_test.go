@@ -1,4 +1,4 @@
-package httpthrottle
+package auto
 
 import (
 	"github.com/throttlekit/throttle"
@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzAutoResponses feeds whole responses, a status and a header block of
-// "Name: value" lines, into an AutoLimiter's learning, twice over (the
+// "Name: value" lines, into a Limiter's learning, twice over (the
 // second time with the status it was given, the first with 200), and
 // checks that nothing panics, that what is learned stays within its
 // bounds (checkBounds), that no pause reaches past the MaxPause, and that
@@ -35,7 +35,7 @@ func FuzzAutoResponses(f *testing.F) {
 			}
 			h.Add(http.CanonicalHeaderKey(strings.TrimSpace(k)), strings.TrimSpace(v))
 		}
-		a, clk := newAutoFake(t, AutoRange(throttle.Per(1, time.Second), throttle.Inf))
+		a, clk := newAutoFake(t, Range(throttle.Per(1, time.Second), throttle.Inf))
 		var err error
 		req := get(t, "https://api.example.com/v1/x")
 		tell(t, a, clk, req, 200, h)
