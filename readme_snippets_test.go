@@ -52,6 +52,7 @@ var snippetImports = map[string]string{
 	"throttle":     "github.com/throttlekit/throttle",
 	"throttletest": "github.com/throttlekit/throttle/throttletest",
 	"httpthrottle": "github.com/throttlekit/throttle/httpthrottle",
+	"llm":          "github.com/throttlekit/throttle/httpthrottle/llm",
 	"slogthrottle": "github.com/throttlekit/throttle/slogthrottle",
 	"statuspage":   "github.com/throttlekit/throttle/statuspage",
 	"htb":          "github.com/throttlekit/throttle/htb",

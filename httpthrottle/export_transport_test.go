@@ -115,13 +115,3 @@ func autoOf(g throttle.Gate) *autoQuota {
 	}
 	return nil
 }
-
-// takenSettler is the settler of an attempt that took cost from b, as the
-// Transport makes one.
-func takenSettler(b *throttle.Bucket, cost int64) settler {
-	l, err := throttle.NewLimiter(b)
-	if err != nil {
-		panic(err)
-	}
-	return &attempt{t: new(Transport), g: newGate(l, nil), costs: []int64{cost}}
-}
