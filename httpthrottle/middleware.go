@@ -84,7 +84,7 @@ type LimitOption func(*limitHandler) error
 
 // LimitCost sets what each request costs; the default is 1 on every
 // bucket. A server-side CostFunc that reads the body must put back what it
-// read (LLM.Cost does).
+// read (llm.Config.Cost does).
 //
 // Under PerKey, f is given the key's Gate (Keyed.Gate), whose Limits are
 // the key's limits, without making the key a Limiter.

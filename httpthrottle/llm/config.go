@@ -57,7 +57,7 @@ import (
 // tile; audio at 10 tokens a second for OpenAI and 32 for Gemini; a PDF at
 // 3000 tokens a page). The output is its max_tokens, max_completion_tokens,
 // max_output_tokens or generationConfig.maxOutputTokens, else
-// DefaultMaxTokens. A body that is not a JSON object, or that cannot be
+// DefaultMaxTokens; with Outputs, no more than calls of its model use. A body that is not a JSON object, or that cannot be
 // read without consuming it (a client request without GetBody), is
 // estimated from its length; a request without a body costs no tokens.
 //
@@ -92,6 +92,10 @@ type Config struct {
 	CharsPerToken int64
 	// Tokenizer, if set, counts the tokens of each piece of prompt text.
 	Tokenizer Tokenizer
+	// Outputs, if set, learns the output tokens calls of each model really
+	// use, and reserves those for a call rather than its max_tokens (see
+	// Outputs). Nil reserves max_tokens.
+	Outputs *Outputs
 	// RefuseOversized makes Cost fail, with an error matching
 	// throttle.ErrCostExceedsCapacity that names the limit, the estimate
 	// and the capacity, for a request whose estimate exceeds the
@@ -157,7 +161,7 @@ func (c Config) estimateRequest(r *http.Request) (in, out int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	in, out, ok := c.Estimate(body)
+	in, out, ok := c.estimate(body, r.URL.Path)
 	if len(body) == 0 && complete && r.ContentLength <= 0 {
 		// No body, no prompt: a GET of a list of models, say.
 		return 0, 0, nil
@@ -172,6 +176,12 @@ func (c Config) estimateRequest(r *http.Request) (in, out int64, err error) {
 // Estimate returns the input and output tokens of a JSON request body, as
 // Config describes; ok is false when the body is not a JSON object.
 func (c Config) Estimate(body []byte) (input, output int64, ok bool) {
+	return c.estimate(body, "")
+}
+
+// estimate is Estimate of the body of a request to path, whose model a
+// Gemini URL names.
+func (c Config) estimate(body []byte, path string) (input, output int64, ok bool) {
 	var v map[string]any
 	if json.Unmarshal(body, &v) != nil || v == nil {
 		return 0, 0, false
@@ -185,6 +195,15 @@ func (c Config) Estimate(body []byte) (input, output int64, ok bool) {
 		if f, ok := limits[k].(float64); ok && f >= 0 && f < 1<<53 {
 			output = int64(f)
 			break
+		}
+	}
+	if c.Outputs != nil {
+		model, _ := v["model"].(string)
+		if model == "" {
+			model = pathModel(path)
+		}
+		if n, ok := c.Outputs.reserved(model); ok {
+			output = min(output, n)
 		}
 	}
 	e := estimator{c: &c}

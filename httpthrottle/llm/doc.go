@@ -16,6 +16,8 @@
 //   - [Config]: which limit counts requests and which tokens, and how
 //     tokens are estimated; [Config.Cost] is its estimate as an
 //     httpthrottle.CostFunc (for LimitHandler's LimitCost).
+//   - [Outputs], made by [NewOutputs]: the output tokens calls of each
+//     model really use, reserved instead of their max_tokens.
 //   - [Usage], read by [ParseUsage]: the tokens a response reports.
 //   - [Tokenizer]: counts prompt text exactly (the tiktoken module's).
 //   - [ModelKey] keys limiters by the model a request names.

@@ -60,6 +60,10 @@ func (b *usageBody) finish(eof bool) {
 		b.keep()
 		return
 	}
+	if outOK && (eof || !b.s.sse) && b.c.Outputs != nil && b.req != nil {
+		// A whole report of what the call wrote, to learn from.
+		b.c.Outputs.record(modelOf(b.req), u.Output)
+	}
 	if b.s.sse {
 		text := divUp(b.s.text, b.c.charsPerToken())
 		switch {
