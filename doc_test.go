@@ -11,10 +11,10 @@ import (
 )
 
 // TestDocNamesEveryType: the package documentation of the core, of
-// httpthrottle, htb and trtcm, a map of each, links every exported type, so that a new
+// httpthrottle, httpthrottle/llm, htb and trtcm, a map of each, links every exported type, so that a new
 // type cannot be added without a line there.
 func TestDocNamesEveryType(t *testing.T) {
-	for _, dir := range []string{".", "httpthrottle", "htb", "trtcm"} {
+	for _, dir := range []string{".", "httpthrottle", "httpthrottle/llm", "htb", "trtcm"} {
 		doc, err := os.ReadFile(filepath.Join(dir, "doc.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -53,6 +53,7 @@ var snippetImports = map[string]string{
 	"throttletest": "github.com/throttlekit/throttle/throttletest",
 	"httpthrottle": "github.com/throttlekit/throttle/httpthrottle",
 	"auto":         "github.com/throttlekit/throttle/httpthrottle/auto",
+	"llm":          "github.com/throttlekit/throttle/httpthrottle/llm",
 	"slogthrottle": "github.com/throttlekit/throttle/slogthrottle",
 	"statuspage":   "github.com/throttlekit/throttle/statuspage",
 	"htb":          "github.com/throttlekit/throttle/htb",

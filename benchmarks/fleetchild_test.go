@@ -20,6 +20,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/pool"
 	"github.com/throttlekit/throttle/redisbucket"
 )
@@ -111,7 +112,7 @@ func (o *fleetObserver) Observe(e redisbucket.Event) {
 
 // runFleetChild is one process of the fleet: a redisbucket.Limiter built
 // as docs/redis.md shows a new user (its go-redis options, the default
-// failure policy), under httpthrottle's Transport with WithLLM. It prints
+// failure policy), under httpthrottle's Transport with an llm.Config. It prints
 // "ready", waits for the start instant (Unix nanoseconds) on stdin, makes
 // its calls and prints its fleetChildResult. It never returns.
 func runFleetChild(v string) {
@@ -251,7 +252,7 @@ func fleetClient(rdb *redis.Client, obs redisbucket.Observer, cfg fleetChildConf
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = cfg.Workers
 	var pick httpthrottle.LimiterFunc = httpthrottle.Shared(lims[0])
-	topts := []httpthrottle.TransportOption{httpthrottle.WithLLM(httpthrottle.LLM{})}
+	topts := []httpthrottle.TransportOption{httpthrottle.WithAccounting(llm.Config{})}
 	if keys > 1 {
 		members := make([]pool.Member, keys)
 		routes := map[string]func(*http.Request){}

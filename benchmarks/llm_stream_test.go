@@ -10,12 +10,13 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
 // BenchmarkStreamFirstByte measures the time from sending a streamed call to
 // reading the first byte of its body, against the fake vendor on loopback,
-// with a plain transport and through throttle's Transport with WithLLM,
+// with a plain transport and through throttle's Transport with an llm.Config,
 // alternating the two call by call. It reports the median of each
 // ("plain-p50-µs", "throttle-p50-µs") and their ratio.
 func BenchmarkStreamFirstByte(b *testing.B) {
@@ -33,7 +34,7 @@ func BenchmarkStreamFirstByte(b *testing.B) {
 			rpm, _ := throttle.New(1<<40, throttle.Per(1<<40, time.Second), throttle.WithName("requests"))
 			tpm, _ := throttle.New(1<<40, throttle.Per(1<<40, time.Second), throttle.WithName("tokens"))
 			lim, _ := throttle.NewLimiter(rpm, tpm)
-			tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{})))
+			tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithAccounting(llm.Config{})))
 			first := func(rt http.RoundTripper) time.Duration {
 				req, _ := http.NewRequest(http.MethodPost, vendor.URL+tt.path, strings.NewReader(tt.body))
 				start := time.Now()
@@ -70,7 +71,7 @@ func BenchmarkStreamFirstByte(b *testing.B) {
 
 // TestChunkedJSONFirstChunk: a JSON body sent in pieces a second apart
 // (Gemini's streamGenerateContent without alt=sse) reaches the caller of the
-// Transport with WithLLM piece by piece: its first chunk comes at once, not
+// Transport with an llm.Config piece by piece: its first chunk comes at once, not
 // after the whole body. Real clock, about 2 s.
 func TestChunkedJSONFirstChunk(t *testing.T) {
 	if testing.Short() {
@@ -83,7 +84,7 @@ func TestChunkedJSONFirstChunk(t *testing.T) {
 	lim, _ := throttle.NewLimiter(rpm, tpm)
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithAccounting(llm.Config{})))
 	req, _ := http.NewRequest(http.MethodPost, vendor.URL+"/v1beta/models/g:streamGenerateContent",
 		strings.NewReader(`{"contents":[{"parts":[{"text":"Say ok."}]}],"generationConfig":{"maxOutputTokens":50}}`))
 	start := time.Now()

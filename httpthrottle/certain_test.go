@@ -17,6 +17,7 @@ import (
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/httpthrottle/auto"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 // TestTransportQueuesOnEstimates: 40 calls at once on a token bucket that
@@ -28,8 +29,8 @@ import (
 func TestTransportQueuesOnEstimates(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	const body = `{"model":"m","max_tokens":400,"messages":[{"role":"user","content":"Summarise the rate-limit headers."}]}`
-	llm := httpthrottle.LLM{}
-	in, out, _ := llm.Estimate([]byte(body))
+	cfg := llm.Config{}
+	in, out, _ := cfg.Estimate([]byte(body))
 	estimate := in + out
 	used := estimate / 5
 	release := make(chan struct{})
@@ -41,7 +42,7 @@ func TestTransportQueuesOnEstimates(t *testing.T) {
 	})
 	b := must(throttle.New(13*estimate, throttle.Per(13*estimate, time.Minute), throttle.WithName("tokens"), throttle.WithClock(fc)))
 	l := must(throttle.NewLimiter(b))
-	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(llm)))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithAccounting(cfg)))
 	client := &http.Client{Transport: tr}
 	var wg sync.WaitGroup
 	var finished, failed atomic.Int64
@@ -78,11 +79,11 @@ func TestTransportQueuesOnEstimates(t *testing.T) {
 // TestTransportRefusesCertainWaits: a wait that no settlement can shorten
 // still fails at once, naming the limit and the wait: a settled token
 // bucket that needs longer than the deadline to refill the estimate, and a
-// server's pause that outlasts the deadline, with or without WithLLM.
+// server's pause that outlasts the deadline, with or without an llm.Config.
 func TestTransportRefusesCertainWaits(t *testing.T) {
 	const body = `{"model":"m","max_tokens":400,"messages":[{"role":"user","content":"Say ok."}]}`
-	llm := httpthrottle.LLM{}
-	in, out, _ := llm.Estimate([]byte(body))
+	cfg := llm.Config{}
+	in, out, _ := cfg.Estimate([]byte(body))
 	estimate := in + out
 	for _, tt := range []struct {
 		name  string
@@ -91,10 +92,10 @@ func TestTransportRefusesCertainWaits(t *testing.T) {
 		limit string
 		wait  time.Duration
 	}{
-		{"settled bucket, WithLLM", true, func(fc clockwork.Clock, l *throttle.Limiter) { drain(l.Bucket("tokens"), 0) },
+		{"settled bucket, llm.Config", true, func(fc clockwork.Clock, l *throttle.Limiter) { drain(l.Bucket("tokens"), 0) },
 			// The estimate at 1,000 a minute.
 			"tokens", time.Duration(estimate) * time.Minute / 1000},
-		{"pause, WithLLM", true, func(fc clockwork.Clock, l *throttle.Limiter) { l.PauseUntil(fc.Now().Add(30 * time.Second)) },
+		{"pause, llm.Config", true, func(fc clockwork.Clock, l *throttle.Limiter) { l.PauseUntil(fc.Now().Add(30 * time.Second)) },
 			"requests", 30 * time.Second},
 		{"pause", false, func(fc clockwork.Clock, l *throttle.Limiter) { l.PauseUntil(fc.Now().Add(30 * time.Second)) },
 			"requests", 30 * time.Second},
@@ -106,7 +107,7 @@ func TestTransportRefusesCertainWaits(t *testing.T) {
 			tt.setup(fc, l)
 			var opts []httpthrottle.TransportOption
 			if tt.llm {
-				opts = append(opts, httpthrottle.WithLLM(llm))
+				opts = append(opts, httpthrottle.WithAccounting(cfg))
 			}
 			tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), opts...))
 			ctx, cancel := clockwork.WithTimeout(context.Background(), fc, 15*time.Second)

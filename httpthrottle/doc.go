@@ -9,7 +9,7 @@
 // client takes a permit first, from the [throttle.Gate] that a [LimiterFunc]
 // chooses: [Shared] for one limiter (any Gate: a Limiter, an htb.Limiter,
 // a trtcm.Marker, redisbucket's Limiter for a fleet), [PerKey] with [HostKey],
-// [HeaderKey] or [ModelKey] for one per key. The [Transport] reads every
+// [HeaderKey] or llm.ModelKey for one per key. The [Transport] reads every
 // response's rate-limit headers (Retry-After, the IETF RateLimit fields,
 // X-RateLimit-*, OpenAI's and Anthropic's), lowers the Gate's limits to
 // what the server says is left (a [throttle.Leveler]), and on a 429 pauses the
@@ -20,15 +20,17 @@
 // Gate or a pick returning no Gate is an error; for no limit, use a
 // Limiter at rate throttle.Inf.
 //
-// # LLM APIs: LLM
+// # Costs settled from the response: Accounting
 //
-// [WithLLM] with an [LLM] value makes a Transport count the tokens of
-// OpenAI-style and Anthropic-style JSON calls: each request reserves an
-// estimate read from its body, and its permit is settled against the usage
-// the response reports. The LLM config says which limit counts requests
-// and which tokens (by default those named "requests" and "tokens"); a
-// Gate none of whose limits counts tokens is an error, never a count of
-// nothing. [LLM.Cost] is the same estimate as a [CostFunc].
+// [WithAccounting] gives a Transport an [Accounting]: the cost of each
+// request, what each limit counts (so that a server's "tokens" quota finds
+// the limit counting tokens), a check of the Gate's limits, and the
+// settlement of each attempt's permit (an [Attempt]) from its response.
+// Package github.com/throttlekit/throttle/httpthrottle/llm is the one for
+// OpenAI-, Anthropic- and Gemini-style JSON calls: each request reserves
+// an estimate of its tokens and is settled to the usage the response
+// reports. It lives apart so that a Transport that counts no tokens links
+// none of its estimate's image decoders.
 //
 // # HTTP servers: LimitHandler
 //
@@ -54,7 +56,8 @@
 //     [CostFunc] its costs.
 //   - [LimitOption]: the options of [LimitHandler], the server side;
 //     [RequestPermit] gives a handler its request's Permit.
-//   - [LLM], [Usage], [Tokenizer]: LLM calls' tokens.
+//   - [Accounting], [Attempt]: costs settled from the response
+//     ([WithAccounting]; package llm for LLM calls' tokens).
 //   - [Learner], [Answer], [Quota]: a Gate told of every response, as
 //     package auto's are.
 package httpthrottle

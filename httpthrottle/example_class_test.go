@@ -11,6 +11,7 @@ import (
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/htb"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/trtcm"
 )
 
@@ -29,13 +30,13 @@ func ExampleParseUsage_class() {
 	}
 
 	body := []byte(`{"model":"gpt-4o","max_tokens":1000,"messages":[{"role":"user","content":"Say hi"}]}`)
-	in, out, _ := httpthrottle.LLM{}.Estimate(body)
+	in, out, _ := llm.Config{}.Estimate(body)
 	permit, err := search.AcquirePermit(context.Background(), in+out)
 	if err != nil {
 		panic(err)
 	}
 	// ... send the request; the response says what it used:
-	usage, _ := httpthrottle.ParseUsage([]byte(`{"usage":{"prompt_tokens":9,"completion_tokens":3}}`))
+	usage, _ := llm.ParseUsage([]byte(`{"usage":{"prompt_tokens":9,"completion_tokens":3}}`))
 	permit.Settle(usage.Input + usage.Output)
 	fmt.Println("reserved", permit.Costs()[0], "used", usage.Input+usage.Output)
 	// Output:

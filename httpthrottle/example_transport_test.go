@@ -10,6 +10,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -82,7 +83,7 @@ func ExampleLimitHandler() {
 
 // An LLM call reserves its estimated tokens (prompt characters / 4 plus
 // max_tokens) and is settled to the usage the response reports.
-func ExampleWithLLM() {
+func ExampleWithAccounting() {
 	vendor := throttletest.NewServer(throttletest.Config{
 		Requests: throttle.Per(100, time.Minute), Tokens: throttle.Per(100_000, time.Minute), ReplyTokens: 12,
 	})
@@ -104,8 +105,8 @@ func ExampleWithLLM() {
 		fmt.Println(err)
 		return
 	}
-	llm := httpthrottle.LLM{RequestLimits: []string{"requests"}, TokenLimits: []string{"tokens"}}
-	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter), httpthrottle.WithLLM(llm))
+	cfg := llm.Config{RequestLimits: []string{"requests"}, TokenLimits: []string{"tokens"}}
+	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter), httpthrottle.WithAccounting(cfg))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -126,7 +127,7 @@ func ExampleWithLLM() {
 	}
 	reply, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	usage, _ := httpthrottle.ParseUsage(reply)
+	usage, _ := llm.ParseUsage(reply)
 	fmt.Printf("used %d+%d tokens; %d of 10000 left\n", usage.Input, usage.Output, int64(tokens.Status().Level))
 	// Output: used 10+12 tokens; 9978 of 10000 left
 }

@@ -99,13 +99,3 @@ func RefusalPauseAt(seed uint64, n, step int) time.Duration {
 	}
 	return p.pause(step)
 }
-
-// takenSettler is the settler of an attempt that took cost from b, as the
-// Transport makes one.
-func takenSettler(b *throttle.Bucket, cost int64) settler {
-	l, err := throttle.NewLimiter(b)
-	if err != nil {
-		panic(err)
-	}
-	return &attempt{t: new(Transport), g: newGate(l, nil), costs: []int64{cost}}
-}

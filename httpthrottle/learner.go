@@ -25,10 +25,6 @@ type Learner interface {
 	ServerRate(i int) (tokens int64, period time.Duration)
 }
 
-// learner is the Learner under its old name, for the files that still
-// use it.
-type learner = Learner
-
 // Answer is what a Transport tells a Learner of one response.
 type Answer struct {
 	// Request is the request the server answered.

@@ -37,7 +37,7 @@ type sharedPick struct{ g throttle.Gate }
 func (s sharedPick) pick(*http.Request) (throttle.Gate, error) { return s.g, nil }
 
 // sharedGate returns the Gate of pick when pick is Shared's: a constructor
-// can then check it at once (a nil Gate, limits WithLLM cannot find)
+// can then check it at once (a nil Gate, limits WithAccounting cannot find)
 // rather than fail the first request. Every method value of
 // sharedPick.pick has the same code (its -fm wrapper, one per program,
 // unlike a closure, which inlining copies), so the code pointer tells

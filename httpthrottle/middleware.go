@@ -84,7 +84,7 @@ type LimitOption func(*limitHandler) error
 
 // LimitCost sets what each request costs; the default is 1 on every
 // bucket. A server-side CostFunc that reads the body must put back what it
-// read (LLM.Cost does).
+// read (llm.Config.Cost does).
 //
 // Under PerKey, f is given the key's Gate (Keyed.Gate), whose Limits are
 // the key's limits, without making the key a Limiter.
@@ -244,7 +244,7 @@ func (h *limitHandler) serve(w http.ResponseWriter, r *http.Request, st *reqStat
 
 // costError answers a request whose cost function failed: 400, the
 // request's fault (a body that cannot be read), unless the error is of
-// the server's config (an LLM config naming none of the Gate's limits,
+// the server's config (an llm.Config naming none of the Gate's limits,
 // throttle.ErrInvalidOption), answered 500.
 func costError(w http.ResponseWriter, err error) {
 	status := http.StatusBadRequest

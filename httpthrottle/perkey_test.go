@@ -11,6 +11,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 // TestPerKey: each API key has its own limiter, so a 429 to one key pauses
@@ -79,10 +80,10 @@ func TestKeyFuncs(t *testing.T) {
 	}
 	body := `{"model":"gpt-4o-mini","messages":[]}`
 	post, _ := http.NewRequest(http.MethodPost, "https://api.example.com/v1/chat/completions", strings.NewReader(body))
-	if got := httpthrottle.ModelKey(post); got != "gpt-4o-mini" {
+	if got := llm.ModelKey(post); got != "gpt-4o-mini" {
 		t.Errorf("ModelKey = %q", got)
 	}
-	if got := httpthrottle.ModelKey(req); got != "" {
+	if got := llm.ModelKey(req); got != "" {
 		t.Errorf("ModelKey without a body = %q", got)
 	}
 }

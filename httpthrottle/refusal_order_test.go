@@ -12,9 +12,10 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
-// TestRefusalPausesBeforeRefund: a Transport WithLLM gives back what a
+// TestRefusalPausesBeforeRefund: a Transport with an llm.Config gives back what a
 // refused request reserved only once the refusal's pause has begun, so that
 // the call waiting for it is not sent into the refusal. A and B take the
 // tokens of two calls and C queues; the vendor refuses A with
@@ -24,7 +25,7 @@ import (
 func TestRefusalPausesBeforeRefund(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":10}`
-	in, out, _ := httpthrottle.LLM{}.Estimate([]byte(body))
+	in, out, _ := llm.Config{}.Estimate([]byte(body))
 	cost := in + out
 	r, err := throttle.New(100, throttle.Per(100, time.Second), throttle.WithClock(fc), throttle.WithName("requests"))
 	if err != nil {
@@ -58,7 +59,7 @@ func TestRefusalPausesBeforeRefund(t *testing.T) {
 	}))
 	defer srv.Close()
 	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l),
-		httpthrottle.WithLLM(httpthrottle.LLM{DefaultMaxTokens: 10}), httpthrottle.WithRetries(0)))
+		httpthrottle.WithAccounting(llm.Config{DefaultMaxTokens: 10}), httpthrottle.WithRetries(0)))
 	done := make(chan int, 3)
 	send := func(call string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))

@@ -33,7 +33,7 @@ const statusOverloaded = 529
 // its own rate, the refused request still retried after the server's
 // wait.
 //
-// refund, if not nil, gives back what the request reserved (WithLLM's
+// refund, if not nil, gives back what the request reserved (an Accounting's
 // settlement of a refused request): it runs after a refusal's pause has
 // begun, so that no call waiting for what it gives back is sent before the
 // pause, and before the levels are set, so that it does not undo them.
@@ -249,10 +249,10 @@ func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
 
 // quotaIndex returns the index of the limit, of n named by name, that a
 // reported quota describes: the limit of the same name; else, with
-// WithLLM, for a quota of a role ("requests", "tokens", "input-tokens",
-// "output-tokens"), the first limit the LLM config gives that role; else,
+// WithAccounting, for a quota of a role ("requests", "tokens",
+// "input-tokens", "output-tokens"), the first limit it Counts in; else,
 // for a quota without a name, an IETF policy, or a "requests" quota, the
-// limit named "requests", the first of the LLM config's request limits, or
+// limit named "requests", the first the Accounting counts requests in, or
 // the only limit. An IETF policy counting another unit than
 // requests (its qu, such as "content-bytes") matches only a limit named as
 // the policy or as the unit: its remaining count says nothing about
@@ -276,10 +276,8 @@ func (t *Transport) quotaIndex(n int, name func(i int) string, q *headers.Quota)
 		if i := find(q.Name); i >= 0 {
 			return i
 		}
-		if u, ok := serverUnit(q.Name); ok && t.llm != nil {
-			if i := t.llm.first(u, n, name); i >= 0 {
-				return i
-			}
+		if i := t.counting(q.Name, n, name); i >= 0 {
+			return i
 		}
 		if q.Family != headers.FamilyIETF && q.Name != "requests" {
 			return -1
@@ -288,13 +286,26 @@ func (t *Transport) quotaIndex(n int, name func(i int) string, q *headers.Quota)
 	if i := find("requests"); i >= 0 {
 		return i
 	}
-	if t.llm != nil {
-		if i := t.llm.first(llmRequests, n, name); i >= 0 {
-			return i
-		}
+	if i := t.counting("requests", n, name); i >= 0 {
+		return i
 	}
 	if n == 1 {
 		return 0
+	}
+	return -1
+}
+
+// counting returns the index of the first limit, of n named by name, that
+// the Accounting says counts what a server's quota named quota counts, or
+// -1.
+func (t *Transport) counting(quota string, n int, name func(i int) string) int {
+	if t.acct == nil {
+		return -1
+	}
+	for i := range n {
+		if t.acct.Counts(name(i), quota) {
+			return i
+		}
 	}
 	return -1
 }

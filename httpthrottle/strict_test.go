@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 // TestTransportOptionsRefused: an option outside its documented range
@@ -35,7 +36,7 @@ func TestTransportOptionsRefused(t *testing.T) {
 		{[]httpthrottle.TransportOption{httpthrottle.WithMaxPause(0)}, "WithMaxPause(0s)"},
 		{[]httpthrottle.TransportOption{httpthrottle.WithMaxPause(-time.Second)}, "WithMaxPause(-1s)"},
 		{[]httpthrottle.TransportOption{httpthrottle.WithCost(nil)}, "WithCost(nil)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithCost(cost), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{"requests"}})}, "both WithLLM and WithCost"},
+		{[]httpthrottle.TransportOption{httpthrottle.WithCost(cost), httpthrottle.WithAccounting(llm.Config{TokenLimits: []string{"requests"}})}, "both WithAccounting and WithCost"},
 	} {
 		tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), tt.opts...)
 		switch {
@@ -55,25 +56,25 @@ func rpmTPM(fc clockwork.Clock) *throttle.Limiter {
 	return must(throttle.NewLimiter(rpm, tpm))
 }
 
-// TestLLMUnfoundLimits: WithLLM over a Gate none of whose limits counts
+// TestLLMUnfoundLimits: WithAccounting over a Gate none of whose limits counts
 // tokens fails loudly, naming the Gate's limits and what it looked for: at
 // NewTransport for a Shared Gate, at the request otherwise (which is then
 // not sent); so does a name the config gives that the Gate lacks.
 func TestLLMUnfoundLimits(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	l := rpmTPM(fc)
-	_, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{}))
+	_, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{}))
 	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `["rpm" "tpm"]`) || !strings.Contains(err.Error(), `"tokens"`) {
 		t.Errorf("Shared rpm/tpm with the default roles: %v; want an error naming the limits and the names expected", err)
 	}
-	_, err = httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{"tmp"}}))
+	_, err = httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{TokenLimits: []string{"tmp"}}))
 	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `"tmp"`) {
 		t.Errorf("a misspelt token limit: %v; want an error naming it", err)
 	}
 
 	rec := newRecorder(t, fc, script(nil))
 	pick := func(*http.Request) (throttle.Gate, error) { return l, nil }
-	tr := must(httpthrottle.NewTransport(newBase(t), pick, httpthrottle.WithLLM(httpthrottle.LLM{})))
+	tr := must(httpthrottle.NewTransport(newBase(t), pick, httpthrottle.WithAccounting(llm.Config{})))
 	_, err = tr.RoundTrip(post(t, rec.srv.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `["rpm" "tpm"]`) {
 		t.Errorf("a pick's rpm/tpm Gate: %v; want an error naming its limits", err)
@@ -97,10 +98,10 @@ func TestLLMRoles(t *testing.T) {
 			"X-Ratelimit-Remaining-Tokens":   {"9000"},
 		}, `{"usage":{"prompt_tokens":10,"completion_tokens":30}}`)
 	})
-	llm := httpthrottle.LLM{RequestLimits: []string{"rpm"}, TokenLimits: []string{"tpm"}}
-	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(llm)))
+	cfg := llm.Config{RequestLimits: []string{"rpm"}, TokenLimits: []string{"tpm"}}
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithAccounting(cfg)))
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":500}`
-	costs, err := llm.Cost(post(t, rec.srv.URL, body), l)
+	costs, err := cfg.Cost(post(t, rec.srv.URL, body), l)
 	if err != nil || costs[0] != 1 || costs[1] < 500 {
 		t.Fatalf("Cost %v, %v; want 1 on rpm and the estimate on tpm", costs, err)
 	}
@@ -118,7 +119,7 @@ func TestLLMRoles(t *testing.T) {
 	if tpm, want := float64(l.Bucket("tpm").Status().Remaining), float64(9000+costs[1]-40); tpm != want {
 		t.Errorf("tpm %v, want %v: lowered to the server's 9000, then settled to the 40 used", tpm, want)
 	}
-	if _, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{"tpm"}})); err != nil {
+	if _, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{TokenLimits: []string{"tpm"}})); err != nil {
 		t.Errorf("TokenLimits naming tpm: %v", err)
 	}
 }
@@ -132,7 +133,7 @@ func TestAbsurdUsageClamped(t *testing.T) {
 	rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
 		respondJSON(w, 200, nil, `{"usage":{"prompt_tokens":10,"completion_tokens":1000000000000}}`)
 	})
-	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{})))
 	resp, err := tr.RoundTrip(post(t, rec.srv.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":100}`))
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ const defaultRetries = 3
 // and spends nothing (a *WaitError matches context.DeadlineExceeded), but
 // only when that wait is certain: a pause the server named, or exact
 // arithmetic on settled state. A wait that rests on an estimate is no
-// grounds to refuse: with WithLLM, the reservations queued and in flight
+// grounds to refuse: with WithAccounting, the reservations queued and in flight
 // (prompt plus max_tokens, settled later to the usage); on Auto's buckets,
 // a rate it is still learning. Such a request queues, is served as the
 // estimates settle, and fails with the context's error if its deadline
@@ -49,14 +49,14 @@ const defaultRetries = 3
 // bucket's rate (the server's, for Auto; none before it is known), of what
 // the request needs beyond the bucket's level and every unsettled
 // reservation, as if they and the calls queued ahead used nothing. The
-// WaitError then names that limit and that wait. With or without WithLLM,
+// WaitError then names that limit and that wait. With or without WithAccounting,
 // a bucket emptied by a window's "remaining: 0" whose reset is scheduled
 // (see the pause below) counts the limit the reset restores, from the
 // reset on. With WithInFlight it then
 // waits for one of a fixed number of in-flight slots, released when the
 // response body is closed.
 //
-// With WithLLM on a Gate held in this process (a Taker that is also a
+// With WithAccounting on a Gate held in this process (a Taker that is also a
 // Leveler and a Meter: a Limiter, a key of a Keyed), a call taken from a
 // limit at its capacity opens a burst that the calls taken after it join
 // until the server answers one of them: the server's quota, full too, refills nothing
@@ -137,11 +137,11 @@ const defaultRetries = 3
 //
 // Signals: a quota the server reports is matched to a limit by name
 // (OpenAI's and Anthropic's "requests", "tokens", "input-tokens",
-// "output-tokens", or an IETF policy name); with WithLLM, one of those four
-// that no limit is named for goes to the first limit the LLM config gives
+// "output-tokens", or an IETF policy name); with WithAccounting, one of those four
+// that no limit is named for goes to the first limit the Accounting counts it in (Counts)
 // that role ("tpm" for TokenLimits {"tpm"}). A quota without a name, or an
 // IETF policy or "requests" quota that matches no limit, goes to the limit
-// named "requests", else the first of the LLM config's request limits, or
+// named "requests", else the first of the limits the Accounting counts requests in, or
 // to the only limit of a one-limit Gate. Other quotas are ignored.
 //
 // Any Gate: the Transport does the same to every Gate, through the Gate
@@ -169,15 +169,12 @@ type Transport struct {
 	base    http.RoundTripper
 	limiter LimiterFunc
 	cost    CostFunc
-	// customCost records WithCost, which WithLLM excludes.
+	// customCost records WithCost, which WithAccounting excludes.
 	customCost bool
-	// llm is the config of WithLLM, nil without it: its roles also match
-	// the server's quotas to limits (see quotaIndex).
-	llm *LLM
-	// settle settles an attempt's permit from its response; refund, if
-	// not nil, gives back what a refused attempt reserved, for heed to run
-	// once the refusal's pause has begun.
-	settle   func(resp *http.Response, p settler, sig *headers.Signals) (aboutRequest bool, refund func())
+	// acct is WithAccounting's, nil without it: it also matches the
+	// server's quotas to limits (see quotaIndex) and settles each
+	// attempt's permit from its response.
+	acct     Accounting
 	retrySDK bool // retry requests of SDKs that retry on their own
 	inflight *semaphore.Weighted
 	maxPause time.Duration
@@ -215,7 +212,7 @@ func invalidOption(format string, args ...any) error {
 }
 
 // WithCost sets what each request costs; the default is 1 on every
-// limit. f must not be nil, and WithCost cannot be combined with WithLLM,
+// limit. f must not be nil, and WithCost cannot be combined with WithAccounting,
 // which sets the cost itself.
 func WithCost(f CostFunc) TransportOption {
 	return func(t *Transport) error {
@@ -285,7 +282,7 @@ func WithBackOff(initial, max time.Duration) TransportOption {
 // (http.DefaultTransport if nil) under the Gate that pick chooses for each
 // request. It fails for a nil pick, for Shared given no Gate, for an
 // option outside its range (an error matching throttle.ErrInvalidOption),
-// and for WithLLM over a Shared Gate none of whose limits counts tokens.
+// and for WithAccounting over a Shared Gate its Check refuses.
 // There is no unlimited default: for no limit, say so with a Limiter at
 // rate throttle.Inf, which still heeds a server's pauses.
 //
@@ -318,25 +315,21 @@ func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOpt
 			return nil, err
 		}
 	}
-	if t.llm != nil && t.customCost {
-		return nil, invalidOption("NewTransport given both WithLLM and WithCost: WithLLM sets the cost, so the other would be ignored")
+	if t.acct != nil && t.customCost {
+		return nil, invalidOption("NewTransport given both WithAccounting and WithCost: WithAccounting sets the cost, so the other would be ignored")
 	}
 	if g, ok := sharedGate(pick); ok {
 		if newGate(g, nil).none {
 			return nil, errors.New("throttle: NewTransport given Shared of a nil Gate: was its constructor's error ignored? (for no limit, a Limiter at rate throttle.Inf)")
 		}
-		if t.llm != nil {
-			if err := t.llm.check(g.Limits()); err != nil {
+		if t.acct != nil {
+			if err := t.acct.Check(g.Limits()); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if t.llm != nil {
-		c := t.llm
-		t.cost = c.Cost
-		t.settle = func(resp *http.Response, p settler, sig *headers.Signals) (bool, func()) {
-			return c.settle(resp, p, sig, &t.clamped)
-		}
+	if t.acct != nil {
+		t.cost = t.acct.Cost
 	}
 	return t, nil
 }
@@ -353,9 +346,9 @@ type TransportStats struct {
 	// pace (a spent credit or a spend cap; see Transport): returned after
 	// their one attempt, pausing nothing. They are not in Throttled.
 	Refused int64
-	// Clamped counts the usage figures (WithLLM) above a limit's capacity,
-	// settled as the capacity rather than as reported: a garbage figure
-	// must not put a client in debt for hours. See WithLLM.
+	// Clamped counts the settlements (WithAccounting) above a limit's
+	// capacity, settled as the capacity rather than as reported: a garbage
+	// usage figure must not put a client in debt for hours. See Attempt.
 	Clamped int64
 	Waited  time.Duration // total time requests waited before being sent
 }
@@ -527,7 +520,7 @@ func (x *exchange) send() (*http.Response, error) {
 	}
 	x.n++
 	t.sent.Add(1)
-	booked := t.settle != nil && taken && x.g.keyed
+	booked := t.acct != nil && taken && x.g.keyed
 	if booked {
 		t.inFlight.add(x.g.g, x.costs)
 	}
@@ -664,7 +657,7 @@ func (x *exchange) attemptRequest() (*http.Request, error) {
 }
 
 // read reads what resp says and heeds it: the rate-limit signals, a
-// refusal's body, the settlement WithLLM makes, the pause.
+// refusal's body, the settlement WithAccounting makes, the pause.
 func (x *exchange) read(resp *http.Response, taken bool) {
 	t := x.t
 	headers.ParseClock(&x.sig, resp.Header, x.g.clock, t.maxPause)
@@ -683,11 +676,11 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 	}
 	x.aboutRequest = false
 	var refund func()
-	if t.settle != nil && taken {
+	if t.acct != nil && taken {
 		// heed runs the refund: after a refusal's pause begins, since a
 		// refund serves the queue, and before the levels, which it must
 		// not undo.
-		x.aboutRequest, refund = t.settle(resp, x.settler(), &x.sig)
+		x.aboutRequest, refund = t.acct.Settle(resp, x.attempt(resp))
 	}
 	switch {
 	case x.refusal.Billing != "":
@@ -739,12 +732,12 @@ func (x *exchange) takeLater(err error) (int64, error) {
 // now reads the time waits are measured on, the Gate's clock.
 func (x *exchange) now() int64 { return x.g.clock.Now().UnixNano() }
 
-// settler returns the permit of the attempt just answered, for WithLLM to
-// settle, booked as in flight (see flightBook).
-func (x *exchange) settler() settler {
-	s := &attempt{t: x.t, g: x.g, costs: x.costs, p: x.p}
+// attempt returns the permit of the attempt just answered by resp, for
+// the Accounting to settle, booked as in flight (see flightBook).
+func (x *exchange) attempt(resp *http.Response) Attempt {
+	a := &attempt{t: x.t, g: x.g, costs: x.costs, p: x.p, sig: &x.sig, body: resp.Body}
 	x.p = nil
-	return s
+	return a
 }
 
 // joinBurst books the attempt, which took its costs from buckets of

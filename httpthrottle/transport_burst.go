@@ -74,10 +74,10 @@ type burstWait struct {
 const maxBurstLimits = 64
 
 // bursting reports whether the attempt's Gate is one whose bursts from
-// full are followed, with WithLLM.
+// full are followed, with an llm.Config.
 func (x *exchange) bursting() bool {
 	g := x.g
-	return x.t.settle != nil && g.tk != nil && g.level != nil && g.meter != nil && g.keyed
+	return x.t.acct != nil && g.tk != nil && g.level != nil && g.meter != nil && g.keyed
 }
 
 // idle reports whether no burst of g is open: a call joins an open burst

@@ -14,6 +14,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/pool"
 )
 
@@ -40,7 +41,7 @@ func (s heldServer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Body.Close()
 	s.arrived <- string(b)
 	<-s.release
-	in, out, _ := httpthrottle.LLM{}.Estimate(b)
+	in, out, _ := llm.Config{}.Estimate(b)
 	body := fmt.Sprintf(`{"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`, in, out)
 	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
@@ -68,7 +69,7 @@ func testBurstFromFull(t *testing.T, viaPool bool) {
 		return fmt.Sprintf(`{"model":"m","max_tokens":%d,"messages":[{"role":"user","content":"call %s"}]}`, maxTokens, call)
 	}
 	cost := func(b string) int64 {
-		in, out, _ := httpthrottle.LLM{}.Estimate([]byte(b))
+		in, out, _ := llm.Config{}.Estimate([]byte(b))
 		return in + out
 	}
 	a1, a2, c := body("a", 90), body("b", 90), body("c", 20)
@@ -84,7 +85,7 @@ func testBurstFromFull(t *testing.T, viaPool bool) {
 	if viaPool {
 		g = must(pool.New([]pool.Member{{Name: "a", Gate: l}}))
 	}
-	tr := must(httpthrottle.NewTransport(srv, httpthrottle.Shared(g), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	tr := must(httpthrottle.NewTransport(srv, httpthrottle.Shared(g), httpthrottle.WithAccounting(llm.Config{})))
 	hc := &http.Client{Transport: tr}
 	done := make(chan error, 3)
 	call := func(b string) {

@@ -21,7 +21,7 @@ import (
 // sent) only on a wait that is certain: one the server named (a pause), or
 // exact arithmetic on settled state (a bucket of known rate and exact
 // costs). A wait that rests on an estimate is not grounds for a refusal:
-// with WithLLM the costs queued and in flight are reservations, prompt plus
+// with an llm.Config the costs queued and in flight are reservations, prompt plus
 // max_tokens, that settle to what the calls use, most far less; on Auto's
 // buckets the rate is Auto's share of a quota it is still learning, or a
 // guess before the server said anything. Such a request waits its turn,
@@ -35,7 +35,7 @@ import (
 // counts, from the reset on.
 
 // flightBook counts, for each limit of a Gate, what the attempts of a
-// Transport with WithLLM have reserved and not yet settled, and over the
+// Transport with an llm.Config have reserved and not yet settled, and over the
 // settled ones, what was reserved and what was used.
 type flightBook struct {
 	mu sync.Mutex
@@ -162,7 +162,7 @@ func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, clock 
 		}
 		st := sts[i]
 		var sure time.Duration
-		if t.settle == nil && g.learn == nil {
+		if t.acct == nil && g.learn == nil {
 			// Exact costs at a configured rate: the queue's projection is
 			// certain, less what a reset will restore.
 			sure = w
@@ -348,4 +348,12 @@ func observeRefused(g *gate, costs []int64, code string) {
 			g.obs.Observe(throttle.Event{Kind: throttle.EventRejected, Limit: g.limits[i].Name, Cost: c, Reason: code})
 		}
 	}
+}
+
+// satAdd adds two non-negative sums, saturating rather than wrapping.
+func satAdd(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return 1<<63 - 1
 }

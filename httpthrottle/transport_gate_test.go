@@ -14,6 +14,7 @@ import (
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/htb"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/trtcm"
 )
 
@@ -120,7 +121,7 @@ func (e errStatus) Error() string { return "status " + strconv.Itoa(int(e)) }
 
 func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
 
-// TestTransportOverGateLLM: WithLLM over a Gate that is not a Limiter
+// TestTransportOverGateLLM: WithAccounting over a Gate that is not a Limiter
 // takes the estimate with the Gate's Permit and settles it from the usage
 // the response reports, on the limits named for tokens.
 func TestTransportOverGateLLM(t *testing.T) {
@@ -133,7 +134,7 @@ func TestTransportOverGateLLM(t *testing.T) {
 	l := must(throttle.NewLimiter(req, tok))
 	for _, g := range []throttle.Gate{capableGate{l, fc}, bareGate{l, fc}} {
 		before := tok.Status().Level
-		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g), httpthrottle.WithLLM(httpthrottle.LLM{})))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g), httpthrottle.WithAccounting(llm.Config{})))
 		r, _ := http.NewRequest(http.MethodPost, rec.srv.URL, strings.NewReader(`{"model":"m","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}`))
 		resp, err := tr.RoundTrip(r)
 		if err != nil {

@@ -78,6 +78,9 @@ type refusedCall struct {
 	until    time.Time // the end of the pause its last refusal asked for
 }
 
+// maxKeyBody is the most of a body hashed into a call's key.
+const maxKeyBody = 8 << 20
+
 // callKey identifies a call across its attempts: the method, the URL and
 // the body, read through GetBody. ok is false when the body cannot be read
 // again (the call cannot be retried anyway).
@@ -99,7 +102,7 @@ func (p *refusalPauses) callKey(req *http.Request) (key uint64, hasBody, ok bool
 	}
 	defer rc.Close()
 	h.WriteString("\n")
-	if _, err := io.Copy(&h, io.LimitReader(rc, maxLLMBody)); err != nil {
+	if _, err := io.Copy(&h, io.LimitReader(rc, maxKeyBody)); err != nil {
 		return 0, true, false
 	}
 	return h.Sum64(), true, true

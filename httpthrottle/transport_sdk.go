@@ -22,7 +22,7 @@ import (
 // out, but returns the refusal at once. These SDKs also treat any error of
 // RoundTrip as a connection error and retry it, so the Transport's own
 // refusals (a permit that cannot be had before the context's deadline, a
-// request too large for a bucket with LLM.RefuseOversized) reach them as a
+// request too large for a bucket with llm.Config.RefuseOversized) reach them as a
 // response that says not to retry; see refusal.
 
 // RefusalHeader is the header of a response the Transport made itself for
@@ -33,11 +33,11 @@ import (
 // x-should-retry: false, as its API error at once. The header's value is
 // "deadline" (no permit before the context's deadline: a 429) or
 // "oversized" (the estimate exceeds a bucket's capacity, with
-// LLM.RefuseOversized: a 413). A context already done gives its error.
+// llm.Config.RefuseOversized: a 413). A context already done gives its error.
 //
 // The response's body reads as a JSON error in both vendors' shapes, then
 // fails with the refusal's error itself instead of io.EOF: a *WaitError
-// (which matches context.DeadlineExceeded) or LLM.Cost's error for a
+// (which matches context.DeadlineExceeded) or llm.Config.Cost's error for a
 // request too large (which matches throttle.ErrCostExceedsCapacity). The
 // SDKs decide on the retry from the header, then read the body of the
 // error response, and return a read

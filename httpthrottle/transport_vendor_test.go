@@ -17,6 +17,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 // The Transport against vendors as they document their refusals, on the
@@ -102,7 +103,7 @@ func (e *eventLog) of(kind throttle.EventKind) []throttle.Event {
 
 // TestTransportBillingRefusal: a spent account (OpenAI's insufficient_quota,
 // Anthropic's spend cap) comes back after one attempt, body intact, pausing
-// and draining nothing, with or without WithLLM, for an SDK that retries
+// and draining nothing, with or without an llm.Config, for an SDK that retries
 // itself marked not to; Stats and the observers say what it was.
 func TestTransportBillingRefusal(t *testing.T) {
 	bodies := map[string]string{
@@ -110,9 +111,9 @@ func TestTransportBillingRefusal(t *testing.T) {
 		"enforced_spend_limit_reached": `{"type":"error","error":{"type":"rate_limit_error","message":"Your organization has reached its monthly spend limit.","details":{"error_code":"enforced_spend_limit_reached"}},"request_id":"req_1"}`,
 	}
 	for code, body := range bodies {
-		for _, llm := range []bool{false, true} {
+		for _, withLLM := range []bool{false, true} {
 			for _, sdk := range []bool{false, true} {
-				t.Run(code+"/llm="+strconv.FormatBool(llm)+"/sdk="+strconv.FormatBool(sdk), func(t *testing.T) {
+				t.Run(code+"/llm="+strconv.FormatBool(withLLM)+"/sdk="+strconv.FormatBool(sdk), func(t *testing.T) {
 					fc := clockwork.NewFakeClockAt(epoch)
 					rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
 						respondJSON(w, http.StatusTooManyRequests, nil, body)
@@ -121,9 +122,9 @@ func TestTransportBillingRefusal(t *testing.T) {
 					b, _ := throttle.New(10, throttle.Per(10, time.Second), throttle.WithName("requests"), throttle.WithClock(fc), throttle.WithObserver(&log))
 					bs := []*throttle.Bucket{b}
 					opts := []httpthrottle.TransportOption{}
-					if llm {
+					if withLLM {
 						bs = append(bs, must(throttle.New(100_000, throttle.Per(100_000, time.Minute), throttle.WithName("tokens"), throttle.WithClock(fc))))
-						opts = append(opts, httpthrottle.WithLLM(httpthrottle.LLM{}))
+						opts = append(opts, httpthrottle.WithAccounting(llm.Config{}))
 					}
 					l := must(throttle.NewLimiter(bs...))
 					tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), opts...))
@@ -367,8 +368,8 @@ func TestTransportStalledRefusal(t *testing.T) {
 func TestTransportGiveBack(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	const body = `{"model":"m","max_tokens":180,"messages":[{"role":"user","content":"Write a haiku about rate limits."}]}`
-	llm := httpthrottle.LLM{}
-	in, out, _ := llm.Estimate([]byte(body))
+	cfg := llm.Config{}
+	in, out, _ := cfg.Estimate([]byte(body))
 	estimate := in + out
 	used := estimate / 8
 	release := make(chan struct{})
@@ -380,7 +381,7 @@ func TestTransportGiveBack(t *testing.T) {
 	})
 	b, _ := throttle.New(5*estimate, throttle.Per(5*estimate, time.Minute), throttle.WithName("tokens"), throttle.WithClock(fc))
 	l, _ := throttle.NewLimiter(b)
-	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(llm)))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithAccounting(cfg)))
 	client := &http.Client{Transport: tr}
 	var wg sync.WaitGroup
 	var finished atomic.Int64

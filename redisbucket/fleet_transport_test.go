@@ -20,12 +20,13 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/redisbucket"
 	"github.com/throttlekit/throttle/redisbucket/internal/redistest"
 )
 
 // The fleet's HTTP test: 8 OS processes (this test binary, re-executed),
-// each an http.Client through the Transport, WithLLM, on one
+// each an http.Client through the Transport, WithAccounting, on one
 // redisbucket.Limiter of requests and tokens, against a loopback vendor in
 // the parent that enforces the same quota and answers with OpenAI's
 // headers. Midway the vendor halves its quota and refuses one request with
@@ -294,7 +295,7 @@ func TestFleetTransportChild(t *testing.T) {
 	base := &http.Transport{MaxIdleConnsPerHost: ftWorkers}
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim),
-		httpthrottle.WithLLM(httpthrottle.LLM{})))}
+		httpthrottle.WithAccounting(llm.Config{})))}
 	// Warm up before the start: the connection to Redis and the script
 	// loaded (a read of the levels), and the workers' connections to the
 	// vendor opened, outside its quota. The floor counts the vendor's full

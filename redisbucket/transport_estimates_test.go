@@ -14,10 +14,11 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
-// TestTransportWaitsOnEstimates: under the Transport with WithLLM, a
+// TestTransportWaitsOnEstimates: under the Transport with an llm.Config, a
 // redisbucket Limiter gets the in-process Limiter's rule for deadlines
 // (issue 37): a call whose wait rests only on a reservation in flight,
 // which will settle to what the call used, queues instead of failing at
@@ -44,7 +45,7 @@ func TestTransportWaitsOnEstimates(t *testing.T) {
 	t.Cleanup(letFirstGo) // on a failure, before the vendor closes
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithAccounting(llm.Config{})))
 	call := func(ctx context.Context, maxTokens string) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, v.srv.URL,
 			strings.NewReader(`{"model":"m","max_tokens":`+maxTokens+`,"messages":[{"role":"user","content":"Say ok."}]}`))

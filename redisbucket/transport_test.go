@@ -14,6 +14,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
@@ -61,7 +62,7 @@ func post(tr http.RoundTripper, url, proc string) (int, error) {
 }
 
 // TestTransportFleet: two processes' Transports on one shared Limiter (two
-// Limiters on one id), WithLLM, against a vendor with OpenAI's headers. A
+// Limiters on one id), WithAccounting, against a vendor with OpenAI's headers. A
 // 429 with Retry-After that one process gets pauses the other before its
 // next request; a remaining count one process hears lowers the level the
 // other sees; each call's tokens are settled in Redis from the usage the
@@ -100,8 +101,8 @@ func TestTransportFleet(t *testing.T) {
 	})
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	trOne := must(httpthrottle.NewTransport(base, httpthrottle.Shared(one), httpthrottle.WithLLM(httpthrottle.LLM{})))
-	trOther := must(httpthrottle.NewTransport(base, httpthrottle.Shared(other), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	trOne := must(httpthrottle.NewTransport(base, httpthrottle.Shared(one), httpthrottle.WithAccounting(llm.Config{})))
+	trOther := must(httpthrottle.NewTransport(base, httpthrottle.Shared(other), httpthrottle.WithAccounting(llm.Config{})))
 
 	results := make(chan error, 2)
 	send := func(tr http.RoundTripper, proc string) {
@@ -185,7 +186,7 @@ type statusError struct{ code int }
 func (e *statusError) Error() string { return http.StatusText(e.code) }
 
 // TestTransportLLMBurstOnEstimates is issue 42's burst through a shared
-// Limiter: ten calls at once under WithLLM, each reserving its prompt and
+// Limiter: ten calls at once under WithAccounting, each reserving its prompt and
 // max_tokens (400) where it uses 95; the tokens cover four reservations,
 // and the projection of the tenth is minutes past its 15 s deadline. No
 // call is refused at once: those that do not fit wait their turn and go
@@ -211,7 +212,7 @@ func TestTransportLLMBurstOnEstimates(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
-	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithAccounting(llm.Config{})))
 	const n = 10
 	errs := make(chan error, n)
 	for i := range n {

@@ -14,6 +14,7 @@ import (
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/httpthrottle/auto"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -78,7 +79,7 @@ func TestAutoOpenAISDK(t *testing.T) {
 
 // TestAutoLLMTokenShare makes one chat completion, then 30 concurrent ones,
 // through the official OpenAI SDK, a Transport with auto.New().Limiter and
-// WithLLM, against a vendor in OpenAI's dialect allowing 600 requests and
+// WithAccounting, against a vendor in OpenAI's dialect allowing 600 requests and
 // 60,000 tokens a minute (burst a minute of each): each call reserves its
 // prompt and its 500 max tokens. Once the first response has taught the
 // limits, Auto's first share of the token limit must let the calls through
@@ -99,7 +100,7 @@ func TestAutoLLMTokenShare(t *testing.T) {
 	})
 	defer vendor.Close()
 	learned := must(auto.New())
-	tr := must(httpthrottle.NewTransport(newBase(t), learned.Limiter, httpthrottle.WithLLM(httpthrottle.LLM{})))
+	tr := must(httpthrottle.NewTransport(newBase(t), learned.Limiter, httpthrottle.WithAccounting(llm.Config{})))
 	client := openai.NewClient(
 		option.WithBaseURL(vendor.URL+"/v1/"),
 		option.WithAPIKey("sk-auto-llm"),

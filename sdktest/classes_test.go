@@ -13,12 +13,13 @@ import (
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/htb"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
 // TestClassesOpenAISDK sends chat completions of three teams through the
 // official OpenAI SDK, each team's client a Transport over the
-// htb.Limiter of its class of the organisation's quota, WithLLM naming the
+// htb.Limiter of its class of the organisation's quota, WithAccounting naming the
 // class as the token limit: each call reserves its estimate and is charged
 // what the response's usage reports.
 func TestClassesOpenAISDK(t *testing.T) {
@@ -41,7 +42,7 @@ func TestClassesOpenAISDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := must(httpthrottle.NewTransport(nil, httpthrottle.Shared(gate), httpthrottle.WithLLM(httpthrottle.LLM{TokenLimits: []string{name}})))
+		tr := must(httpthrottle.NewTransport(nil, httpthrottle.Shared(gate), httpthrottle.WithAccounting(llm.Config{TokenLimits: []string{name}})))
 		client := openai.NewClient(
 			option.WithBaseURL(vendor.URL+"/v1/"),
 			option.WithAPIKey("sk-"+name),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 // llmLimiter returns docs/llm.md's limiter for an LLM API: "requests" and
@@ -28,10 +29,10 @@ func llmLimiter(t testing.TB, requests, tokens int64, per time.Duration) *thrott
 	return l
 }
 
-// llmClient is docs/llm.md's setup: the Transport with WithLLM over a base
+// llmClient is docs/llm.md's setup: the Transport with an llm.Config over a base
 // of the test's own.
 func llmClient(t testing.TB, l *throttle.Limiter, opts ...httpthrottle.TransportOption) (*http.Client, *httpthrottle.Transport) {
-	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), append([]httpthrottle.TransportOption{httpthrottle.WithLLM(httpthrottle.LLM{})}, opts...)...))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), append([]httpthrottle.TransportOption{httpthrottle.WithAccounting(llm.Config{})}, opts...)...))
 	return &http.Client{Transport: tr}, tr
 }
 

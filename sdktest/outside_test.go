@@ -21,6 +21,7 @@ import (
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/httpthrottle/auto"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -31,11 +32,11 @@ import (
 // signals under Auto and Anthropic's output tokens. The table is logged,
 // and written to the file THROTTLE_OUTSIDE_TABLE names.
 
-// autoClient is a Transport over auto.New().Limiter, with WithLLM when llm.
-func autoClient(t *testing.T, llm bool) *http.Client {
+// autoClient is a Transport over auto.New().Limiter, with an llm.Config when tokens.
+func autoClient(t *testing.T, tokens bool) *http.Client {
 	var opts []httpthrottle.TransportOption
-	if llm {
-		opts = append(opts, httpthrottle.WithLLM(httpthrottle.LLM{}))
+	if tokens {
+		opts = append(opts, httpthrottle.WithAccounting(llm.Config{}))
 	}
 	learned := must(auto.New())
 	return &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), learned.Limiter, opts...))}
@@ -117,10 +118,10 @@ func caseOpenAITokenStreams(t *testing.T, auto bool) row {
 	tl := newTally()
 	url := openAITokenStreams(t, tl)
 	hc := autoClient(t, true)
-	name := "OpenAI: 40 streams at once, max_tokens 400 using 95, 6,000 TPM, Auto+WithLLM (openai-go)"
+	name := "OpenAI: 40 streams at once, max_tokens 400 using 95, 6,000 TPM, Auto+llm.Config (openai-go)"
 	if !auto {
 		hc, _ = llmClient(t, llmLimiter(t, 600, 6000, time.Minute))
-		name = "OpenAI: 40 streams at once, max_tokens 400 using 95, 6,000 TPM, WithLLM (openai-go)"
+		name = "OpenAI: 40 streams at once, max_tokens 400 using 95, 6,000 TPM, llm.Config (openai-go)"
 	}
 	c := openAIClient(url, hc)
 	took, failed := run(40, func(ctx context.Context, id string) error {
@@ -195,10 +196,10 @@ func caseGeminiWindows(t *testing.T, auto bool) row {
 	tl := newTally()
 	url := geminiWindows(t, tl)
 	hc := autoClient(t, true)
-	name := "Gemini: 24 calls at once, 8 a 3 s window, RetryInfo in the body, Auto+WithLLM (genai)"
+	name := "Gemini: 24 calls at once, 8 a 3 s window, RetryInfo in the body, Auto+llm.Config (genai)"
 	if !auto {
 		hc, _ = llmClient(t, llmLimiter(t, 8, 1000000, 3*time.Second))
-		name = "Gemini: 24 calls at once, 8 a 3 s window, RetryInfo in the body, WithLLM (genai)"
+		name = "Gemini: 24 calls at once, 8 a 3 s window, RetryInfo in the body, llm.Config (genai)"
 	}
 	took, failed := run(24, geminiCall(geminiClient(t, url, hc)), nil)
 	r := row{name: name, calls: 24, failed: failed, took: took, floor: 6 * time.Second}
@@ -234,12 +235,12 @@ func caseAnthropicOutput(t *testing.T, auto bool) row {
 		writeJSON(w, 200, msg)
 	})
 	hc := autoClient(t, true)
-	name := "Anthropic: 30 calls 66 ms apart writing 50 of max_tokens 100, 1,000 of 8,000 OTPM left, Auto+WithLLM (anthropic-sdk-go)"
+	name := "Anthropic: 30 calls 66 ms apart writing 50 of max_tokens 100, 1,000 of 8,000 OTPM left, Auto+llm.Config (anthropic-sdk-go)"
 	if !auto {
 		req := must(throttle.New(4000, throttle.Per(4000, time.Minute), throttle.WithName("requests")))
 		otpm := must(throttle.New(8000, throttle.Per(8000, time.Minute), throttle.WithName("output-tokens")))
 		hc, _ = llmClient(t, must(throttle.NewLimiter(req, otpm)))
-		name = "Anthropic: 30 calls 66 ms apart writing 50 of max_tokens 100, 1,000 of 8,000 OTPM left, WithLLM (anthropic-sdk-go)"
+		name = "Anthropic: 30 calls 66 ms apart writing 50 of max_tokens 100, 1,000 of 8,000 OTPM left, llm.Config (anthropic-sdk-go)"
 	}
 	c := anthropicClient(srv.URL, hc)
 	start := time.Now()

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -81,7 +81,7 @@ func newQuotaVendor(t testing.TB, tokens int64, window time.Duration) *quotaVend
 // estimate counts a body's tokens as the clients' LLM does, so that a
 // reservation is the same on both sides.
 func estimate(body []byte) (in, out int64) {
-	in, out, _ = httpthrottle.LLM{}.Estimate(body)
+	in, out, _ = llm.Config{}.Estimate(body)
 	return in, out
 }
 

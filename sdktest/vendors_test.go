@@ -26,6 +26,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -297,7 +298,7 @@ func caseOpenAIStreams(t *testing.T) row {
 }
 
 // caseOpenAIBilling: one call on a spent account (insufficient_quota)
-// among nine good ones, on a Transport without WithLLM.
+// among nine good ones, on a Transport without an llm.Config.
 func caseOpenAIBilling(t *testing.T) (row, []string) {
 	tl := newTally()
 	srv := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -313,7 +314,7 @@ func caseOpenAIBilling(t *testing.T) (row, []string) {
 	})
 	l := newLimiter(t, nil, 600, throttle.Per(600, time.Minute))
 	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l)))
-	return billingRow(t, "OpenAI: insufficient_quota beside 9 calls, no WithLLM (openai-go)", tl, tr, openAICall(openAIClient(srv.URL, &http.Client{Transport: tr})))
+	return billingRow(t, "OpenAI: insufficient_quota beside 9 calls, no llm.Config (openai-go)", tl, tr, openAICall(openAIClient(srv.URL, &http.Client{Transport: tr})))
 }
 
 // billingRow runs one call on the spent account and nine others, and
@@ -416,7 +417,7 @@ var anthropicMessage = map[string]any{"id": "msg_1", "type": "message", "role": 
 
 // caseAnthropicSpendCap: Anthropic's spend-cap 429 (rate_limit_error with
 // error.details.error_code enforced_spend_limit_reached, no retry-after)
-// on one call among nine good ones, with WithLLM.
+// on one call among nine good ones, with an llm.Config.
 func caseAnthropicSpendCap(t *testing.T) (row, []string) {
 	tl := newTally()
 	srv := fakeServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -766,7 +767,7 @@ func caseRefusalThroughSDKs(t *testing.T) (row, []string) {
 		l.TryAcquire(1) // spent: the next permit is a minute away
 		opts := []httpthrottle.TransportOption{}
 		if name != "go-github" {
-			opts = append(opts, httpthrottle.WithLLM(httpthrottle.LLM{}))
+			opts = append(opts, httpthrottle.WithAccounting(llm.Config{}))
 		}
 		if name != "go-github" {
 			// The LLM limiters count requests and tokens; the spent

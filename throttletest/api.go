@@ -9,14 +9,15 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 // llm is how the vendor counts the tokens of a call: as a client using
-// httpthrottle.LLM with its defaults estimates them (or with Config.Tokenizer),
+// llm.Config with its defaults estimates them (or with Config.Tokenizer),
 // so that a client that settles against the reported usage stays in step
 // with the vendor.
-func (s *Server) llm() httpthrottle.LLM {
-	return httpthrottle.LLM{Tokenizer: s.cfg.Tokenizer}
+func (s *Server) llm() llm.Config {
+	return llm.Config{Tokenizer: s.cfg.Tokenizer}
 }
 
 // The API shapes the vendor answers.
@@ -55,7 +56,7 @@ func isLLM(r *http.Request) bool { return shapeOf(r) != notLLM }
 // cost is what a request spends: an LLM call one request and its estimated
 // tokens, any other request one request and no tokens.
 // A vendor without a token quota counts an LLM call as one request:
-// httpthrottle.LLM refuses a Gate with no limit that counts tokens.
+// llm.Config refuses a Gate with no limit that counts tokens.
 func (s *Server) cost(r *http.Request, g throttle.Gate) ([]int64, error) {
 	if isLLM(r) && s.cfg.Tokens != (throttle.Rate{}) {
 		return s.llm().Cost(r, g)

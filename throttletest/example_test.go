@@ -12,6 +12,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -41,7 +42,7 @@ func Example() {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if u, ok := httpthrottle.ParseUsage(body); ok && resp.StatusCode == http.StatusOK {
+		if u, ok := llm.ParseUsage(body); ok && resp.StatusCode == http.StatusOK {
 			fmt.Printf("%s: 200, %d+%d tokens\n", key, u.Input, u.Output)
 		} else {
 			fmt.Printf("%s: %d, Retry-After %s\n", key, resp.StatusCode, resp.Header.Get("Retry-After"))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 // Config describes a fake vendor. The zero Config is a vendor without
@@ -65,9 +66,9 @@ type Config struct {
 	Outage503RetryAfter time.Duration
 
 	// Tokenizer, if set, is how the vendor counts the tokens of a prompt
-	// (as httpthrottle.LLM with this Tokenizer estimates them); nil counts 4
+	// (as llm.Config with this Tokenizer estimates them); nil counts 4
 	// characters a token.
-	Tokenizer httpthrottle.Tokenizer
+	Tokenizer llm.Tokenizer
 	// StreamChunkTokens is the tokens of text in each chunk of a streamed
 	// reply (a call with "stream": true, or Gemini's
 	// :streamGenerateContent); zero means 4. Each token of streamed text is

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
@@ -241,8 +241,8 @@ func TestLLMReplies(t *testing.T) {
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("%s: status %d, %s", path, resp.StatusCode, body)
 		}
-		u, ok := httpthrottle.ParseUsage([]byte(body))
-		if !ok || u != (httpthrottle.Usage{Input: 9, Output: 5}) {
+		u, ok := llm.ParseUsage([]byte(body))
+		if !ok || u != (llm.Usage{Input: 9, Output: 5}) {
 			t.Errorf("%s: usage %+v (%v) in %s", path, u, ok, body)
 		}
 	}

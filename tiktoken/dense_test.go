@@ -11,6 +11,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -31,8 +32,8 @@ func TestDenseTextStreams(t *testing.T) {
 	body := `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"max_tokens":50,"messages":[{"role":"user","content":"` + prompt + `"}]}`
 	for _, tt := range []struct {
 		name string
-		c    httpthrottle.LLM
-	}{{"chars/4", httpthrottle.LLM{CharsPerToken: 4}}, {"default", httpthrottle.LLM{}}, {"exact", httpthrottle.LLM{Tokenizer: enc}}} {
+		c    llm.Config
+	}{{"chars/4", llm.Config{CharsPerToken: 4}}, {"default", llm.Config{}}, {"exact", llm.Config{Tokenizer: enc}}} {
 		t.Run(tt.name, func(t *testing.T) {
 			const rate = 2000 // tokens a second, and the burst
 			vendor := throttletest.NewServer(throttletest.Config{
@@ -45,7 +46,7 @@ func TestDenseTextStreams(t *testing.T) {
 			lim, _ := throttle.NewLimiter(rpm, tpm)
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
-			tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithLLM(tt.c)))
+			tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(lim), httpthrottle.WithAccounting(tt.c)))
 			var failed atomic.Int64
 			var wg sync.WaitGroup
 			start := time.Now()

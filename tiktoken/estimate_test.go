@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -153,13 +153,13 @@ func TestEstimateError(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		u, ok := httpthrottle.ParseUsage(b)
+		u, ok := llm.ParseUsage(b)
 		if !ok {
 			t.Fatalf("%s: no usage in %s", names[i], b)
 		}
-		chars, _, _ := httpthrottle.LLM{CharsPerToken: 4}.Estimate([]byte(body))
-		approx, _, _ := httpthrottle.LLM{}.Estimate([]byte(body))
-		exact, _, _ := httpthrottle.LLM{Tokenizer: enc}.Estimate([]byte(body))
+		chars, _, _ := llm.Config{CharsPerToken: 4}.Estimate([]byte(body))
+		approx, _, _ := llm.Config{}.Estimate([]byte(body))
+		exact, _, _ := llm.Config{Tokenizer: enc}.Estimate([]byte(body))
 		old := oldEstimate(body)
 		rel := func(e int64) float64 { return float64(e-u.Input) / float64(u.Input) }
 		rows = append(rows, row{names[i], u.Input, old, chars, approx, exact, rel(old), rel(chars), rel(approx), rel(exact)})

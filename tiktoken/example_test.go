@@ -8,6 +8,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/tiktoken"
 )
 
@@ -31,7 +32,7 @@ func ExampleForModel() {
 		log.Fatal(err)
 	}
 	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim),
-		httpthrottle.WithLLM(httpthrottle.LLM{Tokenizer: enc}))
+		httpthrottle.WithAccounting(llm.Config{Tokenizer: enc}))
 	if err != nil {
 		log.Fatal(err)
 	}

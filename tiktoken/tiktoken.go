@@ -1,5 +1,5 @@
 // Package tiktoken counts tokens exactly as OpenAI's models do, for
-// httpthrottle.LLM's Tokenizer, with the encodings of
+// llm.Config's Tokenizer, with the encodings of
 // github.com/pkoukk/tiktoken-go embedded by
 // github.com/pkoukk/tiktoken-go-loader: nothing is downloaded at run time.
 // It is a module of its own, so that programs that estimate tokens from
@@ -9,7 +9,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), httpthrottle.WithLLM(httpthrottle.LLM{Tokenizer: enc}))
+//	tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), httpthrottle.WithAccounting(llm.Config{Tokenizer: enc}))
 //	if err != nil {
 //		return err
 //	}
@@ -32,7 +32,7 @@ const (
 )
 
 // Encoding counts the tokens of text in one of OpenAI's encodings. It
-// implements httpthrottle.Tokenizer and is safe for concurrent use. Loading an
+// implements llm.Tokenizer and is safe for concurrent use. Loading an
 // encoding takes a moment and some 30 MB: make one and share it.
 type Encoding struct {
 	name string

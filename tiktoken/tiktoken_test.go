@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/tiktoken"
 )
 
@@ -50,7 +50,7 @@ func TestCountTokens(t *testing.T) {
 	if n := c.CountTokens("<|endoftext|>"); n <= 1 {
 		t.Errorf("<|endoftext|> counted as %d tokens, want its text's", n)
 	}
-	var _ httpthrottle.Tokenizer = o
+	var _ llm.Tokenizer = o
 }
 
 func TestForModel(t *testing.T) {

@@ -4,7 +4,7 @@
 // (throttletest).
 //
 // Each call reserves its estimate before it is sent (the prompt's estimated
-// tokens plus max_tokens: about 215) and, with WithLLM, is settled to the
+// tokens plus max_tokens: about 215) and, with an llm.Config, is settled to the
 // usage the response reports (about 55 tokens). The program runs the same 40 calls
 // twice: reserving only, where the token quota binds, and reserving then
 // settling, where the unused tokens come back and only the request quota
@@ -26,6 +26,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -40,13 +41,13 @@ func main() {
 	defer vendor.Close()
 	fmt.Printf("fake vendor at %s: per API key 20 requests/s (bursts of 10) and 2000 tokens/s, OpenAI-style headers\n\n", vendor.URL)
 
-	llm := httpthrottle.LLM{}
+	cfg := llm.Config{}
 	for _, run := range []struct {
 		name string
 		opt  httpthrottle.TransportOption
 	}{
-		{"reserve only", httpthrottle.WithCost(llm.Cost)},
-		{"reserve and settle", httpthrottle.WithLLM(llm)},
+		{"reserve only", httpthrottle.WithCost(cfg.Cost)},
+		{"reserve and settle", httpthrottle.WithAccounting(cfg)},
 	} {
 		limiter := newLimiter()
 		tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(limiter), run.opt)
@@ -65,7 +66,7 @@ func main() {
 }
 
 // newLimiter returns a gate matching the vendor's quotas: limits named
-// "requests" and "tokens", which httpthrottle.LLM counts in requests and in
+// "requests" and "tokens", which llm.Config counts in requests and in
 // tokens, and which the vendor's x-ratelimit-remaining-* headers lower.
 func newLimiter() *throttle.Limiter {
 	requests, err := throttle.New(10, throttle.Per(20, time.Second), throttle.WithName("requests"))

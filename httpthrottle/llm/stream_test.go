@@ -1,4 +1,4 @@
-package httpthrottle_test
+package llm_test
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -65,7 +66,7 @@ func TestTransportSettlesStreams(t *testing.T) {
 			direct.Body.Close()
 
 			l := twoBuckets(t, fc)
-			tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{})))
+			tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{})))
 			resp, err := tr.RoundTrip(post(t, vendor.URL+tt.path, tt.body))
 			if err != nil {
 				t.Fatal(err)
@@ -115,7 +116,7 @@ func TestTransportSettlesEarlyClose(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := twoBuckets(t, fc)
-			tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{})))
+			tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{})))
 			resp, err := tr.RoundTrip(post(t, vendor.URL+tt.path, tt.body))
 			if err != nil {
 				t.Fatal(err)
@@ -151,7 +152,7 @@ func TestStreamFirstByte(t *testing.T) {
 		path := tt.path
 		fc := clockwork.NewFakeClockAt(epoch)
 		vendor := throttletest.NewServer(throttletest.Config{ReplyTokens: 10, StreamChunkTokens: 5, StreamInterval: time.Second, Clock: fc})
-		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(twoBuckets(t, fc)), httpthrottle.WithLLM(httpthrottle.LLM{})))
+		tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(twoBuckets(t, fc)), httpthrottle.WithAccounting(llm.Config{})))
 		body := streamCalls[8].body
 		if strings.Contains(path, "chat") {
 			body = streamCalls[0].body
@@ -199,7 +200,7 @@ func TestTooLargeNotThrottle(t *testing.T) {
 	huge := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("word ", 2000) + `"}],"max_tokens":10}`
 
 	l := twoBuckets(t, fc)
-	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{})))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{})))
 	resp, err := tr.RoundTrip(post(t, vendor.URL+"/v1/chat/completions", huge))
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +228,7 @@ func TestTooLargeNotThrottle(t *testing.T) {
 	resp.Body.Close()
 
 	// Refused before sending.
-	tr = must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(twoBuckets(t, fc)), httpthrottle.WithLLM(httpthrottle.LLM{RefuseOversized: true})))
+	tr = must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(twoBuckets(t, fc)), httpthrottle.WithAccounting(llm.Config{RefuseOversized: true})))
 	before := vendor.Stats().Requests
 	_, err = tr.RoundTrip(post(t, vendor.URL+"/v1/chat/completions", huge))
 	if !errors.Is(err, throttle.ErrCostExceedsCapacity) || !strings.Contains(err.Error(), `estimated 2017 tokens`) || !strings.Contains(err.Error(), `limit "tokens"`) {
@@ -264,7 +265,7 @@ func TestTooLargeByLimit(t *testing.T) {
 		h.Set("Content-Type", "application/json")
 		return &http.Response{StatusCode: 429, Header: h, Body: io.NopCloser(strings.NewReader(`{"error":{"message":"slow down"}}`)), Request: r}, nil
 	})
-	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{}), httpthrottle.WithRetries(0)))
+	tr := must(httpthrottle.NewTransport(base, httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{}), httpthrottle.WithRetries(0)))
 	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("word ", 800) + `"}],"max_tokens":10}`
 	resp, err := tr.RoundTrip(post(t, "http://vendor/v1/chat/completions", body))
 	if err != nil {

@@ -1,4 +1,4 @@
-package httpthrottle_test
+package llm_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"image/png"
 	"testing"
 
-	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 func pngData(w, h int) string {
@@ -63,7 +63,7 @@ func TestEstimateMedia(t *testing.T) {
 		{"anthropic pdf, 2 pages", fmt.Sprintf(`{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":%q}}]}]}`,
 			base64.StdEncoding.EncodeToString([]byte("%PDF-1.4\n1 0 obj <</Type /Pages /Kids [2 0 R 3 0 R]>>\n2 0 obj <</Type /Page>>\n3 0 obj <</Type/Page>>\n"))), 6000},
 	} {
-		in, _, ok := httpthrottle.LLM{}.Estimate([]byte(tt.body))
+		in, _, ok := llm.Config{}.Estimate([]byte(tt.body))
 		if !ok || in != tt.want+6 {
 			t.Errorf("%s: %d input tokens (%v), want %d + 6 of framing", tt.name, in, ok, tt.want)
 		}
@@ -75,7 +75,7 @@ func TestEstimateMedia(t *testing.T) {
 func TestEstimateTokenizer(t *testing.T) {
 	words := tokenizerFunc(func(s string) int { return len(bytes.Fields([]byte(s))) })
 	body := `{"model":"gpt-4o","system":"be brief","messages":[{"role":"user","name":"al","content":"one two three"}],"tools":[{"name":"f","input_schema":{"properties":{"city":{"type":"string"}}}}],"max_tokens":9}`
-	in, out, _ := httpthrottle.LLM{Tokenizer: words}.Estimate([]byte(body))
+	in, out, _ := llm.Config{Tokenizer: words}.Estimate([]byte(body))
 	// system 2, message 3 + 1 (name) + "al" 1 + 3, reply 3, tools: name
 	// key, "f", input_schema, properties, city, type key skipped, "string".
 	if want := int64(2 + 3 + 1 + 1 + 3 + 3 + 6); in != want || out != 9 {

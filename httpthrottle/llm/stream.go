@@ -1,4 +1,4 @@
-package httpthrottle
+package llm
 
 import (
 	"bytes"
@@ -6,9 +6,8 @@ import (
 	"mime"
 	"net/http"
 	"sync"
-	"sync/atomic"
 
-	"github.com/throttlekit/throttle/internal/headers"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
 // usageBody is the body of a 2xx response handed to the caller unchanged,
@@ -17,11 +16,9 @@ import (
 // comes first.
 type usageBody struct {
 	rc  io.ReadCloser
-	c   LLM
-	p   settler
+	c   Config
+	p   httpthrottle.Attempt
 	req *http.Request // the request sent, to estimate its input again if need be
-	// clamped counts the usages settled as a capacity (TransportStats.Clamped).
-	clamped *atomic.Int64
 
 	mu   sync.Mutex // Read and Close may run in different goroutines
 	done bool
@@ -63,6 +60,10 @@ func (b *usageBody) finish(eof bool) {
 		b.keep()
 		return
 	}
+	if outOK && (eof || !b.s.sse) && b.c.Outputs != nil && b.req != nil {
+		// A whole report of what the call wrote, to learn from.
+		b.c.Outputs.record(modelOf(b.req), u.Output)
+	}
 	if b.s.sse {
 		text := divUp(b.s.text, b.c.charsPerToken())
 		switch {
@@ -87,7 +88,7 @@ func (b *usageBody) finish(eof bool) {
 			u.Input = in
 		}
 	}
-	b.c.settleUsage(b.p, u, b.clamped)
+	b.c.settleUsage(b.p, u)
 }
 
 // keep ends the permit at its estimate.
@@ -97,59 +98,63 @@ func (b *usageBody) keep() {
 	}
 }
 
-// settleUsage settles p to u on the token buckets; requests stay as taken.
-// A figure above a limit's capacity is settled as the capacity and counted
-// in clamped: no call really uses more than a quota the server enforces,
-// and a garbage figure settled as it is would be a debt refilled for
-// centuries.
-func (c LLM) settleUsage(p settler, u Usage, clamped *atomic.Int64) {
+// settleUsage settles p to u on the token limits; requests stay as taken.
+// The Transport settles a figure above a limit's capacity as the capacity.
+func (c Config) settleUsage(p httpthrottle.Attempt, u Usage) {
 	var small [4]int64
-	actual := append(small[:0], p.TakenCosts()...)
-	over := false
+	actual := append(small[:0], p.Costs()...)
 	for i := range actual {
-		var n int64
 		switch c.unitOf(p.LimitName(i)) {
-		case llmTokens:
-			n = satAdd(u.Input, u.Output)
-		case llmInput:
-			n = u.Input
-		case llmOutput:
-			n = u.Output
-		default:
-			continue
+		case unitTokens:
+			actual[i] = satAdd(u.Input, u.Output)
+		case unitInput:
+			actual[i] = u.Input
+		case unitOutput:
+			actual[i] = u.Output
 		}
-		if capacity := p.LimitCapacity(i); n > capacity && capacity > 0 {
-			n, over = capacity, true
-		}
-		actual[i] = n
-	}
-	if over && clamped != nil {
-		clamped.Add(1)
 	}
 	p.Settle(actual...)
 }
 
-// settle corrects the permit of one attempt against what its response
-// reports: a 2xx JSON or event-stream body as the caller reads it, a status
-// of 400 or more (to no tokens) through refund, which the caller runs
-// once it has paused for a refusal. It reports whether the response
-// refuses the request itself rather than the client's pace: a 429 whose
-// body says the request is too large, or which reports a token limit below
-// the request's estimate.
-func (c LLM) settle(resp *http.Response, p settler, sig *headers.Signals, clamped *atomic.Int64) (aboutRequest bool, refund func()) {
+// Settle is httpthrottle.Accounting's Settle: it settles the permit of an
+// attempt after its response. A 2xx JSON or event-stream response is
+// handed to the caller at once, untouched, and settled from the usage it
+// reports as the caller reads it, when the caller reaches its end or
+// closes it: the usage object of a JSON body (OpenAI, Anthropic, and
+// Gemini's usageMetadata, in one object or in the array of chunks of
+// streamGenerateContent), or of a stream's events (the final chunk of an
+// OpenAI chat completion with stream_options.include_usage, the Responses
+// API's response.completed, Anthropic's message_start and message_delta,
+// Gemini's usageMetadata). A stream that reports no output is settled from
+// the text it carried (CharsPerToken characters a token), plus the input
+// estimate when it reports no input; a stream closed before its end is
+// settled from what was read. A JSON body without usage keeps its
+// estimate. The reader keeps no more than a few hundred bytes of state and
+// allocates nothing per read.
+//
+// A usage above a limit's capacity is settled as the capacity and counted
+// in TransportStats.Clamped (see httpthrottle.Attempt): a server's garbage
+// figure (a trillion tokens) must not put the client in debt for
+// centuries, and a call cannot really use more than a quota the server
+// enforces. A response of status 400 or more is settled to no tokens (the
+// request cost stays), through refund. A 429 about the request rather than
+// the client's pace (its error says "Request too large", or it reports a
+// token limit below the request's input estimate) reports aboutRequest:
+// it neither pauses nor drains the Limiter and is not retried.
+func (c Config) Settle(resp *http.Response, a httpthrottle.Attempt) (aboutRequest bool, refund func()) {
 	switch {
 	case resp.StatusCode >= 400:
 		if resp.StatusCode == http.StatusTooManyRequests {
-			aboutRequest = c.tooLarge(resp, sig)
+			aboutRequest = c.tooLarge(resp, a)
 		}
-		return aboutRequest, func() { c.settleUsage(p, Usage{}, nil) }
+		return aboutRequest, func() { c.settleUsage(a, Usage{}) }
 	case resp.StatusCode >= 200 && resp.StatusCode < 300 && resp.Body != nil && resp.Body != http.NoBody:
-		if c.readUsage(resp, &usageBody{p: p, clamped: clamped}) {
+		if c.readUsage(resp, &usageBody{p: a}) {
 			return false, nil
 		}
-		p.Keep()
+		a.Keep()
 	default:
-		p.Keep()
+		a.Keep()
 	}
 	return false, nil
 }
@@ -158,7 +163,7 @@ func (c LLM) settle(resp *http.Response, p settler, sig *headers.Signals, clampe
 // usage as the caller reads and settles at EOF or Close, when the body is
 // JSON or an event stream, and reports whether it did; it leaves any other
 // body alone.
-func (c LLM) readUsage(resp *http.Response, b *usageBody) bool {
+func (c Config) readUsage(resp *http.Response, b *usageBody) bool {
 	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil {
 		return false
@@ -185,14 +190,13 @@ const tooLargeBody = 16 << 10
 // minute) or request_too_large, or insufficient_quota (OpenAI's answer once
 // the account's credit is spent), or a token limit it reports is below the
 // request's input estimate, so that the request can never fit.
-func (c LLM) tooLarge(resp *http.Response, sig *headers.Signals) bool {
+func (c Config) tooLarge(resp *http.Response, a httpthrottle.Attempt) bool {
 	if resp.Request != nil {
 		if in, _, err := c.estimateRequest(resp.Request); err == nil {
 			// The input alone: the output reserved may be a default the
 			// vendor does not count.
-			for _, q := range sig.Quotas {
-				u, _ := serverUnit(q.Name)
-				if q.Limit > 0 && (u == llmTokens || u == llmInput) && in > q.Limit {
+			for _, q := range [...]string{defaultName(unitTokens), defaultName(unitInput)} {
+				if l := a.ReportedLimit(q); l > 0 && in > l {
 					return true
 				}
 			}
@@ -201,7 +205,7 @@ func (c LLM) tooLarge(resp *http.Response, sig *headers.Signals) bool {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return false
 	}
-	if head, _, ok := peekedHead(resp.Body); ok {
+	if head, ok := a.RefusalHead(); ok {
 		// The Transport read the prefix, within its bounds of size and time.
 		return saysTooLarge(head)
 	}

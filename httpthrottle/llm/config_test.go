@@ -1,4 +1,4 @@
-package httpthrottle_test
+package llm_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 	"github.com/throttlekit/throttle/throttletest"
 )
 
@@ -36,12 +37,12 @@ func TestLLMEstimate(t *testing.T) {
 		{"not JSON", `hello`, 0, 0, false},
 	}
 	for _, tt := range tests {
-		in, out, ok := httpthrottle.LLM{}.Estimate([]byte(tt.body))
+		in, out, ok := llm.Config{}.Estimate([]byte(tt.body))
 		if in != tt.in || out != tt.out || ok != tt.ok {
 			t.Errorf("%s: Estimate = %d, %d, %v; want %d, %d, %v", tt.name, in, out, ok, tt.in, tt.out, tt.ok)
 		}
 	}
-	c := httpthrottle.LLM{CharsPerToken: 2, DefaultMaxTokens: 9}
+	c := llm.Config{CharsPerToken: 2, DefaultMaxTokens: 9}
 	if in, out, _ := c.Estimate([]byte(`{"prompt":"abcde"}`)); in != 3 || out != 9 {
 		t.Errorf("custom LLM: Estimate = %d, %d; want 3, 9", in, out)
 	}
@@ -51,21 +52,21 @@ func TestParseUsage(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want httpthrottle.Usage
+		want llm.Usage
 		ok   bool
 	}{
-		{"openai chat", `{"id":"x","usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`, httpthrottle.Usage{Input: 12, Output: 5}, true},
-		{"openai responses", `{"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}`, httpthrottle.Usage{Input: 3, Output: 4}, true},
-		{"anthropic", `{"usage":{"input_tokens":10,"cache_creation_input_tokens":6,"cache_read_input_tokens":100,"output_tokens":2}}`, httpthrottle.Usage{Input: 16, Output: 2}, true},
-		{"no usage", `{"id":"x"}`, httpthrottle.Usage{}, false},
-		{"empty usage", `{"usage":{}}`, httpthrottle.Usage{}, false},
-		{"null usage", `{"usage":null}`, httpthrottle.Usage{}, false},
-		{"negative", `{"usage":{"prompt_tokens":-1,"completion_tokens":5}}`, httpthrottle.Usage{}, false},
-		{"wrong type", `{"usage":{"prompt_tokens":"12"}}`, httpthrottle.Usage{}, false},
-		{"not JSON", `data: {}`, httpthrottle.Usage{}, false},
+		{"openai chat", `{"id":"x","usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`, llm.Usage{Input: 12, Output: 5}, true},
+		{"openai responses", `{"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7}}`, llm.Usage{Input: 3, Output: 4}, true},
+		{"anthropic", `{"usage":{"input_tokens":10,"cache_creation_input_tokens":6,"cache_read_input_tokens":100,"output_tokens":2}}`, llm.Usage{Input: 16, Output: 2}, true},
+		{"no usage", `{"id":"x"}`, llm.Usage{}, false},
+		{"empty usage", `{"usage":{}}`, llm.Usage{}, false},
+		{"null usage", `{"usage":null}`, llm.Usage{}, false},
+		{"negative", `{"usage":{"prompt_tokens":-1,"completion_tokens":5}}`, llm.Usage{}, false},
+		{"wrong type", `{"usage":{"prompt_tokens":"12"}}`, llm.Usage{}, false},
+		{"not JSON", `data: {}`, llm.Usage{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := httpthrottle.ParseUsage([]byte(tt.body))
+		got, ok := llm.ParseUsage([]byte(tt.body))
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("%s: ParseUsage = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
 		}
@@ -92,7 +93,7 @@ func TestLLMCost(t *testing.T) {
 		req.RequestURI = "" // a client request
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 		orig := req.Body
-		costs, err := httpthrottle.LLM{}.Cost(req, l)
+		costs, err := llm.Config{}.Cost(req, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +112,7 @@ func TestLLMCost(t *testing.T) {
 	t.Run("client request without GetBody", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, "http://vendor/v1/chat/completions", io.NopCloser(strings.NewReader(body)))
 		req.ContentLength = int64(len(body))
-		costs, err := httpthrottle.LLM{}.Cost(req, l)
+		costs, err := llm.Config{}.Cost(req, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +124,7 @@ func TestLLMCost(t *testing.T) {
 
 	t.Run("server request", func(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
-		costs, err := httpthrottle.LLM{TokenLimits: []string{"tokens", "daily"}}.Cost(req, l)
+		costs, err := llm.Config{TokenLimits: []string{"tokens", "daily"}}.Cost(req, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +138,7 @@ func TestLLMCost(t *testing.T) {
 
 	t.Run("no body", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, "http://vendor/v1/models", nil)
-		costs, _ := httpthrottle.LLM{}.Cost(req, l)
+		costs, _ := llm.Config{}.Cost(req, l)
 		if want := []int64{1, 0, 0, 0, 1}; !equal(costs, want) {
 			t.Errorf("costs %v, want %v", costs, want)
 		}
@@ -166,7 +167,7 @@ func TestTransportSettlesLLM(t *testing.T) {
 	})
 	defer vendor.Close()
 	l := twoBuckets(t, fc)
-	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithLLM(httpthrottle.LLM{DefaultMaxTokens: 10})))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), httpthrottle.WithAccounting(llm.Config{DefaultMaxTokens: 10})))
 	body := `{"model":"m","messages":[{"role":"user","content":"12345678"}],"max_tokens":100}`
 	req, _ := http.NewRequest(http.MethodPost, vendor.URL+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer k")
@@ -179,8 +180,8 @@ func TestTransportSettlesLLM(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("status %d, error %v", resp.StatusCode, err)
 	}
-	u, ok := httpthrottle.ParseUsage(got)
-	if !ok || u != (httpthrottle.Usage{Input: 9, Output: 7}) {
+	u, ok := llm.ParseUsage(got)
+	if !ok || u != (llm.Usage{Input: 9, Output: 7}) {
 		t.Fatalf("the caller read usage %+v (%v) from %q, want 9 in and 7 out", u, ok, got)
 	}
 	// Reserved 109, settled to 16: 1000-16 left, unless the vendor's
@@ -223,7 +224,7 @@ func FuzzLLMEstimate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		in, out, ok := httpthrottle.LLM{}.Estimate([]byte(body))
+		in, out, ok := llm.Config{}.Estimate([]byte(body))
 		if in < 0 || out < 0 {
 			t.Errorf("Estimate(%q) = %d, %d", body, in, out)
 		}
@@ -243,11 +244,11 @@ func FuzzParseUsage(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		u, ok := httpthrottle.ParseUsage([]byte(body))
+		u, ok := llm.ParseUsage([]byte(body))
 		if ok && (u.Input < 0 || u.Output < 0) {
 			t.Errorf("ParseUsage(%q) = %+v", body, u)
 		}
-		if !ok && u != (httpthrottle.Usage{}) {
+		if !ok && u != (llm.Usage{}) {
 			t.Errorf("ParseUsage(%q) = %+v with ok false", body, u)
 		}
 	})

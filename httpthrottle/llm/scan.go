@@ -1,4 +1,4 @@
-package httpthrottle
+package llm
 
 // usageScanner reads the token usage of an LLM API response as its bytes go
 // by, in whatever pieces they come: a JSON body (one object, or Gemini's

@@ -1,4 +1,4 @@
-package httpthrottle
+package llm
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 )
 
 // Tokenizer counts the tokens of prompt text as a model's tokenizer does.
-// LLM uses it, when set, for every piece of text of a request; the module
+// Config uses it, when set, for every piece of text of a request; the module
 // github.com/throttlekit/throttle/tiktoken provides OpenAI's encodings.
 // CountTokens must be safe for concurrent use.
 type Tokenizer interface {
@@ -56,7 +56,7 @@ const (
 
 // estimator adds up the tokens of a decoded JSON request body.
 type estimator struct {
-	c      *LLM
+	c      *Config
 	chars  int64 // characters of text, when there is no Tokenizer
 	tokens int64 // tokens of text counted by the Tokenizer, and media
 }

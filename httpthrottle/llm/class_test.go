@@ -1,4 +1,4 @@
-package httpthrottle
+package llm_test
 
 import (
 	"bytes"
@@ -11,14 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/htb"
-
-	"github.com/jonboulle/clockwork"
+	"github.com/throttlekit/throttle/httpthrottle"
+	"github.com/throttlekit/throttle/httpthrottle/llm"
 )
 
 // TestTransportOverClass: a Transport over the htb.Limiter of a team's
-// class, WithLLM naming the class as a token limit, takes each request's
+// class, an llm.Config naming the class as a token limit, takes each request's
 // estimated tokens from the class before sending it and settles them to
 // the usage the response reports once the body is read; a status of 400 or
 // more gives them back; a deadline before the tokens fails the request
@@ -34,22 +36,22 @@ func TestTransportOverClass(t *testing.T) {
 		io.WriteString(w, `{"usage":{"prompt_tokens":10,"completion_tokens":5}}`)
 	}))
 	defer srv.Close()
-	clk := newClock()
+	clk := clockwork.NewFakeClockAt(epoch)
 	org, _ := htb.NewQuota(10_000, throttle.Per(10_000, time.Minute), throttle.WithClock(clk))
 	team := mustClass(t, org, htb.Config{Name: "team", Rate: throttle.Per(5_000, time.Minute)})
 	cl, err := htb.NewLimiter(team)
 	if err != nil {
 		t.Fatal(err)
 	}
-	llm := LLM{TokenLimits: []string{team.Name()}}
+	cfg := llm.Config{TokenLimits: []string{team.Name()}}
 	body := []byte(`{"model":"m","max_tokens":1000,"messages":[{"role":"user","content":"abcdefgh"}]}`)
-	in, out, _ := llm.Estimate(body)
+	in, out, _ := cfg.Estimate(body)
 	estimate := in + out
 	newRequest := func(ctx context.Context) *http.Request {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
 		return req
 	}
-	tr := must(NewTransport(nil, Shared(cl), WithLLM(llm)))
+	tr := must(httpthrottle.NewTransport(nil, httpthrottle.Shared(cl), httpthrottle.WithAccounting(cfg)))
 	client := &http.Client{Transport: tr}
 
 	resp, err := client.Do(newRequest(t.Context()))
@@ -98,14 +100,30 @@ func TestTransportOverClass(t *testing.T) {
 
 	// The base fails: the estimate stays taken, nothing settles it.
 	clk.Advance(time.Minute) // the team's guarantee is full again
-	failing := must(NewTransport(transportFunc(func(*http.Request) (*http.Response, error) {
+	failing := must(httpthrottle.NewTransport(transportFunc(func(*http.Request) (*http.Response, error) {
 		return nil, errors.New("connection reset")
-	}), Shared(cl), WithLLM(llm)))
+	}), httpthrottle.Shared(cl), httpthrottle.WithAccounting(cfg)))
 	if _, err := failing.RoundTrip(newRequest(t.Context())); err == nil {
 		t.Fatal("the base's error was not returned")
 	}
 	if got := team.Tokens(); got != float64(5_000-estimate) {
 		t.Fatalf("after the base failed: %v, want the estimate %d kept", got, estimate)
+	}
+}
+
+func mustClass(t *testing.T, p *htb.Class, cfg htb.Config) *htb.Class {
+	t.Helper()
+	c, err := p.NewClass(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustTry(t *testing.T, c *htb.Class, cost int64, want bool) {
+	t.Helper()
+	if ok, err := c.TryAcquire(cost); err != nil || ok != want {
+		t.Fatalf("%s.TryAcquire(%d) = %v, %v; want %v", c.Name(), cost, ok, err, want)
 	}
 }
 

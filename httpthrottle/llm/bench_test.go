@@ -1,4 +1,4 @@
-package httpthrottle
+package llm
 
 import (
 	"errors"

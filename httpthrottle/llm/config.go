@@ -1,4 +1,4 @@
-package httpthrottle
+package llm
 
 import (
 	"bytes"
@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/httpthrottle"
 )
 
-// LLM accounts for calls to OpenAI-, Anthropic- and Gemini-style JSON
+// Config accounts for calls to OpenAI-, Anthropic- and Gemini-style JSON
 // APIs, which count requests and tokens per minute: a call reserves an
 // estimate of its tokens before it is sent, and is settled against the
-// usage the response reports. Use it on a Transport with WithLLM, or on
-// LimitHandler with LimitCost(LLM{}.Cost).
+// usage the response reports. It is an httpthrottle.Accounting: use it on
+// a Transport with httpthrottle.WithAccounting, or on LimitHandler with
+// httpthrottle.LimitCost(llm.Config{}.Cost).
 //
 // Each limit of the Gate counts one unit, by the role the config gives
 // its name: the limits named in RequestLimits count 1 per request (and
@@ -33,7 +36,7 @@ import (
 // OutputTokenLimits), or lacking a limit a role names explicitly, is an
 // error matching throttle.ErrInvalidOption that names the Gate's limits
 // and the names expected: from NewTransport for Shared(g), else from Cost,
-// failing the request. An AutoLimiter's Gate is spared the first check
+// failing the request. A Learner (an auto.Limiter's Gate) is spared the first check
 // until it has learned a token limit from the server's headers.
 //
 // The estimate reads the JSON request body without consuming it. The input
@@ -54,7 +57,7 @@ import (
 // tile; audio at 10 tokens a second for OpenAI and 32 for Gemini; a PDF at
 // 3000 tokens a page). The output is its max_tokens, max_completion_tokens,
 // max_output_tokens or generationConfig.maxOutputTokens, else
-// DefaultMaxTokens. A body that is not a JSON object, or that cannot be
+// DefaultMaxTokens; with Outputs, no more than calls of its model use. A body that is not a JSON object, or that cannot be
 // read without consuming it (a client request without GetBody), is
 // estimated from its length; a request without a body costs no tokens.
 //
@@ -64,7 +67,7 @@ import (
 // exceeds a bucket's capacity costs 1 token there rather than a full
 // bucket, so that it holds up none of the calls queued behind it while it
 // goes to its certain refusal.
-type LLM struct {
+type Config struct {
 	// RequestLimits names the limits that count 1 per request ("rpm", say).
 	// Empty means {"requests"}. A limit named in no role counts 1 per
 	// request as well, but is not matched to a server's request quota.
@@ -89,6 +92,10 @@ type LLM struct {
 	CharsPerToken int64
 	// Tokenizer, if set, counts the tokens of each piece of prompt text.
 	Tokenizer Tokenizer
+	// Outputs, if set, learns the output tokens calls of each model really
+	// use, and reserves those for a call rather than its max_tokens (see
+	// Outputs). Nil reserves max_tokens.
+	Outputs *Outputs
 	// RefuseOversized makes Cost fail, with an error matching
 	// throttle.ErrCostExceedsCapacity that names the limit, the estimate
 	// and the capacity, for a request whose estimate exceeds the
@@ -97,50 +104,20 @@ type LLM struct {
 	RefuseOversized bool
 }
 
-// maxLLMBody is the most of a request body read to estimate its tokens.
-const maxLLMBody = 8 << 20
+// maxBody is the most of a request body read to estimate its tokens.
+const maxBody = 8 << 20
 
-// WithLLM makes the Transport estimate each request's tokens with c.Cost and
-// settle its permit after every attempt. A 2xx JSON or event-stream
-// response is handed to the caller at once, untouched, and settled from the
-// usage it reports as the caller reads it, when the caller reaches its end
-// or closes it: the usage object of a JSON body (OpenAI, Anthropic, and
-// Gemini's usageMetadata, in one object or in the array of chunks of
-// streamGenerateContent), or of a stream's events (the final chunk of an
-// OpenAI chat completion with stream_options.include_usage, the Responses
-// API's response.completed, Anthropic's message_start and message_delta,
-// Gemini's usageMetadata). A stream that reports no output is settled from
-// the text it carried (CharsPerToken characters a token), plus the input
-// estimate when it reports no input; a stream closed before its end is
-// settled from what was read. A JSON body without usage keeps its
-// estimate. The reader keeps no more than a few hundred bytes of state and
-// allocates nothing per read.
-//
-// A usage above a limit's capacity is settled as the capacity and counted
-// in TransportStats.Clamped: a server's garbage figure (a trillion tokens)
-// must not put the client in debt for centuries, and a call cannot really
-// use more than a quota the server enforces. A response of status 400 or
-// more is settled to no tokens (the request cost stays). A 429 about the request rather than the client's pace (its
-// error says "Request too large", or it reports a token limit below the
-// request's input estimate) neither pauses nor drains the Limiter and is
-// not retried.
-//
-// WithLLM sets the cost: it cannot be combined with WithCost. See LLM for
-// the roles of the Gate's limits, and the errors when none counts tokens.
-func WithLLM(c LLM) TransportOption {
-	return func(t *Transport) error {
-		t.llm = &c
-		return nil
-	}
-}
-
-// Cost is a CostFunc: the cost of r on each limit of g, as LLM describes.
-func (c LLM) Cost(r *http.Request, g throttle.Gate) ([]int64, error) {
+// Cost is an httpthrottle.CostFunc: the cost of r on each limit of g, as
+// Config describes.
+func (c Config) Cost(r *http.Request, g throttle.Gate) ([]int64, error) {
 	in, out, err := c.estimateRequest(r)
 	if err != nil {
 		return nil, err
 	}
-	limits := gateLimits(g)
+	var limits []throttle.Limit
+	if !noGate(g) {
+		limits = g.Limits()
+	}
 	if err := c.checkGate(g, limits); err != nil {
 		return nil, err
 	}
@@ -148,14 +125,14 @@ func (c LLM) Cost(r *http.Request, g throttle.Gate) ([]int64, error) {
 	for i, lim := range limits {
 		var n int64
 		switch c.unitOf(lim.Name) {
-		case llmRequests:
+		case unitRequests:
 			costs[i] = 1
 			continue
-		case llmTokens:
+		case unitTokens:
 			n = in + out
-		case llmInput:
+		case unitInput:
 			n = in
-		case llmOutput:
+		case unitOutput:
 			n = out
 		}
 		capacity := lim.Capacity
@@ -163,8 +140,8 @@ func (c LLM) Cost(r *http.Request, g throttle.Gate) ([]int64, error) {
 		case n <= capacity:
 			costs[i] = n
 		case c.RefuseOversized:
-			return nil, fmt.Errorf("%w: request too large: an estimated %d tokens against the capacity %d of limit %q (LLM.RefuseOversized)", throttle.ErrCostExceedsCapacity, n, capacity, lim.Name)
-		case in > capacity && c.unitOf(lim.Name) != llmOutput:
+			return nil, fmt.Errorf("%w: request too large: an estimated %d tokens against the capacity %d of limit %q (llm.Config.RefuseOversized)", throttle.ErrCostExceedsCapacity, n, capacity, lim.Name)
+		case in > capacity && c.unitOf(lim.Name) != unitOutput:
 			// The prompt alone exceeds the quota: the vendor will refuse
 			// it whatever the wait. Waiting for a full bucket would hold up
 			// every call queued behind it; 1 token keeps it in the
@@ -179,12 +156,12 @@ func (c LLM) Cost(r *http.Request, g throttle.Gate) ([]int64, error) {
 
 // estimateRequest returns the input and output tokens of r, as Cost counts
 // them.
-func (c LLM) estimateRequest(r *http.Request) (in, out int64, err error) {
+func (c Config) estimateRequest(r *http.Request) (in, out int64, err error) {
 	body, complete, err := readRequestBody(r)
 	if err != nil {
 		return 0, 0, err
 	}
-	in, out, ok := c.Estimate(body)
+	in, out, ok := c.estimate(body, r.URL.Path)
 	if len(body) == 0 && complete && r.ContentLength <= 0 {
 		// No body, no prompt: a GET of a list of models, say.
 		return 0, 0, nil
@@ -197,8 +174,14 @@ func (c LLM) estimateRequest(r *http.Request) (in, out int64, err error) {
 }
 
 // Estimate returns the input and output tokens of a JSON request body, as
-// LLM describes; ok is false when the body is not a JSON object.
-func (c LLM) Estimate(body []byte) (input, output int64, ok bool) {
+// Config describes; ok is false when the body is not a JSON object.
+func (c Config) Estimate(body []byte) (input, output int64, ok bool) {
+	return c.estimate(body, "")
+}
+
+// estimate is Estimate of the body of a request to path, whose model a
+// Gemini URL names.
+func (c Config) estimate(body []byte, path string) (input, output int64, ok bool) {
 	var v map[string]any
 	if json.Unmarshal(body, &v) != nil || v == nil {
 		return 0, 0, false
@@ -214,6 +197,15 @@ func (c LLM) Estimate(body []byte) (input, output int64, ok bool) {
 			break
 		}
 	}
+	if c.Outputs != nil {
+		model, _ := v["model"].(string)
+		if model == "" {
+			model = pathModel(path)
+		}
+		if n, ok := c.Outputs.reserved(model); ok {
+			output = min(output, n)
+		}
+	}
 	e := estimator{c: &c}
 	e.body(v)
 	return e.total(), output, true
@@ -225,7 +217,7 @@ type Usage struct {
 	Output int64 // completion tokens
 }
 
-// ParseUsage reads the usage a JSON response body reports, as WithLLM reads
+// ParseUsage reads the usage a JSON response body reports, as WithAccounting reads
 // it: the "usage" object (at the top, or under "message" or "response") with
 // OpenAI's prompt_tokens and completion_tokens (Chat Completions) or
 // input_tokens and output_tokens (Responses), or Anthropic's input_tokens,
@@ -248,26 +240,26 @@ func ParseUsage(body []byte) (u Usage, ok bool) {
 	return u, true
 }
 
-type llmUnit uint8
+type unit uint8
 
 const (
-	llmRequests llmUnit = iota
-	llmTokens
-	llmInput
-	llmOutput
+	unitRequests unit = iota
+	unitTokens
+	unitInput
+	unitOutput
 )
 
-// llmUnits is the number of roles.
-const llmUnits = 4
+// nUnits is the number of roles.
+const nUnits = 4
 
 // defaultName returns role u's default name, that of the vendors' headers.
-func defaultName(u llmUnit) string {
+func defaultName(u unit) string {
 	switch u {
-	case llmTokens:
+	case unitTokens:
 		return "tokens"
-	case llmInput:
+	case unitInput:
 		return "input-tokens"
-	case llmOutput:
+	case unitOutput:
 		return "output-tokens"
 	}
 	return "requests"
@@ -275,16 +267,16 @@ func defaultName(u llmUnit) string {
 
 // names returns the names the config gives role u, and whether it gave
 // them (else its default).
-func (c LLM) names(u llmUnit) (names []string, explicit bool) {
+func (c Config) names(u unit) (names []string, explicit bool) {
 	var set []string
 	switch u {
-	case llmRequests:
+	case unitRequests:
 		set = c.RequestLimits
-	case llmTokens:
+	case unitTokens:
 		set = c.TokenLimits
-	case llmInput:
+	case unitInput:
 		set = c.InputTokenLimits
-	case llmOutput:
+	case unitOutput:
 		set = c.OutputTokenLimits
 	}
 	if len(set) == 0 {
@@ -295,57 +287,58 @@ func (c LLM) names(u llmUnit) (names []string, explicit bool) {
 
 // role returns the role of the limit named name, ok false when no role
 // names it.
-func (c LLM) role(name string) (u llmUnit, ok bool) {
-	for _, u := range [...]llmUnit{llmTokens, llmInput, llmOutput, llmRequests} {
+func (c Config) role(name string) (u unit, ok bool) {
+	for _, u := range [...]unit{unitTokens, unitInput, unitOutput, unitRequests} {
 		if names, _ := c.names(u); slices.Contains(names, name) {
 			return u, true
 		}
 	}
-	return llmRequests, false
+	return unitRequests, false
 }
 
 // unitOf returns what the limit named name counts: a limit in no role
 // counts requests.
-func (c LLM) unitOf(name string) llmUnit {
+func (c Config) unitOf(name string) unit {
 	u, _ := c.role(name)
 	return u
 }
 
-// checkGate is check for the Gate g of a request: an AutoLimiter's is
+// checkGate is Check for the Gate g of a request: a Learner's (an auto.Limiter's Gate) is
 // spared the want of a token limit, which it learns from the server.
-func (c LLM) checkGate(g throttle.Gate, limits []throttle.Limit) error {
-	if _, ok := g.(learner); ok {
+func (c Config) checkGate(g throttle.Gate, limits []throttle.Limit) error {
+	if _, learns := g.(httpthrottle.Learner); learns {
 		return c.checkNames(limits)
 	}
-	return c.check(limits)
+	return c.Check(limits)
 }
 
-// check reports a Gate, of limits, on which c would count no token, or
+// Check reports a Gate, of limits, on which c would count no token, or
 // lacking a limit c names explicitly: a config naming none of the Gate's
 // limits (buckets "rpm" and "tpm", the defaults "requests" and "tokens")
-// would otherwise count 1 a request on every limit, silently.
-func (c LLM) check(limits []throttle.Limit) error {
+// would otherwise count 1 a request on every limit, silently. It is
+// httpthrottle.Accounting's Check.
+func (c Config) Check(limits []throttle.Limit) error {
 	if err := c.checkNames(limits); err != nil {
 		return err
 	}
 	for _, lim := range limits {
-		if u, ok := c.role(lim.Name); ok && u != llmRequests {
+		if u, ok := c.role(lim.Name); ok && u != unitRequests {
 			return nil
 		}
 	}
-	return invalidOption("WithLLM: no limit of the Gate counts tokens: its limits are %s, and LLM counts tokens on limits named %s (name the Gate's limits in LLM.TokenLimits, InputTokenLimits or OutputTokenLimits)", limitNames(limits), c.tokenNames())
+	return invalidOption("llm.Config: no limit of the Gate counts tokens: its limits are %s, and llm.Config counts tokens on limits named %s (name the Gate's limits in Config.TokenLimits, InputTokenLimits or OutputTokenLimits)", limitNames(limits), c.tokenNames())
 }
 
 // checkNames reports a name given explicitly to a role that no limit has.
-func (c LLM) checkNames(limits []throttle.Limit) error {
-	for u := range llmUnit(llmUnits) {
+func (c Config) checkNames(limits []throttle.Limit) error {
+	for u := range unit(nUnits) {
 		names, explicit := c.names(u)
 		if !explicit {
 			continue
 		}
 		for _, n := range names {
 			if !slices.ContainsFunc(limits, func(l throttle.Limit) bool { return l.Name == n }) {
-				return invalidOption("WithLLM: LLM names the limit %q, but the Gate's limits are %s", n, limitNames(limits))
+				return invalidOption("llm.Config names the limit %q, but the Gate's limits are %s", n, limitNames(limits))
 			}
 		}
 	}
@@ -353,9 +346,9 @@ func (c LLM) checkNames(limits []throttle.Limit) error {
 }
 
 // tokenNames formats the names of the roles that count tokens.
-func (c LLM) tokenNames() string {
+func (c Config) tokenNames() string {
 	var all []string
-	for _, u := range [...]llmUnit{llmTokens, llmInput, llmOutput} {
+	for _, u := range [...]unit{unitTokens, unitInput, unitOutput} {
 		names, _ := c.names(u)
 		all = append(all, names...)
 	}
@@ -371,23 +364,24 @@ func limitNames(limits []throttle.Limit) string {
 	return fmt.Sprintf("%q", names)
 }
 
-// first returns the index of the first limit, of n named by name, that c
-// gives role u, or -1.
-func (c LLM) first(u llmUnit, n int, name func(i int) string) int {
-	names, _ := c.names(u)
-	for i := range n {
-		if slices.Contains(names, name(i)) {
-			return i
-		}
+// Counts reports whether c gives the limit named limit the role of a
+// server's quota named quota, one of "requests", "tokens", "input-tokens"
+// and "output-tokens" (false for any other quota). It is
+// httpthrottle.Accounting's Counts.
+func (c Config) Counts(limit, quota string) bool {
+	u, ok := serverUnit(quota)
+	if !ok {
+		return false
 	}
-	return -1
+	names, _ := c.names(u)
+	return slices.Contains(names, limit)
 }
 
 // serverUnit returns what a quota the server names counts, in the vendors'
 // vocabulary, and ok false for a name of no role ("requests#2", an IETF
 // policy's).
-func serverUnit(name string) (llmUnit, bool) {
-	for u := range llmUnit(llmUnits) {
+func serverUnit(name string) (unit, bool) {
+	for u := range unit(nUnits) {
 		if defaultName(u) == name {
 			return u, true
 		}
@@ -395,18 +389,33 @@ func serverUnit(name string) (llmUnit, bool) {
 	return 0, false
 }
 
-func (c LLM) charsPerToken() int64 {
+func (c Config) charsPerToken() int64 {
 	if c.CharsPerToken > 0 {
 		return c.CharsPerToken
 	}
 	return 4
 }
 
-func (c LLM) defaultMaxTokens() int64 {
+func (c Config) defaultMaxTokens() int64 {
 	if c.DefaultMaxTokens > 0 {
 		return c.DefaultMaxTokens
 	}
 	return 4096
+}
+
+// invalidOption returns an error matching throttle.ErrInvalidOption.
+func invalidOption(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{throttle.ErrInvalidOption}, args...)...)
+}
+
+// noGate reports whether g is no Gate: nil, or a nil pointer in an
+// interface (a constructor's error ignored).
+func noGate(g throttle.Gate) bool {
+	if g == nil {
+		return true
+	}
+	v := reflect.ValueOf(g)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func divUp(a, b int64) int64 {
@@ -417,7 +426,7 @@ func divUp(a, b int64) int64 {
 }
 
 // ModelKey returns the "model" of a JSON request body, to key limiters by
-// model with PerKey. It reads the body without consuming it, as LLM.Cost
+// model with PerKey. It reads the body without consuming it, as Config.Cost
 // does; a request without a readable model gets the empty key.
 func ModelKey(r *http.Request) string {
 	body, _, err := readRequestBody(r)
@@ -431,7 +440,7 @@ func ModelKey(r *http.Request) string {
 	return v.Model
 }
 
-// readRequestBody returns up to maxLLMBody bytes of r's body without
+// readRequestBody returns up to maxBody bytes of r's body without
 // consuming it, and whether that is the whole body. A client request is
 // read through GetBody (without it the body cannot be read and nil is
 // returned); a server request (RequestURI set) is read and its Body
@@ -449,12 +458,12 @@ func readRequestBody(r *http.Request) (body []byte, complete bool, err error) {
 			return nil, false, err
 		}
 		defer rc.Close()
-		body, err = io.ReadAll(io.LimitReader(rc, maxLLMBody+1))
+		body, err = io.ReadAll(io.LimitReader(rc, maxBody+1))
 		if err != nil {
 			return nil, false, err
 		}
-		if len(body) > maxLLMBody {
-			return body[:maxLLMBody], false, nil
+		if len(body) > maxBody {
+			return body[:maxBody], false, nil
 		}
 		return body, true, nil
 	}
@@ -462,20 +471,20 @@ func readRequestBody(r *http.Request) (body []byte, complete bool, err error) {
 	return body, complete, err
 }
 
-// readBack reads up to maxLLMBody bytes of rc and returns them with a
+// readBack reads up to maxBody bytes of rc and returns them with a
 // ReadCloser that yields what was read followed by the rest of rc. A
 // complete body is closed at once, which frees its connection.
 func readBack(rc io.ReadCloser) (body []byte, complete bool, back io.ReadCloser, err error) {
-	body, err = io.ReadAll(io.LimitReader(rc, maxLLMBody+1))
+	body, err = io.ReadAll(io.LimitReader(rc, maxBody+1))
 	if err != nil {
 		// Give back what was read; the reader reports the error again.
 		return nil, false, bodyReadCloser{io.MultiReader(bytes.NewReader(body), rc), rc}, err
 	}
-	if len(body) <= maxLLMBody {
+	if len(body) <= maxBody {
 		rc.Close()
 		return body, true, io.NopCloser(bytes.NewReader(body)), nil
 	}
-	return body[:maxLLMBody], false, bodyReadCloser{io.MultiReader(bytes.NewReader(body), rc), rc}, nil
+	return body[:maxBody], false, bodyReadCloser{io.MultiReader(bytes.NewReader(body), rc), rc}, nil
 }
 
 type bodyReadCloser struct {
