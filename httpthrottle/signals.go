@@ -37,19 +37,8 @@ const statusOverloaded = 529
 // settlement of a refused request): it runs after a refusal's pause has
 // begun, so that no call waiting for what it gives back is sent before the
 // pause, and before the levels are set, so that it does not undo them.
-//
-// A success that carries no signal, most responses, needs nothing; that
-// test is kept small enough to inline, so that such a response makes no
-// call here at all.
+// Callers skip it for a success that carries no signal, most responses.
 func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock, refund func()) {
-	if status < 400 && len(sig.Quotas) == 0 && len(sig.Malformed) == 0 && refund == nil {
-		return
-	}
-	t.heedSignals(req, g, costs, status, sig, clock, refund)
-}
-
-// heedSignals is heed for a response that said something.
-func (t *Transport) heedSignals(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock, refund func()) {
 	t.countMalformed(sig)
 	if g.tune != nil {
 		// Before the pause: a limit at the server's quota is one the

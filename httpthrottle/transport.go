@@ -425,7 +425,9 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	if !x.retryable(resp, &x.sig) {
+	// Below 400 nothing is retried (see shouldRetry): a success makes no
+	// call to find out.
+	if resp.StatusCode < 400 || !x.retryable(resp, &x.sig) {
 		return resp, nil
 	}
 	rx := x
@@ -470,7 +472,9 @@ type exchange struct {
 // of the response's signals.
 func (x *exchange) send() (*http.Response, error) {
 	t := x.t
-	x.via.rejoin(x)
+	if x.via.pool != nil {
+		x.via.rejoin(x)
+	}
 	var waited int64
 	taken := !costsFree(x.costs)
 	if taken {
@@ -543,8 +547,17 @@ func (x *exchange) send() (*http.Response, error) {
 		resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	}
 	x.read(resp, taken)
-	x.via.heed(x, resp)
+	if x.via.member != nil {
+		x.via.heed(x, resp)
+	}
 	return resp, nil
+}
+
+// bursting reports whether the attempt's Gate is one whose bursts from
+// full are followed, with an llm.Config.
+func (x *exchange) bursting() bool {
+	g := x.g
+	return x.t.acct != nil && g.tk != nil && g.level != nil && g.meter != nil && g.keyed
 }
 
 // expired returns ctx's error when the request's context ended while it
@@ -564,8 +577,10 @@ func (x *exchange) expired() error {
 // of a refused call as takeRetry says, any other as the Gate decides,
 // refused before its deadline only on a wait that is certain (takeLater).
 func (x *exchange) takeTurn() (int64, error) {
-	if until, retry := x.t.pauses.retryOf(x.req); retry {
-		return x.takeRetry(until)
+	if x.t.pauses.active.Load() != 0 {
+		if until, retry := x.t.pauses.retryOf(x.req); retry {
+			return x.takeRetry(until)
+		}
 	}
 	w, err := x.take(x.turnContext())
 	if err != nil {
@@ -640,7 +655,7 @@ func (x *exchange) inFlightSlot(waited *int64, taken bool) (func(), error) {
 // attempt, a clone with a fresh body from GetBody on a retry; a clone
 // rewritten by its route for a pool's member.
 func (x *exchange) attemptRequest() (*http.Request, error) {
-	if x.n == 0 && !x.via.routed() {
+	if x.n == 0 && x.via.route == nil {
 		return x.req, nil
 	}
 	req := x.req.Clone(x.ctx)
@@ -650,7 +665,7 @@ func (x *exchange) attemptRequest() (*http.Request, error) {
 			return nil, fmt.Errorf("throttle: replaying the request body: %w", err)
 		}
 	}
-	if x.via.routed() {
+	if x.via.route != nil {
 		x.via.route(req)
 	}
 	return req, nil
@@ -672,7 +687,9 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 		if t.secondary.Load() != 0 {
 			t.secondary.Store(0)
 		}
-		t.pauses.succeeded()
+		if t.pauses.active.Load() != 0 {
+			t.pauses.succeeded()
+		}
 	}
 	x.aboutRequest = false
 	var refund func()
@@ -694,7 +711,10 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 		status = http.StatusRequestEntityTooLarge
 		noRetryForSDK(x.req, resp)
 	}
-	t.heed(x.req, x.g, x.costs, status, &x.sig, x.g.clock, refund)
+	// A success that carries no signal, most responses, needs nothing.
+	if status >= 400 || len(x.sig.Quotas) != 0 || len(x.sig.Malformed) != 0 || refund != nil {
+		t.heed(x.req, x.g, x.costs, status, &x.sig, x.g.clock, refund)
+	}
 	if l := x.g.learn; l != nil {
 		// A 429 about the request itself tells nothing of the quota's rate.
 		x.tell(l, status)

@@ -73,13 +73,6 @@ type burstWait struct {
 // each of a mask.
 const maxBurstLimits = 64
 
-// bursting reports whether the attempt's Gate is one whose bursts from
-// full are followed, with an llm.Config.
-func (x *exchange) bursting() bool {
-	g := x.g
-	return x.t.acct != nil && g.tk != nil && g.level != nil && g.meter != nil && g.keyed
-}
-
 // idle reports whether no burst of g is open: a call joins an open burst
 // whatever its limits' levels, so only a call that opens one reads them.
 func (k *burstBook) idle(g *gate) bool {

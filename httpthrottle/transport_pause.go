@@ -170,10 +170,8 @@ func (p *refusalPauses) pause(step int) time.Duration {
 }
 
 // succeeded forgets every refused call: a success resets the schedule.
+// Callers skip it when no call is refused (active is 0).
 func (p *refusalPauses) succeeded() {
-	if p.active.Load() == 0 {
-		return
-	}
 	p.mu.Lock()
 	clear(p.calls)
 	p.active.Store(0)
@@ -183,11 +181,9 @@ func (p *refusalPauses) succeeded() {
 // retryOf reports whether req is the retry of a call refused without a
 // usable wait (the same method, URL and body as that call, and for a
 // request without a body, which many calls share, an SDK's retry header
-// too), and until when that call's own pause lasts.
+// too), and until when that call's own pause lasts. Callers skip it when
+// no call is refused (active is 0).
 func (p *refusalPauses) retryOf(req *http.Request) (until time.Time, ok bool) {
-	if p.active.Load() == 0 {
-		return time.Time{}, false
-	}
 	// An SDK's count says which attempt this is: its first is a new call,
 	// however like an earlier one.
 	n := sdkRetry(req)

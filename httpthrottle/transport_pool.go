@@ -105,22 +105,15 @@ func (v *poolVia) joined(x *exchange, p throttle.Permit) {
 	x.g = x.t.gates.of(m.Gate)
 }
 
-// rejoin takes x back to the pool before an attempt takes its permit.
+// rejoin takes x back to the pool, its Gate, before an attempt takes its
+// permit.
 func (v *poolVia) rejoin(x *exchange) {
-	if v.pool != nil {
-		x.g, v.member, v.route = v.pool, nil, nil
-	}
+	x.g, v.member, v.route = v.pool, nil, nil
 }
 
-// routed reports whether the attempt under way is rewritten for its member.
-func (v *poolVia) routed() bool { return v.route != nil }
-
-// heed quarantines the member under way if resp says its quota is
-// exhausted for longer than a pause should last.
+// heed quarantines the member under way (there is one) if resp says its
+// quota is exhausted for longer than a pause should last.
 func (v *poolVia) heed(x *exchange, resp *http.Response) {
-	if v.member == nil {
-		return
-	}
 	if until, out := v.exhausted(x, resp); out {
 		m := v.member.Member()
 		// The name is the Pool's own member's: Quarantine cannot fail.
