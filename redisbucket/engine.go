@@ -92,7 +92,7 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 	}
 	e := &engine{
 		client: client, id: id, key: o.prefix + "{" + id + "}", limits: limits, o: o,
-		br: newBreaker(o.probeMin, o.probeMax),
+		br: newBreaker(o.probeMin, o.probeMax, o.patience),
 	}
 	e.keys = []string{e.key}
 	e.batch.max, e.batch.spacing = maxInFlight(client), callSpacing
