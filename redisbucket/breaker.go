@@ -148,10 +148,10 @@ func (b *breaker) success() bool {
 
 // A failure's effect on the breaker.
 const (
-	failNone    = iota // nothing changed: a call from before, or still suspect
-	failSuspect        // closed to suspect: the failure policy decides
-	failOpened         // closed to open
-	failEscalated      // suspect to open: the failure policy decided already
+	failNone      = iota // nothing changed: a call from before, or still suspect
+	failSuspect          // closed to suspect: the failure policy decides
+	failOpened           // closed to open
+	failEscalated        // suspect to open: the failure policy decided already
 )
 
 // failure records a failed call: slow is a timeout. Closed, a timeout
