@@ -214,6 +214,14 @@ func (b *breaker) abandon(probe bool) {
 	}
 }
 
+// isSuspect reports whether the breaker is suspect: calls timed out, and
+// Redis is being tried again.
+func (b *breaker) isSuspect() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == breakerSuspect
+}
+
 // probeNow lets the next decision probe at once, when something suggests
 // Redis is back (a cluster's slot moved to a live node).
 func (b *breaker) probeNow(now time.Time) {
