@@ -40,9 +40,16 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 		}
 		return res, false, nil, nil
 	case unavailable(ctx, err):
+		slow := timedOut(err)
 		err = e.unavailableErr(err)
-		if e.br.failure(now, err, probe) {
+		e.seen.fellBack()
+		switch e.br.failure(now, err, probe, slow) {
+		case failOpened:
 			e.st.breakerOpens.Add(1)
+			e.opened()
+		case failEscalated:
+			e.st.breakerOpens.Add(1)
+		case failSuspect:
 			e.opened()
 		}
 		return result{}, true, err, nil
@@ -89,6 +96,14 @@ func unavailable(ctx context.Context, err error) bool {
 		return false
 	}
 	return true
+}
+
+// timedOut reports whether err is a call that ran out of time (the call
+// timeout, a socket deadline) rather than one the server or the network
+// refused: a slow server, which the breaker gives its patience.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // staleConn reports whether err is what a pooled connection to a server

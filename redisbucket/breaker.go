@@ -20,6 +20,9 @@ const (
 	// breakerProbing: one call, the probe, is in flight; decisions still go
 	// to the failure policy.
 	breakerProbing
+	// breakerSuspect: a call timed out; decisions go to the failure
+	// policy but for one call at a time, which tries Redis again at once.
+	breakerSuspect
 )
 
 // String names the state, for test failures.
@@ -31,25 +34,41 @@ func (s breakerState) String() string {
 		return "open"
 	case breakerProbing:
 		return "probing"
+	case breakerSuspect:
+		return "suspect"
 	}
 	return "breakerState(" + strconv.Itoa(int(s)) + ")"
 }
 
-// breaker keeps calls away from a Redis that just failed. Closed, every
-// decision calls Redis. The first failure opens it: decisions go to the
-// failure policy, and once the backoff has passed one call probes Redis
+// breaker keeps calls away from a Redis that failed. Closed, every
+// decision calls Redis. A call refused outright (a transient error reply,
+// a connection the server reset) opens it: decisions go to the failure
+// policy, and once the backoff has passed one call probes Redis
 // (probing); a probe that succeeds closes it, one that fails opens it
-// again with the next probe a longer gap away. Times come from the
-// injected clock.
+// again with the next probe a longer gap away.
+//
+// A call that timed out makes it suspect instead: decisions go to the
+// failure policy without waiting out a call timeout each, but one call at
+// a time still tries Redis, at once and again after each failure, and the
+// first that succeeds closes it. Only when calls have kept failing for
+// the breaker's patience does it open and back off. A server slow for a
+// moment (a fleet's processes starting together on few cores hold calls
+// past the call timeout) then costs the fleet its Redis only for that
+// moment, where opening at the first timeout kept every process away for
+// a backoff; a dead or frozen server fails every try and opens it once
+// the patience has passed. Times come from the injected clock.
 type breaker struct {
-	mu    sync.Mutex
-	state breakerState
-	next  time.Time // open or probing: when the next probe is due
-	cause error     // open or probing: the error that opened it
-	bo    *backoff.ExponentialBackOff
+	mu       sync.Mutex
+	state    breakerState
+	next     time.Time // open or probing: when the next probe is due
+	cause    error     // open, probing or suspect: the error that began it
+	bo       *backoff.ExponentialBackOff
+	patience time.Duration
+	failing  time.Time // suspect: when the first call timed out
+	trying   bool      // suspect: a try is in flight
 }
 
-func newBreaker(min, max time.Duration) *breaker {
+func newBreaker(min, max, patience time.Duration) *breaker {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = min
 	bo.MaxInterval = max
@@ -57,17 +76,22 @@ func newBreaker(min, max time.Duration) *breaker {
 	bo.RandomizationFactor = 0.2
 	bo.Multiplier = 2
 	bo.Reset()
-	return &breaker{bo: bo}
+	return &breaker{bo: bo, patience: patience}
 }
 
 // The transitions, each with b.mu held.
 
-// openLocked: closed to open on a failure, the first probe one initial
-// backoff away.
+// openLocked: closed or suspect to open on a failure, the first probe one
+// initial backoff away.
 func (b *breaker) openLocked(now time.Time, err error) {
 	b.bo.Reset()
-	b.state, b.cause = breakerOpen, err
+	b.state, b.cause, b.trying = breakerOpen, err, false
 	b.next = now.Add(b.bo.NextBackOff())
+}
+
+// suspectLocked: closed to suspect on a timeout.
+func (b *breaker) suspectLocked(now time.Time, err error) {
+	b.state, b.cause, b.failing, b.trying = breakerSuspect, err, now, false
 }
 
 // probeLocked: open to probing, the probe's call about to leave.
@@ -82,21 +106,27 @@ func (b *breaker) probeFailedLocked(now time.Time, err error) {
 // probeAbandonedLocked: probing to open, the next probe due at once.
 func (b *breaker) probeAbandonedLocked() { b.state = breakerOpen }
 
-// closeLocked: open or probing to closed.
+// closeLocked: open, probing or suspect to closed.
 func (b *breaker) closeLocked() {
-	b.state, b.cause = breakerClosed, nil
+	b.state, b.cause, b.trying = breakerClosed, nil, false
 	b.bo.Reset()
 }
 
 // allow reports whether this decision may call Redis and whether that call
-// is the probe of an open breaker; when it may not, it returns the error
-// that opened the breaker.
+// is the probe (or the try) of a breaker that is not closed; when it may
+// not, it returns the error that keeps it from Redis.
 func (b *breaker) allow(now time.Time) (call, probe bool, cause error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case b.state == breakerClosed:
 		return true, false, nil
+	case b.state == breakerSuspect:
+		if b.trying {
+			return false, false, b.cause
+		}
+		b.trying = true
+		return true, true, nil
 	case b.state == breakerProbing || now.Before(b.next):
 		return false, false, b.cause
 	}
@@ -104,7 +134,8 @@ func (b *breaker) allow(now time.Time) (call, probe bool, cause error) {
 	return true, true, nil
 }
 
-// success closes the breaker; it reports whether it was open.
+// success closes the breaker; it reports whether it was open (suspect
+// included).
 func (b *breaker) success() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -115,20 +146,54 @@ func (b *breaker) success() bool {
 	return true
 }
 
-// failure opens the breaker, or after a failed probe schedules the next one
-// a longer gap away; a call that was already in flight when the breaker
-// opened changes nothing. It reports whether the breaker was closed.
-func (b *breaker) failure(now time.Time, err error, probe bool) bool {
+// A failure's effect on the breaker.
+const (
+	failNone      = iota // nothing changed: a call from before, or still suspect
+	failSuspect          // closed to suspect: the failure policy decides
+	failOpened           // closed to open
+	failEscalated        // suspect to open: the failure policy decided already
+)
+
+// failure records a failed call: slow is a timeout. Closed, a timeout
+// makes it suspect and any other failure opens it; a suspect breaker's
+// failed try opens it once it has been suspect for the patience (a
+// failure other than a timeout at once), and otherwise lets the next
+// decision try again; a failed probe schedules the next one a longer gap
+// away. A call that was already in flight when the state changed changes
+// nothing.
+func (b *breaker) failure(now time.Time, err error, probe, slow bool) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
+	case b.state == breakerClosed && slow && b.patience > 0:
+		b.suspectLocked(now, err)
+		return failSuspect
 	case b.state == breakerClosed:
 		b.openLocked(now, err)
-		return true
-	case probe:
+		return failOpened
+	case b.state == breakerSuspect && probe:
+		if slow && now.Sub(b.failing) < b.patience {
+			b.trying = false
+			return failNone
+		}
+		b.openLocked(now, err)
+		return failEscalated
+	case b.state == breakerProbing && probe:
 		b.probeFailedLocked(now, err)
 	}
-	return false
+	return failNone
+}
+
+// open opens a closed breaker at once, whatever its patience: the
+// constructor's check found Redis unavailable (WithStartWithoutRedis).
+func (b *breaker) open(now time.Time, err error) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != breakerClosed {
+		return false
+	}
+	b.openLocked(now, err)
+	return true
 }
 
 // abandon ends a call that neither succeeded nor failed: the caller's
@@ -141,9 +206,20 @@ func (b *breaker) abandon(probe bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state == breakerProbing {
+	switch b.state {
+	case breakerProbing:
 		b.probeAbandonedLocked()
+	case breakerSuspect:
+		b.trying = false
 	}
+}
+
+// isSuspect reports whether the breaker is suspect: calls timed out, and
+// Redis is being tried again.
+func (b *breaker) isSuspect() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == breakerSuspect
 }
 
 // probeNow lets the next decision probe at once, when something suggests
@@ -156,12 +232,17 @@ func (b *breaker) probeNow(now time.Time) {
 	}
 }
 
-// openUntil returns when the next probe is due, or the zero time if closed.
+// openUntil returns when the next probe is due (for a suspect breaker,
+// when it became suspect: the next try is due at once), or the zero time
+// if closed.
 func (b *breaker) openUntil() time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state == breakerClosed {
+	switch b.state {
+	case breakerClosed:
 		return time.Time{}
+	case breakerSuspect:
+		return b.failing
 	}
 	return b.next
 }

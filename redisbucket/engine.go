@@ -92,9 +92,10 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 	}
 	e := &engine{
 		client: client, id: id, key: o.prefix + "{" + id + "}", limits: limits, o: o,
-		br: newBreaker(o.probeMin, o.probeMax),
+		br: newBreaker(o.probeMin, o.probeMax, o.patience),
 	}
 	e.keys = []string{e.key}
+	e.seen.margin = o.callTimeout
 	e.batch.max, e.batch.spacing = maxInFlight(client), callSpacing
 	// Boxed once: a string put in an interface is an allocation per call.
 	e.fastArgs = [3]any{limits[0].args[0], limits[0].args[1], limits[0].args[2]}

@@ -24,7 +24,8 @@ type fleet struct {
 
 	mu   sync.Mutex
 	next time.Time
-	live int64 // the last count, 0 before the first
+	sent time.Time // when the registration under way was due
+	live int64     // the last count, 0 before the first
 }
 
 func newFleet(stateKey string, ttl time.Duration) *fleet {
@@ -39,7 +40,7 @@ func (f *fleet) due(now time.Time) bool {
 	if now.Before(f.next) {
 		return false
 	}
-	f.next = now.Add(f.every)
+	f.next, f.sent = now.Add(f.every), now
 	return true
 }
 
@@ -50,8 +51,13 @@ func (f *fleet) failed() {
 	f.mu.Unlock()
 }
 
+// registered records a registration's count; a count that changed since
+// the last brings the next registration closer (an eighth of the period).
 func (f *fleet) registered(live int64) {
 	f.mu.Lock()
+	if soon := f.sent.Add(f.every / 8); live != f.live && soon.Before(f.next) {
+		f.next = soon
+	}
 	f.live = live
 	f.mu.Unlock()
 }

@@ -15,7 +15,10 @@ const (
 	DefaultCallTimeout = 75 * time.Millisecond
 	DefaultPermitTTL   = 10 * time.Minute
 	DefaultProbeMin    = 100 * time.Millisecond
-	DefaultProbeMax    = 10 * time.Second
+	DefaultProbeMax    = 500 * time.Millisecond
+	// DefaultBreakerPatience is how long calls must keep failing before
+	// the breaker opens (WithBreakerPatience).
+	DefaultBreakerPatience = 300 * time.Millisecond
 )
 
 // Option configures a Bucket or a Limiter. A value no limiter can run with
@@ -34,6 +37,7 @@ type options struct {
 	permitTTL   time.Duration
 	probeMin    time.Duration
 	probeMax    time.Duration
+	patience    time.Duration
 	lease       *Lease
 	fleetTTL    time.Duration
 	// startWithout builds the limiter when Redis does not answer the
@@ -60,6 +64,7 @@ func buildOptions(opts []Option) (options, error) {
 		permitTTL:   DefaultPermitTTL,
 		probeMin:    DefaultProbeMin,
 		probeMax:    DefaultProbeMax,
+		patience:    DefaultBreakerPatience,
 		fleetTTL:    DefaultFleetTTL,
 	}
 	for i, opt := range opts {
@@ -85,6 +90,9 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	if o.fleetTTL != 0 && (o.fleetTTL < 100*time.Millisecond || o.fleetTTL > maxTTL) {
 		return o, invalidOption("WithFleetTTL(%v): the fleet TTL must be 0 (off) or between 100ms and %v", o.fleetTTL, maxTTL)
+	}
+	if o.patience < 0 {
+		return o, invalidOption("WithBreakerPatience(%v): the patience must not be negative", o.patience)
 	}
 	if o.probeMin <= 0 || o.probeMax < o.probeMin {
 		return o, invalidOption("WithProbeBackoff(%v, %v): the probe backoff needs 0 < min <= max", o.probeMin, o.probeMax)
@@ -158,10 +166,22 @@ func WithFleetTTL(d time.Duration) Option { return func(o *options) { o.fleetTTL
 // WithProbeBackoff sets the circuit breaker's schedule: after a failed call
 // the next call to Redis is a single probe after min, then after
 // exponentially longer gaps up to max, until one succeeds. The defaults are
-// 100 ms and 10 s.
+// 100 ms and 500 ms: a process is back on Redis within about max (plus a
+// fifth for jitter) of Redis answering again, at the cost of one probe
+// per max per process while it does not.
 func WithProbeBackoff(min, max time.Duration) Option {
 	return func(o *options) { o.probeMin, o.probeMax = min, max }
 }
+
+// WithBreakerPatience sets how long calls must keep failing, with no
+// success between, before the circuit breaker opens; until then a failed
+// call hands only its own decision to the failure policy and the next
+// decision calls Redis again. 0 opens it at the first failure. The
+// default, DefaultBreakerPatience, outlasts the few hundred milliseconds
+// for which processes starting together on few cores can hold calls past
+// the call timeout, and a dead or frozen server still opens it within
+// that time.
+func WithBreakerPatience(d time.Duration) Option { return func(o *options) { o.patience = d } }
 
 // WithStartWithoutRedis lets New and NewLimiter return a limiter when
 // Redis does not answer their check (down, unreachable, loading, failing

@@ -145,6 +145,13 @@ func (e *engine) opened() {
 	}
 }
 
+// uncounted reports whether FailLocal's shares are a guess (no fleet
+// count heard yet, and no explicit rates) while the breaker is only
+// suspect.
+func (e *engine) uncounted() bool {
+	return e.fl != nil && e.fl.count() == 0 && e.br.isSuspect()
+}
+
 // fallback decides by the failure policy.
 func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 	d := decision{mode: e.o.policy.mode, cause: cause}
@@ -156,6 +163,14 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 	case ModeFailClosed:
 		d.wait = untilProbe
 	case ModeFailLocal:
+		if e.uncounted() {
+			// Redis is slow, not known down, and this process has no
+			// count of its fleet: a guessed tenth, taken by every
+			// process of a large fleet starting together, would be
+			// several times the quota. It waits for the next try.
+			d.wait = untilProbe
+			break
+		}
 		p, ok, err := e.local.TryAcquirePermit(costs...)
 		switch {
 		case ok:

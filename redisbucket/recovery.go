@@ -30,6 +30,11 @@ type seen struct {
 	refund, sending []int64
 	refunding       bool
 	at              time.Time // local time the view's call was sent
+	// away is set while this process has been in failure mode since its
+	// last reply (fellBack); margin is the call timeout, the most a
+	// reply's server time can trail its call's sending.
+	away   bool
+	margin time.Duration
 	// ticks counts gets and sets; held is the count when the view was set.
 	// A call sent (got) before the view arrived was in flight with the one
 	// that brought it: if its server time is older, so are its levels.
@@ -51,7 +56,9 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 	defer s.mu.Unlock()
 	s.ticks++
 	sent = s.ticks
-	if s.ok && !(s.full && !local.Before(s.fullAt)) {
+	if s.ok && s.away {
+		hint = s.emptyHint(local)
+	} else if s.ok && !(s.full && !local.Before(s.fullAt)) {
 		// Bytes, not a string: go-redis writes either, and the conversion
 		// would be a second allocation per call.
 		hint = make([]byte, 0, 20+12*len(s.toks))
@@ -93,6 +100,32 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 	return hint, string(buf), c, sent
 }
 
+// emptyHint is the view a process back from failure mode sends: every
+// limit empty as of the server's time now, estimated from the last view
+// (its server time plus the local time since its call was sent, less
+// margin: the script ignores a view ahead of its clock, and refills one
+// behind it only over the difference). While Redis was away every process
+// of the fleet granted from its local share, what the key's level would
+// have refilled to, and their charges reach Redis only as each returns: a
+// key Redis lost meanwhile (a restart, a failover) rebuilt from an older
+// view, refilled, would be spent twice.
+func (s *seen) emptyHint(local time.Time) []byte {
+	at := s.now + (local.Sub(s.at) - s.margin).Microseconds()
+	hint := strconv.AppendInt(make([]byte, 0, 20+2*len(s.toks)), max(at, s.now), 10)
+	for range s.toks {
+		hint = append(hint, " 0"...)
+	}
+	return hint
+}
+
+// fellBack records that the failure policy took this process's decisions:
+// until a reply arrives, a key Redis lost is rebuilt empty (emptyHint).
+func (s *seen) fellBack() {
+	s.mu.Lock()
+	s.away = true
+	s.mu.Unlock()
+}
+
 // set records a reply's levels (tok, rem per limit) at server time now,
 // seen at local, and that the charge sent with it (paid) was applied; sent
 // is the tick get gave the call. Calls in flight at once may be decided
@@ -128,6 +161,7 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, p
 		}
 	}
 	s.dropRefunds(paid.refund)
+	s.away = false
 	if s.ok && now < s.now && sent < s.held {
 		return
 	}

@@ -47,7 +47,7 @@ func (e *engine) start() error {
 		return fmt.Errorf("%w at %s: limiter %q: %w (checked within the call timeout, %v; WithStartWithoutRedis builds the limiter all the same)",
 			ErrUnavailable, clientAddr(e.client), e.id, err, e.o.callTimeout)
 	}
-	if e.br.failure(e.o.clock.Now(), e.unavailableErr(err), false) {
+	if e.br.open(e.o.clock.Now(), e.unavailableErr(err)) {
 		e.st.breakerOpens.Add(1)
 	}
 	return nil
