@@ -478,30 +478,11 @@ func (x *exchange) send() (*http.Response, error) {
 	var waited int64
 	taken := !costsFree(x.costs)
 	if taken {
-		var full uint64
-		if x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
-			full = t.bursts.full(x.g, x.costs, false)
-		}
-		w, err := x.takeTurn()
+		w, err := x.turn()
 		if err != nil {
 			return nil, err
 		}
 		waited = w
-		if x.via.member != nil && x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
-			full = t.bursts.full(x.g, x.costs, true)
-		}
-		if x.bursting() {
-			if err := x.joinBurst(full); err != nil {
-				return nil, err
-			}
-		}
-		if x.g.learn != nil && x.g.learn.BeforeSend() {
-			// A fleet's pause began while the call waited: wait it out.
-			if err := x.waitPause(); err != nil {
-				x.giveBack(taken)
-				return nil, err
-			}
-		}
 	}
 	release, err := x.inFlightSlot(&waited, taken)
 	if err != nil {
@@ -551,6 +532,37 @@ func (x *exchange) send() (*http.Response, error) {
 		x.via.heed(x, resp)
 	}
 	return resp, nil
+}
+
+// turn takes the attempt's costs (see takeTurn), joining a burst from
+// full when one is followed, and waits out a fleet's pause that began
+// meanwhile; it returns the wait.
+func (x *exchange) turn() (int64, error) {
+	t := x.t
+	var full uint64
+	if x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
+		full = t.bursts.full(x.g, x.costs, false)
+	}
+	waited, err := x.takeTurn()
+	if err != nil {
+		return 0, err
+	}
+	if x.via.member != nil && x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
+		full = t.bursts.full(x.g, x.costs, true)
+	}
+	if x.bursting() {
+		if err := x.joinBurst(full); err != nil {
+			return 0, err
+		}
+	}
+	if x.g.learn != nil && x.g.learn.BeforeSend() {
+		// A fleet's pause began while the call waited: wait it out.
+		if err := x.waitPause(); err != nil {
+			x.giveBack(true)
+			return 0, err
+		}
+	}
+	return waited, nil
 }
 
 // bursting reports whether the attempt's Gate is one whose bursts from
