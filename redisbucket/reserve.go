@@ -138,26 +138,41 @@ const heardFresh = time.Millisecond
 // stored. epoch and feedOK are the feed's token from before the
 // reservation was sent.
 func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, feedOK bool) error {
-	s := sleeper{base: e.o.clock.Now(), own: res.wait, res: res, applied: max(res.paused, res.now)}
-	_, s.gen, _, _, _ = e.pz.get()
-	t := e.o.clock.NewTimer(res.wait)
+	base := e.o.clock.Now()
+	// All after base: the reservation's own instant (stretched), what
+	// pauses added to it, and the end of the latest pause that holds it.
+	own, shift, hold := res.wait, time.Duration(0), time.Duration(0)
+	target := own
+	applied := max(res.paused, res.now)
+	_, gen, _, _, _ := e.pz.get()
+	t := e.o.clock.NewTimer(target)
 	defer t.Stop()
 	for {
-		target, changed := s.target(e)
-		// The target is checked against the clock on every wake, not
-		// trusted to the timer: a fire from before the target moved may
-		// still sit in the timer's channel (a fake clock's timers keep
-		// it across Reset), and a pause heard as the timer fires may
-		// lose the select to it.
-		if left := target - e.o.clock.Since(s.base); left > 0 {
-			t.Reset(left)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-changed:
-			case <-t.Chan():
+		until, g, factor, at, changed := e.pz.get()
+		if until > applied {
+			if e.tuned.Load() != 0 {
+				hold = time.Duration(until-res.now) * time.Microsecond
+			} else {
+				shift += time.Duration(until-applied) * time.Microsecond
 			}
+			applied = until
+		}
+		if g != gen {
+			gen = g
+			if left := own - at.Sub(base); left > 0 {
+				own = at.Sub(base) + time.Duration(float64(left)*factor)
+			}
+		}
+		if next := max(own+shift, hold); next != target {
+			target = next
+			t.Reset(target - e.o.clock.Since(base))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
 			continue
+		case <-t.Chan():
 		}
 		if feedOK && e.feed.heldSince(epoch) {
 			// Subscribed to the fleet's pauses since before the
@@ -170,44 +185,12 @@ func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, fe
 		}
 		e.confirm(ctx)
 		// A pause that came with the answer and ends after this
-		// reservation was made moves the target; otherwise the caller
-		// goes.
-		if again, _, _, _, _ := e.pz.get(); again <= s.applied {
+		// reservation was made moves the target (the timer has fired,
+		// so Reset re-arms it); otherwise the caller goes.
+		if again, _, _, _, _ := e.pz.get(); again <= applied {
 			return nil
 		}
 	}
-}
-
-// sleeper is what a reserved sleeper knows of its instant, all after
-// base: the reservation's own instant (stretched by Tune), what pauses
-// added to it, and the end of the latest pause that holds it.
-type sleeper struct {
-	base             time.Time
-	own, shift, hold time.Duration
-	res              result
-	applied, gen     int64
-}
-
-// target folds the pauses and rate changes heard since the last look into
-// the sleeper's instant and returns it, with the channel that closes on
-// the next change.
-func (s *sleeper) target(e *engine) (time.Duration, <-chan struct{}) {
-	until, g, factor, at, changed := e.pz.get()
-	if until > s.applied {
-		if e.tuned.Load() != 0 {
-			s.hold = time.Duration(until-s.res.now) * time.Microsecond
-		} else {
-			s.shift += time.Duration(until-s.applied) * time.Microsecond
-		}
-		s.applied = until
-	}
-	if g != s.gen {
-		s.gen = g
-		if left := s.own - at.Sub(s.base); left > 0 {
-			s.own = at.Sub(s.base) + time.Duration(float64(left)*factor)
-		}
-	}
-	return max(s.own+s.shift, s.hold), changed
 }
 
 // confirm reads the limiter's state once (mode p, no cost), for the pause
