@@ -21,8 +21,7 @@ var errRetry = errors.New("throttle: the response calls for a retry")
 // retryable reports whether resp may be retried (see Transport for the
 // rules), and if so records the least wait the server asked for.
 func (x *exchange) retryable(resp *http.Response, sig *headers.Signals) bool {
-	// Below 400 nothing is retried (see shouldRetry); tested here, inline
-	// in the caller, a success makes no call.
+	// Below 400 nothing is retried (see shouldRetry).
 	if resp.StatusCode < 400 {
 		return false
 	}

@@ -427,7 +427,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// Below 400 nothing is retried (see shouldRetry): a success makes no
 	// call to find out.
-	if resp.StatusCode < 400 || !x.retryable(resp, &x.sig) {
+	if resp.StatusCode < 400 || !x.retryableFailure(resp, &x.sig) {
 		return resp, nil
 	}
 	rx := x
