@@ -74,7 +74,7 @@
 // Package httpthrottle, in this module, puts HTTP clients and servers
 // under any Gate: a Transport for http.Client that reads every rate-limit
 // header a server sends, pauses the Gate on a 429 and settles LLM calls'
-// tokens, a LimitHandler middleware for servers, and Auto, which learns a
+// tokens, a Handler middleware for servers, and Auto, which learns a
 // server's limits with no configuration. Module grpcthrottle does the same
 // for gRPC.
 //
@@ -114,7 +114,7 @@
 //   - [Reservation]: a place in a Limiter's queue, taken without blocking.
 //
 // What every limiter is:
-//   - [Gate]: the interface httpthrottle's Transport and LimitHandler and
+//   - [Gate]: the interface httpthrottle's Transport and Handler and
 //     the gRPC interceptors take; [Permit]: the costs it took, to settle.
 //   - [Pauser], [Leveler], [Tuner], [Meter], [Admitter], [Taker]: what a Gate can do
 //     beyond it.
@@ -129,7 +129,7 @@
 // Packages of this module:
 //
 //   - github.com/throttlekit/throttle/httpthrottle: the HTTP layer
-//     (Transport, LimitHandler, LLM, Auto, the rate-limit headers);
+//     (Transport, Handler, LLM, Auto, the rate-limit headers);
 //   - github.com/throttlekit/throttle/htb: classes sharing one quota, each
 //     with a guarantee and a ceiling (hierarchical token bucket);
 //   - github.com/throttlekit/throttle/trtcm: the two-rate three-color

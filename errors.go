@@ -14,7 +14,7 @@ var (
 	// ErrInvalidCost is matched (errors.Is) by the error of a call given a
 	// cost that is negative, no positive cost at all, or a number of costs
 	// other than one per limit: per bucket of a Limiter, per limit of a
-	// key, per class of an htb.Limiter, and a Transport or LimitHandler
+	// key, per class of an htb.Limiter, and a Transport or Handler
 	// whose CostFunc returns the wrong number. The message says which.
 	ErrInvalidCost = errs.InvalidCost // "throttle: invalid cost"
 	// ErrCostExceedsCapacity is matched by the error for a cost that no

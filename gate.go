@@ -6,7 +6,7 @@ import (
 )
 
 // Gate is what every limiter of this module is to the code that calls
-// through it: the HTTP Transport and LimitHandler, the gRPC interceptors,
+// through it: the HTTP Transport and Handler, the gRPC interceptors,
 // and a worker pool of your own. A Limiter, a key's Limiter of a Keyed,
 // htb's Limiter over classes of one or several hierarchies, trtcm's Marker
 // and redisbucket's Limiter shared by many processes are Gates; a single
@@ -88,7 +88,7 @@ type Tuner interface {
 
 // Meter is a Gate that reports the state of each of its limits now: what
 // a server answers its clients with (the IETF RateLimit fields of
-// LimitHandler, the trailing metadata of the gRPC interceptors).
+// Handler, the trailing metadata of the gRPC interceptors).
 type Meter interface {
 	// Status appends the state of every limit, in Limits order, to dst
 	// and returns the extended slice.

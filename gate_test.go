@@ -62,7 +62,7 @@ func must[T any](v T, err error) T {
 }
 
 // TestGateContract runs every kind of Gate through the same contract: the
-// Transport, LimitHandler and the gRPC interceptors rely on nothing else.
+// Transport, Handler and the gRPC interceptors rely on nothing else.
 func TestGateContract(t *testing.T) {
 	for _, kind := range gateKinds {
 		t.Run(kind.name, func(t *testing.T) {

@@ -62,11 +62,11 @@ const numShards = 64
 // for one limit, its key, one pointer and 16 bytes of level (32 bytes with
 // a uint64 key, 40 with a string one, plus the string's bytes), and 4 bytes
 // of index kept between 64% and 80% full (benchmarks/README.md has the
-// heap a key takes through LimitHandler). A key gets a full Limiter
+// heap a key takes through Handler). A key gets a full Limiter
 // (several hundred bytes) while it needs one: while someone waits in
 // Acquire or holds a Permit from it, and after Limiter was called for it,
 // until it is dropped. A key's Gate (Gate) decides on the compact record,
-// as LimitHandler and the gRPC interceptors over PerKey do, so a key that
+// as Handler and the gRPC interceptors over PerKey do, so a key that
 // clients merely spend on stays compact. Permits and Limiters handed out are tracked with weak
 // pointers, so a key whose Permit or Limiter its user let go of becomes
 // droppable after the next garbage collection.

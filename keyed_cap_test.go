@@ -243,7 +243,7 @@ func BenchmarkKeyedMaxKeysOverflow(b *testing.B) {
 }
 
 // TestKeyedMaxKeysConcurrent drives a capped Keyed from many goroutines,
-// through every entry point and LimitHandler's (admit), on the real clock with keys
+// through every entry point and Handler's (admit), on the real clock with keys
 // that refill in a millisecond, so that keys are made, overflow and are
 // dropped all the time: for the race detector, and for the cap, which Len
 // must never exceed and the key count must match once quiet.
@@ -276,7 +276,7 @@ func TestKeyedMaxKeysConcurrent(t *testing.T) {
 						k.Sweep()
 					}
 				case 4, 5:
-					// LimitHandler's path under PerKey: admit under the
+					// Handler's path under PerKey: admit under the
 					// shard lock, then, for a handler that asks for its
 					// Permit (RequestPermit), the key's Limiter.
 					lim, d, err := k.admit(key, nil, nil)

@@ -205,7 +205,15 @@ func (p *profile) fullStatus(dst []LimitStatus) []LimitStatus {
 // Admit decides on the compact record under one lock, or on the key's
 // Limiter once it has one.
 func (g keyGate[K]) Admit(dst []LimitStatus, costs []int64) (bool, time.Duration, []LimitStatus, error) {
-	l, d, err := g.k.admit(g.key, costs, dst)
+	return g.k.Admit(g.key, dst, costs)
+}
+
+// Admit is the Admit of key's Gate (see Admitter), for a caller that
+// holds the key rather than its Gate: a server's middleware deciding a
+// request and writing its rate-limit fields in one step, with no Gate
+// made for a key that is merely spending.
+func (k *Keyed[K]) Admit(key K, dst []LimitStatus, costs []int64) (bool, time.Duration, []LimitStatus, error) {
+	l, d, err := k.admit(key, costs, dst)
 	switch {
 	case err != nil:
 		return false, 0, dst, err

@@ -9,7 +9,7 @@ import (
 )
 
 // TryAcquirePermit is TryAcquire returning the Permit for the costs taken:
-// what LimitHandler gives a handler to settle. p is nil when ok is false.
+// what Handler gives a handler to settle. p is nil when ok is false.
 func (l *Limiter) TryAcquirePermit(costs ...int64) (p Permit, ok bool, err error) {
 	ok, err = l.TryAcquire(costs...)
 	if !ok || err != nil {

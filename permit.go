@@ -10,7 +10,7 @@ import (
 )
 
 // permit is the Permit of buckets: Limiter.Acquire's and
-// LimitHandler's.
+// Handler's.
 type permit struct {
 	bs      []*Bucket
 	costs   []int64

@@ -181,7 +181,7 @@ func TestMarkdownSnippetsCompile(t *testing.T) {
 func TestMarkdownSnippetsCheckFails(t *testing.T) {
 	_, uses := workspace(t)
 	bad := []snippet{
-		{file: "BAD.md", line: 10, code: "lim, _ := throttle.NewLimiter()\nh := httpthrottle.LimitCost(llm.Cost)\n"},
+		{file: "BAD.md", line: 10, code: "lim, _ := throttle.NewLimiter()\nh := httpthrottle.WithCost(llm.Cost)\n"},
 		{file: "BAD.md", line: 20, code: "rpm, _ := throttle.New(1, throttle.Per(1, time.Second))\n\nfunc f() {}\n"},
 		{file: "GOOD.md", line: 30, code: "b, err := throttle.New(1, throttle.Per(1, time.Second))\nif err != nil {\n\treturn err\n}\n"},
 		{file: "BAD.md", line: 40, code: "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(ctx)\n}\n"},

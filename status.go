@@ -8,7 +8,7 @@ import (
 )
 
 // LimitStatus is the state of one limit: what Bucket.Status and Meter's
-// Status report, and what LimitHandler answers with after it took, or
+// Status report, and what Handler answers with after it took, or
 // refused, a request's cost.
 type LimitStatus struct {
 	Name      string        // the bucket's name

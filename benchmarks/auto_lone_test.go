@@ -20,7 +20,7 @@ import (
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
-// limitHandlerServer is this library's own LimitHandler in front of an
+// limitHandlerServer is this library's own Handler in front of an
 // API: 600 requests a minute, burst 5 (GCRA-like: the burst is a small
 // part of the window), IETF fields, Retry-After on 429.
 type limitHandlerServer struct {
@@ -42,7 +42,7 @@ func newLimitHandlerServer() *limitHandlerServer {
 	}
 	s := &limitHandlerServer{start: time.Now()}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":true}`) })
-	s.h = httpthrottle.LimitHandler(api, httpthrottle.Shared(l), httpthrottle.LimitRejected(func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	s.h = httpthrottle.Handler(api, httpthrottle.Shared(l), httpthrottle.WithRejected(func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 		s.refused.Add(1)
 		s.mu.Lock()
 		s.at = append(s.at, time.Since(s.start))
@@ -74,7 +74,7 @@ var loneShapes = []struct {
 // TestAutoLoneTable prints the lone-client table of benchmarks/README.md:
 // one client, 400 calls by 4 workers, against a vendor of 50/s in each
 // dialect with a burst of 0.2 s, 1 s and 60 s of its rate, and against
-// LimitHandler at 600 a minute, burst 5. The floor is the calls at the
+// Handler at 600 a minute, burst 5. The floor is the calls at the
 // server's rate (as in the many-clients table), so a burst larger than
 // the calls lets a client beat it. THROTTLE_AUTO_ROWS=0,5 picks rows by
 // index.
@@ -104,8 +104,8 @@ func TestAutoLoneTable(t *testing.T) {
 	if pick() {
 		s := newLimitHandlerServer()
 		o := runHandler(t, s, s, 10, autoContender(workers), 1, calls, workers)
-		fmt.Fprintf(&b, "| LimitHandler, 600/min | 5 | %d | %d | %.2f |\n", o.refused, o.failed, float64(o.elapsed)/float64(o.floor))
-		t.Logf("LimitHandler: %+v", o)
+		fmt.Fprintf(&b, "| Handler, 600/min | 5 | %d | %d | %.2f |\n", o.refused, o.failed, float64(o.elapsed)/float64(o.floor))
+		t.Logf("Handler: %+v", o)
 	}
 	t.Log("\n" + b.String())
 }

@@ -175,7 +175,7 @@ func autoContenderWith(workers int, name string, opts func() []auto.Option) cont
 	return contender{name: name, make: func() (func(context.Context, string) error, func(), func() string) {
 		base := baseTransport(workers)
 		learned := must(auto.New(opts()...))
-		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, learned.Limiter))}
+		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, learned))}
 		return func(ctx context.Context, url string) error {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 				req.Header.Set("Authorization", "Bearer sk-shared")
@@ -383,7 +383,7 @@ func TestAutoVendorConverge(t *testing.T) {
 		srv := httptest.NewServer(v)
 		learned := must(auto.New())
 		base := baseTransport(8)
-		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, learned.Limiter))}
+		c := &http.Client{Transport: must(httpthrottle.NewTransport(base, learned))}
 		ctx, cancel := context.WithCancel(context.Background())
 		stopAt := time.AfterFunc(run, cancel)
 		var wg sync.WaitGroup

@@ -251,8 +251,8 @@ func fleetClient(rdb *redis.Client, obs redisbucket.Observer, cfg fleetChildConf
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = cfg.Workers
-	var pick httpthrottle.LimiterFunc = httpthrottle.Shared(lims[0])
-	topts := []httpthrottle.TransportOption{httpthrottle.WithAccounting(llm.Config{})}
+	var pick httpthrottle.Picker = httpthrottle.Shared(lims[0])
+	topts := []httpthrottle.Option{httpthrottle.WithAccounting(llm.Config{})}
 	if keys > 1 {
 		members := make([]pool.Member, keys)
 		routes := map[string]func(*http.Request){}

@@ -41,11 +41,11 @@ var compareMiddlewares = []struct {
 }{
 	{"throttle", func(b *testing.B, opts ...throttle.Option) http.Handler {
 		k := throttle.NewKeyed(func(string) []throttle.Limit { return compareLimits }, opts...)
-		return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
+		return httpthrottle.Handler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 	}},
 	{"throttle-hashed", func(b *testing.B, opts ...throttle.Option) http.Handler {
 		k := throttle.NewKeyed(func(uint64) []throttle.Limit { return compareLimits }, opts...)
-		return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
+		return httpthrottle.Handler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
 	}},
 	{"golimiter", func(b *testing.B, _ ...throttle.Option) http.Handler {
 		store, err := memorystore.New(&memorystore.Config{Tokens: 100, Interval: time.Minute})
@@ -64,7 +64,7 @@ var compareMiddlewares = []struct {
 	}},
 }
 
-// BenchmarkMiddleware compares LimitHandler over PerKey with the rate-limit
+// BenchmarkMiddleware compares Handler over PerKey with the rate-limit
 // middleware Go servers use, at the same limit (compareLimits), each request
 // straight into ServeHTTP from one goroutine, the request and writer reused:
 //

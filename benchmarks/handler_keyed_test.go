@@ -15,7 +15,7 @@ import (
 	"github.com/throttlekit/throttle/httpthrottle"
 )
 
-// handlerLimits is the per-client limit of the LimitHandler benchmarks: 20
+// handlerLimits is the per-client limit of the Handler benchmarks: 20
 // at once, 600 a minute (docs/server.md's middleware example).
 var handlerLimits = []throttle.Limit{{Name: "requests", Capacity: 20, Rate: throttle.Per(600, time.Minute)}}
 
@@ -33,17 +33,17 @@ func (w *nopWriter) WriteHeader(code int)        { w.code = code }
 
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 
-// keyedHandler is LimitHandler over PerKey(HeaderKey("X-Api-Key")) of a
+// keyedHandler is Handler over PerKey(HeaderKey("X-Api-Key")) of a
 // Keyed with handlerLimits and opts.
 func keyedHandler(clk clockwork.Clock, opts ...throttle.Option) (*throttle.Keyed[string], http.Handler) {
 	if clk != nil {
 		opts = append(opts, throttle.WithClock(clk))
 	}
 	k := throttle.NewKeyed(func(string) []throttle.Limit { return handlerLimits }, opts...)
-	return k, httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
+	return k, httpthrottle.Handler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 }
 
-// BenchmarkLimitHandlerPerKey measures one request through LimitHandler
+// BenchmarkLimitHandlerPerKey measures one request through Handler
 // with PerKey(keyed, HeaderKey("X-Api-Key")), on the real clock, from one
 // goroutine, the request and writer reused (the header value set per
 // request):
@@ -115,7 +115,7 @@ const attackKeys = 1_000_000
 const attackCap = 100_000
 
 // BenchmarkLimitHandlerAttack sends 1,000,000 requests, each with a new
-// key, through LimitHandler over a Keyed of handlerLimits capped at 100,000
+// key, through Handler over a Keyed of handlerLimits capped at 100,000
 // keys (keyedOptions), on a fake clock that advances 10 µs per request (an
 // attack at 100,000 requests a second for 10 s; a key's limits refill from
 // empty in 2 s, so about 200,000 attack keys are live at any time), with a
@@ -139,12 +139,12 @@ const attackCap = 100_000
 func BenchmarkLimitHandlerAttack(b *testing.B) {
 	b.Run("key=header", func(b *testing.B) {
 		attackBench(b, func(k *throttle.Keyed[string]) http.Handler {
-			return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
+			return httpthrottle.Handler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 		})
 	})
 	b.Run("key=hashed", func(b *testing.B) {
 		attackBench(b, func(k *throttle.Keyed[uint64]) http.Handler {
-			return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
+			return httpthrottle.Handler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
 		})
 	})
 }
@@ -224,7 +224,7 @@ func BenchmarkLimitHandlerHashed(b *testing.B) {
 	for _, distinct := range []bool{false, true} {
 		b.Run(fmt.Sprint("distinct=", distinct), func(b *testing.B) {
 			k := throttle.NewKeyed(func(uint64) []throttle.Limit { return handlerLimits }, keyedOptions(0)...)
-			h := httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
+			h := httpthrottle.Handler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
 			keys := keyNames(hotKeys)
 			r := httptest.NewRequest(http.MethodGet, "/api/", nil)
 			r.Header.Set("X-Api-Key", "")
@@ -279,12 +279,12 @@ func BenchmarkLimitHandlerHashed(b *testing.B) {
 func BenchmarkLimitHandlerDefaultBound(b *testing.B) {
 	b.Run("key=header", func(b *testing.B) {
 		boundBench(b, func(k *throttle.Keyed[string]) http.Handler {
-			return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
+			return httpthrottle.Handler(okHandler, httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 		})
 	})
 	b.Run("key=hashed", func(b *testing.B) {
 		boundBench(b, func(k *throttle.Keyed[uint64]) http.Handler {
-			return httpthrottle.LimitHandler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
+			return httpthrottle.Handler(okHandler, httpthrottle.PerKey(k, httpthrottle.HashedHeaderKey("X-Api-Key")))
 		})
 	})
 }

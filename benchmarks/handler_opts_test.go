@@ -2,7 +2,7 @@ package benchmarks
 
 import "github.com/throttlekit/throttle"
 
-// keyedOptions returns the Keyed options of the LimitHandler benchmarks for
+// keyedOptions returns the Keyed options of the Handler benchmarks for
 // a key cap of maxKeys (0: none). Before WithMaxKeys existed it returned
 // nil, which is how the baseline figures of benchmarks/README.md were made.
 func keyedOptions(maxKeys int) []throttle.Option {

@@ -11,7 +11,7 @@ import (
 	"github.com/throttlekit/throttle/httpthrottle"
 )
 
-// BenchmarkLimitHandlerShared measures one request through LimitHandler
+// BenchmarkLimitHandlerShared measures one request through Handler
 // over one shared Limiter: admitted (a bucket that never runs dry) and
 // refused (an empty bucket that refills once an hour).
 func BenchmarkLimitHandlerShared(b *testing.B) {
@@ -27,7 +27,7 @@ func BenchmarkLimitHandlerShared(b *testing.B) {
 				bk.TryAcquire(1)
 			}
 			l, _ := throttle.NewLimiter(bk)
-			h := httpthrottle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.Shared(l))
+			h := httpthrottle.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.Shared(l))
 			r := httptest.NewRequest(http.MethodGet, "/api/", nil)
 			w := &nopWriter{h: http.Header{}}
 			serialLoop(b, func() {
@@ -38,9 +38,9 @@ func BenchmarkLimitHandlerShared(b *testing.B) {
 	}
 }
 
-// BenchmarkLimitHandlerHeldKey measures one request through LimitHandler
+// BenchmarkLimitHandlerHeldKey measures one request through Handler
 // over PerKey on a key that has a Limiter of its own (Keyed.Limiter was
-// called for it, as RequestPermit does), which LimitHandler decides on as
+// called for it, as RequestPermit does), which Handler decides on as
 // on a shared one: admitted, a bucket that never runs dry.
 func BenchmarkLimitHandlerHeldKey(b *testing.B) {
 	k := throttle.NewKeyed(func(string) []throttle.Limit {
@@ -50,7 +50,7 @@ func BenchmarkLimitHandlerHeldKey(b *testing.B) {
 	if l == nil {
 		b.Fatal("no Limiter for the key")
 	}
-	h := httpthrottle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
+	h := httpthrottle.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.PerKey(k, httpthrottle.HeaderKey("X-Api-Key")))
 	r := httptest.NewRequest(http.MethodGet, "/api/", nil)
 	r.Header.Set("X-Api-Key", "a")
 	w := &nopWriter{h: http.Header{}}

@@ -134,7 +134,7 @@ func New(name string, limit int64, w Window, opts ...Option) (*Budget, error) {
 
 // For returns the Budget of key: the same limit, window and store, and a
 // spend of its own, as a Keyed gives each key a Limiter of its own. It is
-// cheap, so call it per request: httpthrottle's LimiterFunc can return
+// cheap, so call it per request: httpthrottle's Picker can return
 // b.For(llm.ModelKey(r)).
 func (b *Budget) For(key string) *Budget { return &Budget{c: b.c, key: key} }
 

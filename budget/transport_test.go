@@ -46,7 +46,7 @@ func TestTransportStopsCallsOnceSpent(t *testing.T) {
 }
 
 // TestTransportBudgetPerTenant: a budget per tenant through the pick
-// machinery, as PerKey gives a Limiter per key: the LimiterFunc returns
+// machinery, as PerKey gives a Limiter per key: the Picker returns
 // the tenant's Budget (For), each tenant spends its own, and a spent one
 // stops only its own calls.
 func TestTransportBudgetPerTenant(t *testing.T) {
@@ -55,9 +55,9 @@ func TestTransportBudgetPerTenant(t *testing.T) {
 	defer srv.Close()
 	b, _ := newBudget(t, 2)
 	tenant := httpthrottle.HeaderKey("X-Tenant")
-	tr, err := httpthrottle.NewTransport(srv.Client().Transport, func(r *http.Request) (throttle.Gate, error) {
+	tr, err := httpthrottle.NewTransport(srv.Client().Transport, httpthrottle.PickFunc(func(r *http.Request) (throttle.Gate, error) {
 		return b.For(tenant(r)), nil
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // take a permit per call from a throttle.Gate and heed what servers say
 // when they refuse (codes.ResourceExhausted with google.rpc.RetryInfo and
 // google.rpc.QuotaFailure); a Server's interceptors admit or refuse each
-// call as httpthrottle.LimitHandler does for HTTP, with an exact RetryInfo.
+// call as httpthrottle.Handler does for HTTP, with an exact RetryInfo.
 //
 // Both take any throttle.Gate (a Limiter, a Keyed's Limiter, a
 // htb.Limiter, a trtcm.Marker) and use its capabilities when it has them:

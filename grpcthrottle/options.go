@@ -193,7 +193,7 @@ func WithQuotaTrailer(write func(md metadata.MD, status []throttle.LimitStatus))
 }
 
 // WithQuotaOnAdmit has a server send the quota status with every call its
-// Gate admits too, as LimitHandler does, for clients that pace themselves
+// Gate admits too, as Handler does, for clients that pace themselves
 // by what remains. It is off by default because it is not free: grpc-go
 // sends trailing metadata on every call, even with values it need not
 // format (benchmarks/README.md has the cost on a loopback echo call).

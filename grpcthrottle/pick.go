@@ -10,7 +10,7 @@ import (
 	"github.com/throttlekit/throttle"
 )
 
-// Pick chooses the Gate a call goes through, as httpthrottle.LimiterFunc does
+// Pick chooses the Gate a call goes through, as httpthrottle.Picker does
 // for an HTTP request: one shared by every call, or one per method, API key
 // or tenant. method is the full method name ("/pkg.Service/Method"); req is
 // the request message of a unary call and nil for a stream, whose messages

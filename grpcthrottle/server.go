@@ -14,7 +14,7 @@ import (
 )
 
 // Server holds the interceptors that enforce a quota in front of a gRPC
-// server's handlers, as httpthrottle.LimitHandler does for HTTP.
+// server's handlers, as httpthrottle.Handler does for HTTP.
 //
 // For each call they take the call's costs (WithCost; 1 on every limit by
 // default; req is nil for a stream) from the Gate that pick chooses,

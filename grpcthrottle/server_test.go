@@ -126,7 +126,7 @@ func TestServerRefusesTheImpossible(t *testing.T) {
 }
 
 // Errors of the server's own configuration are answered with the codes
-// LimitHandler's statuses map to, and a nil Gate or pick lets calls
+// Handler's statuses map to, and a nil Gate or pick lets calls
 // through.
 func TestServerErrors(t *testing.T) {
 	clk := clockwork.NewFakeClock()

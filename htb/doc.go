@@ -16,7 +16,7 @@
 //   - [Config]: the guarantee, burst and ceiling of a class.
 //   - [Limiter]: spends on classes of several hierarchies at once, all or
 //     nothing; a throttle.Gate, so httpthrottle's Transport and
-//     LimitHandler and the gRPC interceptors take it.
+//     Handler and the gRPC interceptors take it.
 //   - [Permit]: the costs granted to classes, settled once the real use is
 //     known.
 //   - [Keyed]: a class per key under one parent (a tenant, a team), made

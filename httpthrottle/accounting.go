@@ -66,12 +66,12 @@ type Attempt interface {
 // a server's quotas to limits with a.Counts, check the Gate given to
 // Shared with a.Check, and settle the permit of every attempt with
 // a.Settle. It sets the cost: it cannot be combined with WithCost.
-func WithAccounting(a Accounting) TransportOption {
-	return func(t *Transport) error {
+func WithAccounting(a Accounting) Option {
+	return forTransport("WithAccounting", func(t *Transport) error {
 		if a == nil {
 			return invalidOption("WithAccounting(nil): no accounting")
 		}
 		t.acct = a
 		return nil
-	}
+	})
 }

@@ -105,7 +105,7 @@ func TestTransportRefusesCertainWaits(t *testing.T) {
 			rec := newRecorder(t, fc, script(nil))
 			l := twoBuckets(t, fc)
 			tt.setup(fc, l)
-			var opts []httpthrottle.TransportOption
+			var opts []httpthrottle.Option
 			if tt.llm {
 				opts = append(opts, httpthrottle.WithAccounting(cfg))
 			}
@@ -136,9 +136,9 @@ func TestAutoQueuesOnGuessedRate(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	rec := newRecorder(t, fc, script(nil))
 	a := must(auto.New(auto.Clock(fc)))
-	tr := must(httpthrottle.NewTransport(newBase(t), a.Limiter))
+	tr := must(httpthrottle.NewTransport(newBase(t), a))
 	probe, _ := http.NewRequest(http.MethodGet, rec.srv.URL, nil)
-	l, err := a.Limiter(probe)
+	l, err := a.Pick(probe)
 	if err != nil {
 		t.Fatal(err)
 	}

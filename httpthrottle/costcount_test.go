@@ -47,7 +47,7 @@ func TestCostCountLimitHandler(t *testing.T) {
 	served := 0
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ })
 	for _, costs := range [][]int64{{1}, {0}} {
-		h := httpthrottle.LimitHandler(next, httpthrottle.Shared(l), httpthrottle.LimitCost(func(*http.Request, throttle.Gate) ([]int64, error) {
+		h := httpthrottle.Handler(next, httpthrottle.Shared(l), httpthrottle.WithCost(func(*http.Request, throttle.Gate) ([]int64, error) {
 			return costs, nil
 		}))
 		w := httptest.NewRecorder()

@@ -1,12 +1,12 @@
 // Package httpthrottle puts HTTP clients and servers under the limits of
 // package throttle: any [throttle.Gate] (a Limiter, a key's Limiter of a
 // Keyed, an htb.Limiter, a trtcm.Marker, redisbucket's Limiter shared by a
-// fleet) through one [Transport] and one [LimitHandler].
+// fleet) through one [Transport] and one [Handler].
 //
 // # HTTP clients: Transport
 //
 // [NewTransport] wraps an http.RoundTripper so that every request of a
-// client takes a permit first, from the [throttle.Gate] that a [LimiterFunc]
+// client takes a permit first, from the [throttle.Gate] that a [Picker]
 // chooses: [Shared] for one limiter (any Gate: a Limiter, an htb.Limiter,
 // a trtcm.Marker, redisbucket's Limiter for a fleet), [PerKey] with [HostKey],
 // [HeaderKey] or llm.ModelKey for one per key. The [Transport] reads every
@@ -32,9 +32,9 @@
 // reports. It lives apart so that a Transport that counts no tokens links
 // none of its estimate's image decoders.
 //
-// # HTTP servers: LimitHandler
+// # HTTP servers: Handler
 //
-// [LimitHandler] is the server side: middleware that admits a request the
+// [Handler] is the server side: middleware that admits a request the
 // chosen Gate covers now and answers any other 429 with the exact
 // Retry-After, writing the IETF RateLimit-Policy and RateLimit fields on
 // every answer. [RequestPermit] gives the handler the request's Permit, to
@@ -45,17 +45,19 @@
 // A Gate that is a [Learner] is told of every response ([Answer]: the
 // status, the [Quota]s the headers reported). Package
 // [github.com/throttlekit/throttle/httpthrottle/auto] is one: its Limiter
-// method is a [LimiterFunc] that needs no configuration, learning each
+// is a [Picker] that needs no configuration, learning each
 // host's quota from its headers, or by congestion control where the server
 // says nothing.
 //
 // # Every type, one line each
 //
-//   - [Transport], [TransportOption], [TransportStats]: the client side.
-//   - [LimiterFunc] picks the Gate of a request ([Shared], [PerKey]);
-//     [CostFunc] its costs.
-//   - [LimitOption]: the options of [LimitHandler], the server side;
-//     [RequestPermit] gives a handler its request's Permit.
+//   - [Transport], [TransportStats]: the client side.
+//   - [Handler]: the server side; [RequestPermit] gives a handler its
+//     request's Permit.
+//   - [Option]: the options of both sides; each but [WithCost] belongs
+//     to one, and the other refuses it.
+//   - [Picker] picks the Gate of a request ([Shared], [PerKey], a
+//     [PickFunc] of your own); [CostFunc] its costs.
 //   - [Accounting], [Attempt]: costs settled from the response
 //     ([WithAccounting]; package llm for LLM calls' tokens).
 //   - [Learner], [Answer], [Quota]: a Gate told of every response, as

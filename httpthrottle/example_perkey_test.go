@@ -19,7 +19,7 @@ func ExampleHashedHeaderKey() {
 		return []throttle.Limit{{Name: "requests", Capacity: 20, Rate: throttle.Per(600, time.Minute)}}
 	}, throttle.WithMaxKeys(100_000))
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
-	h := httpthrottle.LimitHandler(api, httpthrottle.PerKey(perClient, httpthrottle.HashedHeaderKey("X-Api-Key")))
+	h := httpthrottle.Handler(api, httpthrottle.PerKey(perClient, httpthrottle.HashedHeaderKey("X-Api-Key")))
 
 	send := func(key string) int {
 		r := httptest.NewRequest(http.MethodGet, "/api/", nil)

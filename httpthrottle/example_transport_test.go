@@ -56,7 +56,7 @@ func ExampleNewTransport() {
 // A server enforcing a quota of 2 requests, refilled at one a minute: the
 // third request is refused with the exact wait, and every answer carries
 // the IETF RateLimit fields.
-func ExampleLimitHandler() {
+func ExampleHandler() {
 	bucket, err := throttle.New(2, throttle.Per(1, time.Minute))
 	if err != nil {
 		fmt.Println(err)
@@ -68,7 +68,7 @@ func ExampleLimitHandler() {
 		return
 	}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
-	h := httpthrottle.LimitHandler(api, httpthrottle.Shared(limiter))
+	h := httpthrottle.Handler(api, httpthrottle.Shared(limiter))
 
 	for range 3 {
 		w := httptest.NewRecorder()

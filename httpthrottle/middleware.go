@@ -14,10 +14,10 @@ import (
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
-// LimitHandler returns a handler that enforces a quota in front of next, for Go
+// Handler returns a handler that enforces a quota in front of next, for Go
 // servers that limit their own clients.
 //
-// For each request it takes the request's cost (LimitCost; 1 on every
+// For each request it takes the request's cost (WithCost; 1 on every
 // limit by default) from the Gate that pick chooses, without waiting: a
 // request the Gate covers now goes to next, with a Permit that the handler
 // may settle (see RequestPermit); any other is answered 429 Too Many
@@ -28,49 +28,50 @@ import (
 // answered 500, one of the cost function 400 (500 for one matching
 // throttle.ErrInvalidOption, the server's config), and a cost function that
 // returns the wrong number of costs 500. A nil Gate (or a nil *Limiter)
-// from pick is an error, answered 500 (see LimiterFunc); a nil next, a nil
+// from pick is an error, answered 500 (see Picker); a nil next, a nil
 // pick, Shared of a nil Gate and a nil option panic here, as
 // http.ServeMux.Handle panics for a nil handler: they are bugs of the
-// program, and LimitHandler has no error to return. Any Gate will do: redisbucket's Limiter puts every replica of a server under
+// program, and Handler has no error to return. Any Gate will do: redisbucket's Limiter puts every replica of a server under
 // one quota.
 //
 // Every answer from the limiter's side, admitted or not, carries the
 // Gate's state in headers, if it is a Meter (a Limiter, a key's Limiter,
 // an htb.Limiter, redisbucket's Limiter): the IETF RateLimit-Policy and
-// RateLimit fields by default (see WriteIETF and LimitHeaders), so that
+// RateLimit fields by default (see WriteIETF and WithQuotaHeaders), so that
 // well-behaved clients can pace themselves.
 //
-// An admitted request's handler is given a ResponseWriter of LimitHandler's
+// An admitted request's handler is given a ResponseWriter of Handler's
 // around the server's, through which RequestPermit finds the request's
 // Permit; it flushes, hijacks and unwraps to the server's as
-// http.ResponseController expects. LimitHandler keeps no copy of the
+// http.ResponseController expects. Handler keeps no copy of the
 // request, and with the default headers it formats none of them on an
 // answer whose values it has made before: they are made once per limit
 // and state (checked against the limits' names and rates as they are on
 // each request, so SetRate and SetCapacity show at once) and shared
 // between answers, so replace a field (Set, Add, Del) rather than write
 // into the slice the header holds.
-func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http.Handler {
+func Handler(next http.Handler, pick Picker, opts ...Option) http.Handler {
 	if next == nil {
 		// As http.ServeMux.Handle does: a nil handler is a bug to report
 		// where it is made, not a nil call on the first request.
-		panic("throttle: LimitHandler: nil next handler")
+		panic("throttle: Handler: nil next handler")
 	}
 	if pick == nil {
-		panic("throttle: LimitHandler: nil LimiterFunc (for no limit, Shared of a Limiter at rate throttle.Inf)")
+		panic("throttle: Handler: nil Picker (for no limit, Shared of a Limiter at rate throttle.Inf)")
 	}
 	if g, ok := sharedGate(pick); ok {
 		if newGate(g, nil).none {
-			panic("throttle: LimitHandler: Shared of a nil Gate (was its constructor's error ignored?)")
+			panic("throttle: Handler: Shared of a nil Gate (was its constructor's error ignored?)")
 		}
 	}
-	h := &limitHandler{next: next, pick: pick, ietf: true, headers: WriteIETF}
+	h := &handler{next: next, pick: pick, ietf: true, headers: WriteIETF}
+	h.keys, _ = pick.(keyPicker)
 	h.rejected, h.reply = h.tooMany, newTooManyReply()
 	for i, opt := range opts {
 		if opt == nil {
-			panic(invalidOption("LimitHandler given a nil LimitOption (option %d)", i))
+			panic(invalidOption("Handler given a nil Option (option %d)", i))
 		}
-		if err := opt(h); err != nil {
+		if err := opt(&settings{h: h}); err != nil {
 			panic(err)
 		}
 	}
@@ -78,56 +79,10 @@ func LimitHandler(next http.Handler, pick LimiterFunc, opts ...LimitOption) http
 	return h
 }
 
-// LimitOption configures LimitHandler. LimitHandler panics, with an error
-// matching throttle.ErrInvalidOption, for an option given nil.
-type LimitOption func(*limitHandler) error
-
-// LimitCost sets what each request costs; the default is 1 on every
-// bucket. A server-side CostFunc that reads the body must put back what it
-// read (llm.Config.Cost does).
-//
-// Under PerKey, f is given the key's Gate (Keyed.Gate), whose Limits are
-// the key's limits, without making the key a Limiter.
-func LimitCost(f CostFunc) LimitOption {
-	return func(h *limitHandler) error {
-		if f == nil {
-			return invalidOption("LimitCost(nil): no cost function")
-		}
-		h.cost, h.customCost = f, true
-		return nil
-	}
-}
-
-// LimitHeaders replaces WriteIETF as the writer of the rate-limit headers,
-// to speak another dialect; write is called with the header of every
-// response the middleware answers or admits, before next runs.
-func LimitHeaders(write func(h http.Header, status []throttle.LimitStatus)) LimitOption {
-	return func(h *limitHandler) error {
-		if write == nil {
-			return invalidOption("LimitHeaders(nil): no writer")
-		}
-		h.headers, h.ietf = write, false
-		return nil
-	}
-}
-
-// LimitRejected replaces the writer of refused requests. When it is called,
-// the rate-limit headers and Retry-After are set; it must write the
-// response, normally with status 429. wait is how long until the request
-// would be admitted, or -1 if never.
-func LimitRejected(write func(w http.ResponseWriter, r *http.Request, wait time.Duration)) LimitOption {
-	return func(h *limitHandler) error {
-		if write == nil {
-			return invalidOption("LimitRejected(nil): no writer")
-		}
-		h.rejected = write
-		return nil
-	}
-}
-
-type limitHandler struct {
+type handler struct {
 	next       http.Handler
-	pick       LimiterFunc
+	pick       Picker
+	keys       keyPicker // pick, if its Gates are keys of a Keyed (PerKey)
 	cost       CostFunc
 	customCost bool // cost is set: without it a request costs 1 on every limit
 	ietf       bool // headers is WriteIETF: PerKey may hand over cached values
@@ -139,20 +94,31 @@ type limitHandler struct {
 	memo       *limitIETF // header values made once (middleware_ietf.go)
 }
 
-func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st, _ := h.states.Get().(*reqState)
 	if st == nil {
 		st = &reqState{h: h}
 		st.w.st = st
 	}
 	st.r = r
-	g, err := h.pick(r)
+	if h.keys != nil && !h.customCost {
+		if st.slot == nil {
+			st.slot = h.keys.newSlot()
+		}
+		st.slot.pick(r)
+		h.admit(w, r, st, st.slot, nil)
+		st.reset()
+		h.states.Put(st)
+		return
+	}
+	g, err := h.pick.Pick(r)
 	ad, admits := g.(throttle.Admitter)
 	switch {
 	case err != nil:
 		h.pickFailed(w, err)
 	case admits && !h.customCost:
-		h.admit(w, r, st, g, ad)
+		tk, _ := g.(throttle.Taker)
+		h.admit(w, r, st, ad, tk)
 	default:
 		if gt := h.gates.into(g, &st.gate); gt.none {
 			h.pickFailed(w, noGate(r))
@@ -164,10 +130,11 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.states.Put(st)
 }
 
-// admit admits or refuses r on g, an Admitter, at its default cost: one
-// step decides and reads the status, with no gate to find, as a key's
-// Gate under PerKey decides on the key's compact record.
-func (h *limitHandler) admit(w http.ResponseWriter, r *http.Request, st *reqState, g throttle.Gate, ad throttle.Admitter) {
+// admit admits or refuses r on ad at its default cost: one step decides
+// and reads the status, with no gate to find, as a key's Gate under PerKey
+// decides on the key's compact record. The costs are kept for a Permit
+// when ad is tk, a Taker, or a key slot, whose Gate a Permit will take.
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, st *reqState, ad throttle.Admitter, tk throttle.Taker) {
 	ok, wait, status, err := ad.Admit(st.status[:0], nil)
 	if err != nil {
 		if errors.Is(err, throttle.ErrInvalidOption) || errors.Is(err, throttle.ErrTooManyKeys) {
@@ -182,7 +149,7 @@ func (h *limitHandler) admit(w http.ResponseWriter, r *http.Request, st *reqStat
 		h.refuse(w, r, wait)
 		return
 	}
-	if tk, isTaker := g.(throttle.Taker); isTaker {
+	if tk != nil || ad == st.slot {
 		st.tk = tk
 		st.keep(h.gates.ones.get(len(status)))
 	}
@@ -192,8 +159,8 @@ func (h *limitHandler) admit(w http.ResponseWriter, r *http.Request, st *reqStat
 
 // writeStatus writes the rate-limit headers of status, which is storage
 // of a reqState: the IETF fields from the memos, or through the writer
-// given with LimitHeaders, with a copy of its own, which it may keep.
-func (h *limitHandler) writeStatus(hd http.Header, status []throttle.LimitStatus) {
+// given with WithQuotaHeaders, with a copy of its own, which it may keep.
+func (h *handler) writeStatus(hd http.Header, status []throttle.LimitStatus) {
 	if h.ietf {
 		h.memo.write(hd, status)
 		return
@@ -201,7 +168,7 @@ func (h *limitHandler) writeStatus(hd http.Header, status []throttle.LimitStatus
 	h.headers(hd, slices.Clone(status))
 }
 
-func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
+func (h *handler) pickFailed(w http.ResponseWriter, err error) {
 	http.Error(w, "choosing the rate limiter: "+err.Error(), http.StatusInternalServerError)
 }
 
@@ -209,7 +176,7 @@ func (h *limitHandler) pickFailed(w http.ResponseWriter, err error) {
 // Taker's costs are taken without a Permit, which is made only if the
 // handler asks for one (RequestPermit), another's through
 // TryAcquirePermit; a Meter's status makes the headers.
-func (h *limitHandler) serve(w http.ResponseWriter, r *http.Request, st *reqState, g *gate) {
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, st *reqState, g *gate) {
 	costs, served := h.costsOf(w, r, g)
 	if served {
 		return
@@ -258,7 +225,7 @@ func costError(w http.ResponseWriter, err error) {
 // itself: with an error for a cost function that failed or gave other
 // than one cost per limit (its bug, not the client's: a 500), or through
 // next for a request that costs nothing.
-func (h *limitHandler) costsOf(w http.ResponseWriter, r *http.Request, g *gate) (costs []int64, served bool) {
+func (h *handler) costsOf(w http.ResponseWriter, r *http.Request, g *gate) (costs []int64, served bool) {
 	if !h.customCost {
 		return g.ones, false
 	}
@@ -279,7 +246,7 @@ func (h *limitHandler) costsOf(w http.ResponseWriter, r *http.Request, g *gate) 
 
 // refuseOn answers a request g does not cover now, with the wait g gives
 // for its costs (-1, never, if g gives none).
-func (h *limitHandler) refuseOn(w http.ResponseWriter, r *http.Request, g throttle.Gate, costs []int64) {
+func (h *handler) refuseOn(w http.ResponseWriter, r *http.Request, g throttle.Gate, costs []int64) {
 	wait, err := g.WaitTime(costs...)
 	if err != nil {
 		wait = -1
@@ -288,7 +255,7 @@ func (h *limitHandler) refuseOn(w http.ResponseWriter, r *http.Request, g thrott
 }
 
 // costFailed answers a request whose costs the limiter turned away.
-func (h *limitHandler) costFailed(w http.ResponseWriter, err error) {
+func (h *handler) costFailed(w http.ResponseWriter, err error) {
 	status := http.StatusInternalServerError
 	if errors.Is(err, throttle.ErrCostExceedsCapacity) {
 		status = http.StatusRequestEntityTooLarge
@@ -298,14 +265,14 @@ func (h *limitHandler) costFailed(w http.ResponseWriter, err error) {
 
 // refuse answers a request the limiter does not cover now, wait being how
 // long until it would, or -1 if never.
-func (h *limitHandler) refuse(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 	h.memo.setRetry(w.Header(), wait)
 	h.rejected(w, r, wait)
 }
 
 // tooMany is the default writer of refused requests: what
 // http.Error(w, "429 too many requests", 429) writes, from values made once.
-func (h *limitHandler) tooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
+func (h *handler) tooMany(w http.ResponseWriter, _ *http.Request, _ time.Duration) {
 	hd := w.Header()
 	delete(hd, "Content-Length")
 	hd["Content-Type"], hd["X-Content-Type-Options"] = h.reply.contentType, h.reply.nosniff

@@ -22,7 +22,7 @@ const (
 	retrySlots  = 256
 )
 
-// limitIETF memoizes, for LimitHandler over a Limiter, the header values
+// limitIETF memoizes, for Handler over a Limiter, the header values
 // WriteIETF writes for a status (and refuse the Retry-After of a wait), so
 // that an answer whose values were seen before formats none. A memo is a
 // pure function of what it was made from, which it keeps and compares on

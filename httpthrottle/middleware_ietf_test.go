@@ -99,7 +99,7 @@ func memoRate(rng *rand.Rand) throttle.Rate {
 // SetRate and SetCapacity between requests, each of random cost, and one
 // handler answering for several limiters in turn, every answer of the
 // default headers is byte for byte what the formatting path writes
-// (LimitHeaders with WriteIETF, on a twin limiter given the same requests
+// (WithQuotaHeaders with WriteIETF, on a twin limiter given the same requests
 // at the same instants), Retry-After is the exact wait rounded up, and the
 // statuses agree.
 func TestLimitHandlerIETFMemoExact(t *testing.T) {
@@ -127,9 +127,9 @@ func TestLimitHandlerIETFMemoExact(t *testing.T) {
 			return costs, nil
 		}
 		next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-		hm := LimitHandler(next, func(*http.Request) (throttle.Gate, error) { return memo[pickAt], nil }, LimitCost(costOf))
-		hf := LimitHandler(next, func(*http.Request) (throttle.Gate, error) { return format[pickAt], nil }, LimitCost(costOf),
-			LimitHeaders(func(h http.Header, s []throttle.LimitStatus) { WriteIETF(h, s) }))
+		hm := Handler(next, PickFunc(func(*http.Request) (throttle.Gate, error) { return memo[pickAt], nil }), WithCost(costOf))
+		hf := Handler(next, PickFunc(func(*http.Request) (throttle.Gate, error) { return format[pickAt], nil }), WithCost(costOf),
+			WithQuotaHeaders(func(h http.Header, s []throttle.LimitStatus) { WriteIETF(h, s) }))
 		for step := range 600 {
 			pickAt = rng.IntN(limiters)
 			if rng.IntN(3) == 0 {
@@ -207,7 +207,7 @@ func TestLimitHandlerSharedAllocs(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
 	bk, _ := throttle.New(4000, throttle.Per(4000, time.Second), throttle.WithName("requests"), throttle.WithClock(clk))
 	l, _ := throttle.NewLimiter(bk)
-	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }), Shared(l))
+	h := Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }), Shared(l))
 	w := &headerWriter{h: http.Header{}}
 	r, _ := http.NewRequest(http.MethodGet, "/", nil)
 	for range 3 {
@@ -260,7 +260,7 @@ func TestLimitHandlerPerKeyHeldAllocs(t *testing.T) {
 		return []throttle.Limit{{Name: "requests", Capacity: 4000, Rate: throttle.Per(4000, time.Second)}}
 	}, throttle.WithClock(clk))
 	ask := true
-	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	h := Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if ask {
 			RequestPermit(w)
 		}
@@ -309,7 +309,7 @@ func TestLimitHandlerMemoConcurrent(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
 	bk, _ := throttle.New(1<<40, throttle.Per(1000, time.Second), throttle.WithName("requests"), throttle.WithClock(clk))
 	l, _ := throttle.NewLimiter(bk)
-	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }), Shared(l))
+	h := Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }), Shared(l))
 	valid := map[string]bool{`"requests";q=1000;w=1`: true, `"requests";q=5;w=60`: true}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -358,13 +358,13 @@ func TestLimitHandlerRoutesAllocs(t *testing.T) {
 	upload, _ := throttle.New(1<<40, throttle.Per(1e6, time.Minute), throttle.WithName("upload"), throttle.WithClock(clk))
 	ls, _ := throttle.NewLimiter(search)
 	lu, _ := throttle.NewLimiter(upload)
-	h := LimitHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }),
-		func(r *http.Request) (throttle.Gate, error) {
+	h := Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }),
+		PickFunc(func(r *http.Request) (throttle.Gate, error) {
 			if r.URL.Path == "/upload" {
 				return lu, nil
 			}
 			return ls, nil
-		})
+		}))
 	w := &headerWriter{h: http.Header{}}
 	rs, _ := http.NewRequest(http.MethodGet, "/search", nil)
 	ru, _ := http.NewRequest(http.MethodGet, "/upload", nil)

@@ -14,17 +14,17 @@ import (
 	"github.com/throttlekit/throttle/internal/errs"
 )
 
-// RequestPermit returns the Permit LimitHandler took for the request that w
+// RequestPermit returns the Permit Handler took for the request that w
 // answers, so that the handler can settle it against the request's actual
 // cost (the tokens an LLM call really used, say), or nil outside the
 // middleware or for a request that took nothing. w is the ResponseWriter
 // the handler was given, or one that wraps it and has an Unwrap method
 // returning it, as http.ResponseController expects.
 //
-// LimitHandler makes the Permit on the first call, so a handler that never
+// Handler makes the Permit on the first call, so a handler that never
 // calls RequestPermit costs no Permit; later calls for the same request
 // return the same one, which stays the handler's to settle after it
-// returns. The writer is LimitHandler's only until the handler returns, as
+// returns. The writer is Handler's only until the handler returns, as
 // net/http's own is.
 //
 // Under PerKey, the Permit settles through the key's Gate (Keyed.Gate): on
@@ -47,14 +47,15 @@ func RequestPermit(w http.ResponseWriter) throttle.Permit {
 	return nil
 }
 
-// reqState is LimitHandler's record of one request, reused from request to
+// reqState is Handler's record of one request, reused from request to
 // request (a sync.Pool of the handler's): RequestPermit finds it through w.
 type reqState struct {
-	h      *limitHandler
+	h      *handler
 	w      limitWriter    // what next is given for an admitted request
-	r      *http.Request  // the request LimitHandler passes on
+	r      *http.Request  // the request Handler passes on
 	gate   gate           // the gate of a Gate that is a value (a key's), made for this request
 	tk     throttle.Taker // what the costs were taken from, once known
+	slot   keySlot        // the key admitted under PerKey, if any; kept between requests
 	costs  []int64        // what the request took
 	small  [2]int64       // costs' storage for up to two limits
 	status [2]throttle.LimitStatus
@@ -88,6 +89,9 @@ func (st *reqState) permit() throttle.Permit {
 		return st.p
 	}
 	st.asked = true
+	if st.tk == nil && st.costs != nil && st.slot != nil {
+		st.tk, _ = st.slot.gate().(throttle.Taker)
+	}
 	if st.tk != nil && st.costs != nil {
 		st.p = &takenPermit{tk: st.tk, costs: slices.Clone(st.costs)}
 	}
@@ -126,7 +130,7 @@ func (p *takenPermit) Cancel() error {
 	return p.tk.Settle(p.costs, make([]int64, len(p.costs)))
 }
 
-// reset readies st for another request once LimitHandler is done with it.
+// reset readies st for another request once Handler is done with it.
 // The Permit, if one was made, stays the handler's.
 func (st *reqState) reset() {
 	st.r, st.gate = nil, gate{}

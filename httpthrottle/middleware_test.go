@@ -27,7 +27,7 @@ func TestLimitHandler(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	// 2 at once, one more every 1.5s.
 	l := newLimiter(t, fc, 2, throttle.Per(2, 3*time.Second))
-	h := httpthrottle.LimitHandler(ok, httpthrottle.Shared(l))
+	h := httpthrottle.Handler(ok, httpthrottle.Shared(l))
 	wantPolicy := `"requests";q=2;w=3`
 	for i, want := range []struct {
 		status     int
@@ -63,7 +63,7 @@ func TestLimitHandlerErrors(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	l := newLimiter(t, fc, 2, throttle.Per(2, time.Second))
 	errPick := errors.New("pick failed")
-	h := httpthrottle.LimitHandler(ok, func(r *http.Request) (throttle.Gate, error) {
+	h := httpthrottle.Handler(ok, httpthrottle.PickFunc(func(r *http.Request) (throttle.Gate, error) {
 		switch r.URL.Path {
 		case "/nogate":
 			return nil, nil
@@ -71,7 +71,7 @@ func TestLimitHandlerErrors(t *testing.T) {
 			return nil, errPick
 		}
 		return l, nil
-	}, httpthrottle.LimitCost(func(r *http.Request, _ throttle.Gate) ([]int64, error) {
+	}), httpthrottle.WithCost(func(r *http.Request, _ throttle.Gate) ([]int64, error) {
 		switch r.URL.Path {
 		case "/big":
 			return []int64{3}, nil
@@ -110,13 +110,13 @@ func TestLimitHandlerPermitAndHooks(t *testing.T) {
 	})
 	var seen []throttle.LimitStatus
 	var waited time.Duration
-	h := httpthrottle.LimitHandler(settled, httpthrottle.Shared(l),
-		httpthrottle.LimitCost(func(*http.Request, throttle.Gate) ([]int64, error) { return []int64{2}, nil }),
-		httpthrottle.LimitHeaders(func(h http.Header, st []throttle.LimitStatus) {
+	h := httpthrottle.Handler(settled, httpthrottle.Shared(l),
+		httpthrottle.WithCost(func(*http.Request, throttle.Gate) ([]int64, error) { return []int64{2}, nil }),
+		httpthrottle.WithQuotaHeaders(func(h http.Header, st []throttle.LimitStatus) {
 			seen = st
 			h.Set("X-Left", "yes")
 		}),
-		httpthrottle.LimitRejected(func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+		httpthrottle.WithRejected(func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 			waited = wait
 			w.WriteHeader(http.StatusTeapot)
 		}))

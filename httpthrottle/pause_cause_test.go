@@ -66,14 +66,14 @@ func TestPauseCauseUnderAuto(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	})
 	a := must(auto.New(auto.Clock(fc)))
-	tr := must(httpthrottle.NewTransport(newBase(t), a.Limiter, httpthrottle.WithRetries(0)))
+	tr := must(httpthrottle.NewTransport(newBase(t), a, httpthrottle.WithRetries(0)))
 	req, _ := http.NewRequest(http.MethodGet, rec.srv.URL+"/v1/chat?key=sk-secret", nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	g, err := a.Limiter(req)
+	g, err := a.Pick(req)
 	if err != nil {
 		t.Fatal(err)
 	}

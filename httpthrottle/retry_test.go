@@ -375,7 +375,7 @@ func TestTransportLimiterChoice(t *testing.T) {
 		}
 		return newLimiter(t, fc, 1, throttle.Per(1, time.Second)), nil
 	}
-	tr := must(httpthrottle.NewTransport(newBase(t), pick))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.PickFunc(pick)))
 	req, _ := http.NewRequest(http.MethodGet, rec.srv.URL+"/limited", nil)
 	resp, err := tr.RoundTrip(req)
 	if err != nil || resp.StatusCode != 200 {
@@ -384,7 +384,7 @@ func TestTransportLimiterChoice(t *testing.T) {
 	resp.Body.Close()
 	req, _ = http.NewRequest(http.MethodGet, rec.srv.URL+"/bad", nil)
 	if _, err := tr.RoundTrip(req); !errors.Is(err, errPick) {
-		t.Errorf("error %v, want the LimiterFunc's", err)
+		t.Errorf("error %v, want the Picker's", err)
 	}
 	// No Gate is no request, never an unlimited one.
 	req, _ = http.NewRequest(http.MethodGet, rec.srv.URL+"/none", nil)

@@ -22,21 +22,23 @@ func TestTransportOptionsRefused(t *testing.T) {
 	lim := must(throttle.NewLimiter(must(throttle.New(1, throttle.Inf, throttle.WithName("requests")))))
 	cost := func(*http.Request, throttle.Gate) ([]int64, error) { return []int64{1}, nil }
 	for _, tt := range []struct {
-		opts []httpthrottle.TransportOption
+		opts []httpthrottle.Option
 		want string // "" for accepted
 	}{
-		{[]httpthrottle.TransportOption{httpthrottle.WithInFlight(0)}, "WithInFlight(0)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithInFlight(-3)}, "WithInFlight(-3)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithInFlight(1)}, ""},
-		{[]httpthrottle.TransportOption{httpthrottle.WithRetries(-1)}, "WithRetries(-1)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithRetries(0)}, ""},
-		{[]httpthrottle.TransportOption{httpthrottle.WithBackOff(10*time.Second, time.Millisecond)}, "WithBackOff(10s, 1ms)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithBackOff(0, time.Second)}, "WithBackOff(0s, 1s)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithBackOff(time.Millisecond, time.Millisecond)}, ""},
-		{[]httpthrottle.TransportOption{httpthrottle.WithMaxPause(0)}, "WithMaxPause(0s)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithMaxPause(-time.Second)}, "WithMaxPause(-1s)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithCost(nil)}, "WithCost(nil)"},
-		{[]httpthrottle.TransportOption{httpthrottle.WithCost(cost), httpthrottle.WithAccounting(llm.Config{TokenLimits: []string{"requests"}})}, "both WithAccounting and WithCost"},
+		{[]httpthrottle.Option{httpthrottle.WithInFlight(0)}, "WithInFlight(0)"},
+		{[]httpthrottle.Option{httpthrottle.WithInFlight(-3)}, "WithInFlight(-3)"},
+		{[]httpthrottle.Option{httpthrottle.WithInFlight(1)}, ""},
+		{[]httpthrottle.Option{httpthrottle.WithRetries(-1)}, "WithRetries(-1)"},
+		{[]httpthrottle.Option{httpthrottle.WithRetries(0)}, ""},
+		{[]httpthrottle.Option{httpthrottle.WithBackOff(10*time.Second, time.Millisecond)}, "WithBackOff(10s, 1ms)"},
+		{[]httpthrottle.Option{httpthrottle.WithBackOff(0, time.Second)}, "WithBackOff(0s, 1s)"},
+		{[]httpthrottle.Option{httpthrottle.WithBackOff(time.Millisecond, time.Millisecond)}, ""},
+		{[]httpthrottle.Option{httpthrottle.WithMaxPause(0)}, "WithMaxPause(0s)"},
+		{[]httpthrottle.Option{httpthrottle.WithMaxPause(-time.Second)}, "WithMaxPause(-1s)"},
+		{[]httpthrottle.Option{httpthrottle.WithCost(nil)}, "WithCost(nil)"},
+		{[]httpthrottle.Option{httpthrottle.WithCost(cost), httpthrottle.WithAccounting(llm.Config{TokenLimits: []string{"requests"}})}, "both WithAccounting and WithCost"},
+		{[]httpthrottle.Option{httpthrottle.WithQuotaHeaders(httpthrottle.WriteIETF)}, "WithQuotaHeaders is an option of Handler, not of NewTransport"},
+		{[]httpthrottle.Option{httpthrottle.WithRejected(func(http.ResponseWriter, *http.Request, time.Duration) {})}, "WithRejected is an option of Handler"},
 	} {
 		tr, err := httpthrottle.NewTransport(nil, httpthrottle.Shared(lim), tt.opts...)
 		switch {
@@ -45,6 +47,37 @@ func TestTransportOptionsRefused(t *testing.T) {
 		case tt.want != "" && (!errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), tt.want) || tr != nil):
 			t.Errorf("%s: %v, %v; want an ErrInvalidOption naming it", tt.want, tr, err)
 		}
+	}
+}
+
+// TestHandlerRefusesTransportOptions: an option of the Transport only,
+// given to Handler, panics with an ErrInvalidOption naming it, rather than
+// being ignored; WithCost serves both sides.
+func TestHandlerRefusesTransportOptions(t *testing.T) {
+	lim := must(throttle.NewLimiter(must(throttle.New(1, throttle.Inf, throttle.WithName("requests")))))
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	for name, opt := range map[string]httpthrottle.Option{
+		"WithRetries":    httpthrottle.WithRetries(1),
+		"WithInFlight":   httpthrottle.WithInFlight(1),
+		"WithMaxPause":   httpthrottle.WithMaxPause(time.Second),
+		"WithBackOff":    httpthrottle.WithBackOff(time.Second, time.Second),
+		"WithSDKRetries": httpthrottle.WithSDKRetries(),
+		"WithRoutes":     httpthrottle.WithRoutes(nil),
+		"WithAccounting": httpthrottle.WithAccounting(llm.Config{}),
+		"":               httpthrottle.WithCost(func(*http.Request, throttle.Gate) ([]int64, error) { return []int64{1}, nil }),
+	} {
+		func() {
+			defer func() {
+				err, _ := recover().(error)
+				switch {
+				case name == "" && err != nil:
+					t.Errorf("WithCost: %v", err)
+				case name != "" && (!errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), name+" is an option of NewTransport, not of Handler")):
+					t.Errorf("%s given to Handler: recovered %v, want an ErrInvalidOption naming it", name, err)
+				}
+			}()
+			httpthrottle.Handler(next, httpthrottle.Shared(lim), opt)
+		}()
 	}
 }
 
@@ -74,7 +107,7 @@ func TestLLMUnfoundLimits(t *testing.T) {
 
 	rec := newRecorder(t, fc, script(nil))
 	pick := func(*http.Request) (throttle.Gate, error) { return l, nil }
-	tr := must(httpthrottle.NewTransport(newBase(t), pick, httpthrottle.WithAccounting(llm.Config{})))
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.PickFunc(pick), httpthrottle.WithAccounting(llm.Config{})))
 	_, err = tr.RoundTrip(post(t, rec.srv.URL+"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `["rpm" "tpm"]`) {
 		t.Errorf("a pick's rpm/tpm Gate: %v; want an error naming its limits", err)

@@ -34,7 +34,7 @@ const defaultRetries = 3
 // client went over it.
 //
 // Before sending a request, RoundTrip takes a permit from the request's
-// Gate (see LimiterFunc) with the request's context, which waits out any
+// Gate (see Picker) with the request's context, which waits out any
 // pause and queues in FIFO order; a context that ends first, or whose
 // deadline is too near for the permit, fails the request before it is sent
 // and spends nothing (a *WaitError matches context.DeadlineExceeded), but
@@ -166,9 +166,9 @@ const defaultRetries = 3
 // the real clock; so a Gate built on a clockwork.FakeClock drives the
 // Transport in tests.
 type Transport struct {
-	base    http.RoundTripper
-	limiter LimiterFunc
-	cost    CostFunc
+	base http.RoundTripper
+	pick Picker
+	cost CostFunc
 	// customCost records WithCost, which WithAccounting excludes.
 	customCost bool
 	// acct is WithAccounting's, nil without it: it also matches the
@@ -200,82 +200,58 @@ type Transport struct {
 	routes map[string]func(*http.Request)
 }
 
-// TransportOption configures a Transport. NewTransport fails, with an
-// error matching throttle.ErrInvalidOption that names the option and its
-// value, for an option outside its documented range: an option is never
-// silently ignored or corrected.
-type TransportOption func(*Transport) error
-
-// invalidOption is the error of an option given a value outside its range.
-func invalidOption(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{throttle.ErrInvalidOption}, args...)...)
-}
-
-// WithCost sets what each request costs; the default is 1 on every
-// limit. f must not be nil, and WithCost cannot be combined with WithAccounting,
-// which sets the cost itself.
-func WithCost(f CostFunc) TransportOption {
-	return func(t *Transport) error {
-		if f == nil {
-			return invalidOption("WithCost(nil): no cost function")
-		}
-		t.cost, t.customCost = f, true
-		return nil
-	}
-}
-
 // WithInFlight caps the requests in flight at n, n >= 1: a request holds
 // one slot from the moment it is sent until its response body is closed
 // (or the base transport fails). Slots are handed out in FIFO order, after
 // the permit. Vendors cap concurrent requests as well as their rate.
 // Without the option there is no cap.
-func WithInFlight(n int64) TransportOption {
-	return func(t *Transport) error {
+func WithInFlight(n int64) Option {
+	return forTransport("WithInFlight", func(t *Transport) error {
 		if n < 1 {
 			return invalidOption("WithInFlight(%d): the cap must be at least 1 (leave the option out for no cap)", n)
 		}
 		t.inflight = semaphore.NewWeighted(n)
 		return nil
-	}
+	})
 }
 
 // WithMaxPause caps every wait a server can impose (Retry-After, quota
 // resets) at d, d > 0: a longer one pauses the Limiter for d only and is
 // not retried. The default is 60 seconds.
-func WithMaxPause(d time.Duration) TransportOption {
-	return func(t *Transport) error {
+func WithMaxPause(d time.Duration) Option {
+	return forTransport("WithMaxPause", func(t *Transport) error {
 		if d <= 0 {
 			return invalidOption("WithMaxPause(%v): the cap must be positive", d)
 		}
 		t.maxPause = d
 		return nil
-	}
+	})
 }
 
 // WithRetries sets how many times a refused request is retried, n >= 0; 0
 // never retries. The default is 3.
-func WithRetries(n int) TransportOption {
-	return func(t *Transport) error {
+func WithRetries(n int) Option {
+	return forTransport("WithRetries", func(t *Transport) error {
 		if n < 0 {
 			return invalidOption("WithRetries(%d): the count must be 0 or more", n)
 		}
 		t.retries = n
 		return nil
-	}
+	})
 }
 
 // WithBackOff sets the exponential back-off between retries: the first
 // interval initial (default 500ms), growing 1.5 times per retry with ±50%
 // jitter up to max (default 30s); 0 < initial <= max. A server's
 // Retry-After is always the least wait.
-func WithBackOff(initial, max time.Duration) TransportOption {
-	return func(t *Transport) error {
+func WithBackOff(initial, max time.Duration) Option {
+	return forTransport("WithBackOff", func(t *Transport) error {
 		if initial <= 0 || max < initial {
 			return invalidOption("WithBackOff(%v, %v): the intervals must satisfy 0 < initial <= max", initial, max)
 		}
 		t.initial, t.maxWait = initial, max
 		return nil
-	}
+	})
 }
 
 // NewTransport returns a Transport that sends requests through base
@@ -289,16 +265,16 @@ func WithBackOff(initial, max time.Duration) TransportOption {
 // It returns an error rather than panicking: its arguments are often read
 // from a config (a limit, a retry count), and a bad config is an error to
 // report, not a bug in the program.
-func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOption) (*Transport, error) {
+func NewTransport(base http.RoundTripper, pick Picker, opts ...Option) (*Transport, error) {
 	if pick == nil {
-		return nil, errors.New("throttle: NewTransport given a nil LimiterFunc: every request needs a Gate (for no limit, Shared of a Limiter at rate throttle.Inf)")
+		return nil, errors.New("throttle: NewTransport given a nil Picker: every request needs a Gate (for no limit, Shared of a Limiter at rate throttle.Inf)")
 	}
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	t := &Transport{
 		base:     base,
-		limiter:  pick,
+		pick:     pick,
 		maxPause: defaultMaxPause,
 		retries:  defaultRetries,
 		initial:  500 * time.Millisecond,
@@ -309,9 +285,9 @@ func NewTransport(base http.RoundTripper, pick LimiterFunc, opts ...TransportOpt
 	t.pauses.seed = maphash.MakeSeed()
 	for i, opt := range opts {
 		if opt == nil {
-			return nil, invalidOption("NewTransport given a nil TransportOption (option %d)", i)
+			return nil, invalidOption("NewTransport given a nil Option (option %d)", i)
 		}
-		if err := opt(t); err != nil {
+		if err := opt(&settings{t: t}); err != nil {
 			return nil, err
 		}
 	}
@@ -392,7 +368,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
-	g, err := t.limiter(req)
+	g, err := t.pick.Pick(req)
 	if err != nil {
 		closeRequestBody(req)
 		return nil, fmt.Errorf("throttle: choosing the limiter: %w", err)

@@ -18,7 +18,7 @@ import (
 	"github.com/throttlekit/throttle/trtcm"
 )
 
-// The Transport and LimitHandler over Gates that are not a *Limiter: what
+// The Transport and Handler over Gates that are not a *Limiter: what
 // they do goes through the Gate interface and the capabilities it has.
 
 // capableGate is a Limiter seen only as a Gate with every capability
@@ -151,7 +151,7 @@ func TestTransportOverGateLLM(t *testing.T) {
 	}
 }
 
-// TestLimitHandlerOverGate: LimitHandler over a Gate that is not a Limiter
+// TestLimitHandlerOverGate: Handler over a Gate that is not a Limiter
 // admits and refuses through TryAcquirePermit and WaitTime, writes the
 // quota headers of a Meter (none without one), and hands the handler the
 // Permit the Gate gave.
@@ -170,7 +170,7 @@ func TestLimitHandlerOverGate(t *testing.T) {
 			permits = append(permits, httpthrottle.RequestPermit(w))
 			mu.Unlock()
 		})
-		h := httpthrottle.LimitHandler(next, httpthrottle.Shared(g))
+		h := httpthrottle.Handler(next, httpthrottle.Shared(g))
 		for i, want := range []struct {
 			status     int
 			rateLimit  string
@@ -203,7 +203,7 @@ func TestLimitHandlerOverGate(t *testing.T) {
 	}
 }
 
-// TestTypedNilGate: a LimiterFunc returning a nil *Limiter in its Gate
+// TestTypedNilGate: a Picker returning a nil *Limiter in its Gate
 // (a constructor's error ignored) is an error on both sides, as a nil Gate
 // is: the request is neither sent nor admitted.
 func TestTypedNilGate(t *testing.T) {
@@ -213,15 +213,15 @@ func TestTypedNilGate(t *testing.T) {
 	}
 	srv := newRecorder(t, clockwork.NewRealClock(), func(n int, w http.ResponseWriter, r *http.Request) {})
 	req := must(http.NewRequest(http.MethodGet, srv.srv.URL, nil))
-	_, err := must(httpthrottle.NewTransport(newBase(t), pick)).RoundTrip(req)
+	_, err := must(httpthrottle.NewTransport(newBase(t), httpthrottle.PickFunc(pick))).RoundTrip(req)
 	if err == nil || !strings.Contains(err.Error(), "no Gate") || !strings.Contains(err.Error(), req.URL.Host) {
 		t.Errorf("through a nil *Limiter: %v; want an error saying the pick returned no Gate for %s", err, req.URL.Host)
 	}
 	if srv.count() != 0 {
 		t.Errorf("%d requests sent, want none", srv.count())
 	}
-	if w := serve(httpthrottle.LimitHandler(ok, pick), http.MethodGet, "/"); w.Code != 500 {
-		t.Errorf("LimitHandler over a nil *Limiter: status %d, want 500", w.Code)
+	if w := serve(httpthrottle.Handler(ok, httpthrottle.PickFunc(pick)), http.MethodGet, "/"); w.Code != 500 {
+		t.Errorf("Handler over a nil *Limiter: status %d, want 500", w.Code)
 	}
 }
 

@@ -34,8 +34,8 @@ import (
 // when such quotas reset; a wait past the MaxPause, until the end the
 // server named. The request is then
 // retried on another member, as a 429 is, and not returned at once.
-func WithRoutes(routes map[string]func(*http.Request)) TransportOption {
-	return func(t *Transport) error {
+func WithRoutes(routes map[string]func(*http.Request)) Option {
+	return forTransport("WithRoutes", func(t *Transport) error {
 		for name, r := range routes {
 			if r == nil {
 				return invalidOption("WithRoutes: member %q has a nil route", name)
@@ -43,7 +43,7 @@ func WithRoutes(routes map[string]func(*http.Request)) TransportOption {
 		}
 		t.routes = routes
 		return nil
-	}
+	})
 }
 
 // RouteTo returns a route (see WithRoutes) that sends requests whose URL starts with from

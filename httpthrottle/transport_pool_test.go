@@ -280,7 +280,7 @@ func TestLimitHandlerOverPoolAnswersItsSum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpthrottle.LimitHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.Shared(p))
+	h := httpthrottle.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), httpthrottle.Shared(p))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	if got := rec.Header().Get("RateLimit-Policy"); got != `"requests";q=20;w=1` {

@@ -49,11 +49,11 @@ const RefusalHeader = "Throttle-Refusal"
 // WithSDKRetries makes the Transport retry the requests of SDKs that retry
 // on their own (those carrying X-Stainless-Retry-Count) like any other:
 // use it with the SDK's retries turned off (option.WithMaxRetries(0)).
-func WithSDKRetries() TransportOption {
-	return func(t *Transport) error {
+func WithSDKRetries() Option {
+	return forTransport("WithSDKRetries", func(t *Transport) error {
 		t.retrySDK = true
 		return nil
-	}
+	})
 }
 
 // retriesItself reports whether req comes from an SDK that retries on its

@@ -121,7 +121,7 @@ func TestTransportBillingRefusal(t *testing.T) {
 					var log eventLog
 					b, _ := throttle.New(10, throttle.Per(10, time.Second), throttle.WithName("requests"), throttle.WithClock(fc), throttle.WithObserver(&log))
 					bs := []*throttle.Bucket{b}
-					opts := []httpthrottle.TransportOption{}
+					opts := []httpthrottle.Option{}
 					if withLLM {
 						bs = append(bs, must(throttle.New(100_000, throttle.Per(100_000, time.Minute), throttle.WithName("tokens"), throttle.WithClock(fc))))
 						opts = append(opts, httpthrottle.WithAccounting(llm.Config{}))

@@ -17,7 +17,7 @@ import (
 // ignored is a nil Gate.
 func TestZeroValuesHTTP(t *testing.T) {
 	var nilLimiter *throttle.Limiter
-	for name, pick := range map[string]httpthrottle.LimiterFunc{
+	for name, pick := range map[string]httpthrottle.Picker{
 		"a nil pick":               nil,
 		"Shared(nil)":              httpthrottle.Shared(nil),
 		"Shared of a nil *Limiter": httpthrottle.Shared(nilLimiter),
@@ -28,22 +28,22 @@ func TestZeroValuesHTTP(t *testing.T) {
 				t.Errorf("NewTransport: %v, %v; want an error that says how to spell no limit", tr, err)
 			}
 		})
-		t.Run("LimitHandler/"+name, func(t *testing.T) {
+		t.Run("Handler/"+name, func(t *testing.T) {
 			defer func() {
 				if r := recover(); r == nil {
-					t.Errorf("LimitHandler(ok, %s) did not panic", name)
+					t.Errorf("Handler(ok, %s) did not panic", name)
 				}
 			}()
-			httpthrottle.LimitHandler(http.NotFoundHandler(), pick)
+			httpthrottle.Handler(http.NotFoundHandler(), pick)
 		})
 	}
-	t.Run("LimitHandler(nil, …)", func(t *testing.T) {
+	t.Run("Handler(nil, …)", func(t *testing.T) {
 		defer func() {
-			if r := recover(); r == nil || r.(string) != "throttle: LimitHandler: nil next handler" {
-				t.Errorf("LimitHandler(nil, …) recovered %v, want a panic that names the nil handler", r)
+			if r := recover(); r == nil || r.(string) != "throttle: Handler: nil next handler" {
+				t.Errorf("Handler(nil, …) recovered %v, want a panic that names the nil handler", r)
 			}
 		}()
-		httpthrottle.LimitHandler(nil, nil)
+		httpthrottle.Handler(nil, nil)
 	})
 	t.Run("nil options", func(t *testing.T) {
 		lim := must(throttle.NewLimiter(must(throttle.New(1, throttle.Inf))))
@@ -55,9 +55,9 @@ func TestZeroValuesHTTP(t *testing.T) {
 		}
 		defer func() {
 			if err, _ := recover().(error); !errors.Is(err, throttle.ErrInvalidOption) {
-				t.Errorf("LimitHandler with a nil option recovered %v, want ErrInvalidOption", err)
+				t.Errorf("Handler with a nil option recovered %v, want ErrInvalidOption", err)
 			}
 		}()
-		httpthrottle.LimitHandler(http.NotFoundHandler(), httpthrottle.Shared(lim), nil)
+		httpthrottle.Handler(http.NotFoundHandler(), httpthrottle.Shared(lim), nil)
 	})
 }

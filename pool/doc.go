@@ -30,7 +30,7 @@
 // A Pool is deliberately no throttle.Taker: a caller holds the Permit,
 // which names the member that served it (Permit.Member). It is a
 // throttle.Meter, whose Status sums the members out of quarantine (so
-// LimitHandler over a pool answers with the pool's IETF RateLimit fields,
+// Handler over a pool answers with the pool's IETF RateLimit fields,
 // and the status page shows it), but no Pauser or Leveler: a server's
 // answer concerns one member, and the Transport tells that member.
 package pool

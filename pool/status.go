@@ -9,7 +9,7 @@ import (
 )
 
 // Status appends the state of the pool's limits, in Limits order, to dst:
-// what a server answering for the pool (LimitHandler's IETF RateLimit
+// what a server answering for the pool (Handler's IETF RateLimit
 // fields, the gRPC interceptors' metadata) and the status page report.
 // Each limit is the sum over the members that can serve now or later —
 // out of quarantine, and Meters (a member that is no Meter cannot be

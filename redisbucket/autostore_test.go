@@ -68,7 +68,7 @@ func TestAutoStoreFleet(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(time.Now())
 	mk := func() (*auto.Limiter, *http.Client) {
 		a := must(auto.New(auto.Clock(fc), auto.Fleet(redisbucket.NewAutoStore(c, be.Prefix))))
-		return a, &http.Client{Transport: must(httpthrottle.NewTransport(nil, a.Limiter, httpthrottle.WithRetries(0)))}
+		return a, &http.Client{Transport: must(httpthrottle.NewTransport(nil, a, httpthrottle.WithRetries(0)))}
 	}
 	a, ca := mk()
 	b, _ := mk()
@@ -86,7 +86,7 @@ func TestAutoStoreFleet(t *testing.T) {
 	call(ca)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/x", nil)
 	req.Header.Set("Authorization", "Bearer sk-fleet")
-	l, err := b.Limiter(req)
+	l, err := b.Pick(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestAutoStoreFleet(t *testing.T) {
 	}
 	refuse = false
 	fc.Advance(50 * time.Millisecond)
-	if _, err := b.Limiter(req); err != nil {
+	if _, err := b.Pick(req); err != nil {
 		t.Fatal(err)
 	}
 	var u time.Time

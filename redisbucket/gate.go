@@ -11,7 +11,7 @@ import (
 )
 
 // A Limiter is a throttle.Gate (gate_test.go): the HTTP Transport,
-// LimitHandler and the gRPC interceptors take it as they take an
+// Handler and the gRPC interceptors take it as they take an
 // in-process throttle.Limiter, and every process on the same id shares its
 // limits.
 

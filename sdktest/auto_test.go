@@ -19,7 +19,7 @@ import (
 )
 
 // TestAutoOpenAISDK runs 100 concurrent chat completions through the
-// official OpenAI SDK and a Transport with auto.New().Limiter, configured with
+// official OpenAI SDK and a Transport with auto.New(), configured with
 // nothing, against a vendor allowing 10 requests per second (burst 10) that
 // publishes its quota in the IETF fields. Auto learns the quota from the
 // first response: no call fails, and the calls take a little more than the 9 s the quota
@@ -35,7 +35,7 @@ func TestAutoOpenAISDK(t *testing.T) {
 	})
 	defer vendor.Close()
 	learned := must(auto.New())
-	tr := must(httpthrottle.NewTransport(newBase(t), learned.Limiter))
+	tr := must(httpthrottle.NewTransport(newBase(t), learned))
 	client := openai.NewClient(
 		option.WithBaseURL(vendor.URL+"/v1/"),
 		option.WithAPIKey("sk-auto"),
@@ -78,7 +78,7 @@ func TestAutoOpenAISDK(t *testing.T) {
 }
 
 // TestAutoLLMTokenShare makes one chat completion, then 30 concurrent ones,
-// through the official OpenAI SDK, a Transport with auto.New().Limiter and
+// through the official OpenAI SDK, a Transport with auto.New() and
 // WithAccounting, against a vendor in OpenAI's dialect allowing 600 requests and
 // 60,000 tokens a minute (burst a minute of each): each call reserves its
 // prompt and its 500 max tokens. Once the first response has taught the
@@ -100,7 +100,7 @@ func TestAutoLLMTokenShare(t *testing.T) {
 	})
 	defer vendor.Close()
 	learned := must(auto.New())
-	tr := must(httpthrottle.NewTransport(newBase(t), learned.Limiter, httpthrottle.WithAccounting(llm.Config{})))
+	tr := must(httpthrottle.NewTransport(newBase(t), learned, httpthrottle.WithAccounting(llm.Config{})))
 	client := openai.NewClient(
 		option.WithBaseURL(vendor.URL+"/v1/"),
 		option.WithAPIKey("sk-auto-llm"),

@@ -31,8 +31,8 @@ func llmLimiter(t testing.TB, requests, tokens int64, per time.Duration) *thrott
 
 // llmClient is docs/llm.md's setup: the Transport with an llm.Config over a base
 // of the test's own.
-func llmClient(t testing.TB, l *throttle.Limiter, opts ...httpthrottle.TransportOption) (*http.Client, *httpthrottle.Transport) {
-	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), append([]httpthrottle.TransportOption{httpthrottle.WithAccounting(llm.Config{})}, opts...)...))
+func llmClient(t testing.TB, l *throttle.Limiter, opts ...httpthrottle.Option) (*http.Client, *httpthrottle.Transport) {
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(l), append([]httpthrottle.Option{httpthrottle.WithAccounting(llm.Config{})}, opts...)...))
 	return &http.Client{Transport: tr}, tr
 }
 

@@ -32,14 +32,14 @@ import (
 // signals under Auto and Anthropic's output tokens. The table is logged,
 // and written to the file THROTTLE_OUTSIDE_TABLE names.
 
-// autoClient is a Transport over auto.New().Limiter, with an llm.Config when tokens.
+// autoClient is a Transport over auto.New(), with an llm.Config when tokens.
 func autoClient(t *testing.T, tokens bool) *http.Client {
-	var opts []httpthrottle.TransportOption
+	var opts []httpthrottle.Option
 	if tokens {
 		opts = append(opts, httpthrottle.WithAccounting(llm.Config{}))
 	}
 	learned := must(auto.New())
-	return &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), learned.Limiter, opts...))}
+	return &http.Client{Transport: must(httpthrottle.NewTransport(newBase(t), learned, opts...))}
 }
 
 func caseAutoOpenAIBurst(t *testing.T) row {

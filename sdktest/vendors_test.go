@@ -765,7 +765,7 @@ func caseRefusalThroughSDKs(t *testing.T) (row, []string) {
 	} {
 		l := newLimiter(t, nil, 1, throttle.Per(1, time.Minute))
 		l.TryAcquire(1) // spent: the next permit is a minute away
-		opts := []httpthrottle.TransportOption{}
+		opts := []httpthrottle.Option{}
 		if name != "go-github" {
 			opts = append(opts, httpthrottle.WithAccounting(llm.Config{}))
 		}

@@ -197,7 +197,7 @@ func TestNoSecrets(t *testing.T) {
 	b, _ := throttle.New(10, throttle.Per(10, time.Second), throttle.WithName("requests"), throttle.WithObserver(p.Observer("shared")))
 	l, _ := throttle.NewLimiter(b)
 	p.Register("shared", l)
-	for _, g := range []httpthrottle.LimiterFunc{learned.Limiter, httpthrottle.Shared(l)} {
+	for _, g := range []httpthrottle.Picker{learned, httpthrottle.Shared(l)} {
 		tr, err := httpthrottle.NewTransport(base, g, httpthrottle.WithRetries(0))
 		if err != nil {
 			t.Fatal(err)

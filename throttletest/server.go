@@ -2,7 +2,7 @@
 // tests, examples and demos that need no network.
 //
 // The vendor enforces a request quota and a token quota per API key with
-// httpthrottle.LimitHandler; answers OpenAI Chat Completions and Responses,
+// httpthrottle.Handler; answers OpenAI Chat Completions and Responses,
 // Anthropic Messages and Gemini generateContent calls with each API's JSON
 // body and usage, or, for a streamed call, with its server-sent events
 // (Gemini's streamGenerateContent also as a JSON array sent in pieces);
@@ -195,7 +195,7 @@ func newServer(cfg Config) *Server {
 			panic(fmt.Sprintf("throttletest: quota %q: %v", l.Name, err))
 		}
 	}
-	// Without quotas the API is served as it is: LimitHandler has no
+	// Without quotas the API is served as it is: Handler has no
 	// unlimited default.
 	var api http.Handler = http.HandlerFunc(s.serveAPI)
 	if len(limits) > 0 {
@@ -204,10 +204,10 @@ func newServer(cfg Config) *Server {
 			opts = append(opts, throttle.WithClock(cfg.Clock))
 		}
 		s.keys = throttle.NewKeyed(func(string) []throttle.Limit { return limits }, opts...)
-		api = httpthrottle.LimitHandler(api, httpthrottle.PerKey(s.keys, APIKey),
-			httpthrottle.LimitCost(s.cost),
-			httpthrottle.LimitHeaders(s.writeHeaders),
-			httpthrottle.LimitRejected(s.reject))
+		api = httpthrottle.Handler(api, httpthrottle.PerKey(s.keys, APIKey),
+			httpthrottle.WithCost(s.cost),
+			httpthrottle.WithQuotaHeaders(s.writeHeaders),
+			httpthrottle.WithRejected(s.reject))
 	}
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)

@@ -44,7 +44,7 @@ func main() {
 	cfg := llm.Config{}
 	for _, run := range []struct {
 		name string
-		opt  httpthrottle.TransportOption
+		opt  httpthrottle.Option
 	}{
 		{"reserve only", httpthrottle.WithCost(cfg.Cost)},
 		{"reserve and settle", httpthrottle.WithAccounting(cfg)},

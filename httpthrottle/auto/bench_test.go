@@ -18,7 +18,7 @@ func BenchmarkTransportLearns(b *testing.B) {
 	headers.SetOpenAI(h, "requests", 1_000_000_000, 999_999_999, time.Millisecond)
 	headers.SetOpenAI(h, "tokens", 1_000_000_000, 999_999_999, time.Millisecond)
 	learned := must(New(InitialRate(throttle.Per(1_000_000, time.Second))))
-	tr := must(httpthrottle.NewTransport(answered{http.StatusOK, h}, learned.Limiter))
+	tr := must(httpthrottle.NewTransport(answered{http.StatusOK, h}, learned))
 	req, err := http.NewRequest(http.MethodGet, "https://api.openai.com/v1/models", nil)
 	if err != nil {
 		b.Fatal(err)

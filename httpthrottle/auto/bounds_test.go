@@ -229,11 +229,11 @@ func TestAutoMaxPauseAbsolute(t *testing.T) {
 		for _, ra := range []string{"1000000000000", "1"} {
 			clk := newClock()
 			a := must(New(Clock(clk), autoRand(0.999999)))
-			var opts []httpthrottle.TransportOption
+			var opts []httpthrottle.Option
 			if maxPause != defaultMaxPause {
 				opts = append(opts, httpthrottle.WithMaxPause(maxPause))
 			}
-			c := &http.Client{Transport: must(httpthrottle.NewTransport(&pauseVendor{ra}, a.Limiter, append(opts, httpthrottle.WithRetries(0))...))}
+			c := &http.Client{Transport: must(httpthrottle.NewTransport(&pauseVendor{ra}, a, append(opts, httpthrottle.WithRetries(0))...))}
 			start := clk.Now()
 			resp, err := c.Get("https://api.example.com/")
 			if err != nil {
@@ -250,7 +250,7 @@ func TestAutoMaxPauseAbsolute(t *testing.T) {
 	}
 }
 
-// TestAutoLearnsBurst: a GCRA server (this library's LimitHandler at 600
+// TestAutoLearnsBurst: a GCRA server (this library's Handler at 600
 // a minute, burst 5) reports q=600;w=60 and never more than 5 left: the
 // learned burst is 5, and a lone client reaches the server's 10/s within
 // a few seconds instead of crawling with its reserve above the burst:

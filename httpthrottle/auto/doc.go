@@ -1,6 +1,6 @@
 // Package auto limits an HTTP client to quotas it learns from the server:
-// no configuration. [New] makes a [Limiter], whose Limiter method is an
-// httpthrottle.LimiterFunc; under an httpthrottle.Transport, which tells
+// no configuration. [New] makes a [Limiter], an
+// httpthrottle.Picker; under an httpthrottle.Transport, which tells
 // its Gates of every response (they are httpthrottle.Learners), it keeps
 // one learned limiter per quota (per host and credential; [Key]).
 //

@@ -22,7 +22,7 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	tr, err := httpthrottle.NewTransport(http.DefaultTransport, learned.Limiter)
+	tr, err := httpthrottle.NewTransport(http.DefaultTransport, learned)
 	if err != nil {
 		fmt.Println(err)
 		return

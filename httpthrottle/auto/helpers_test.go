@@ -32,7 +32,7 @@ func must[T any](v T, err error) T {
 // limiterOf is Limiter as the Gate it is, for the tests that look inside
 // the learned buckets.
 func (a *Limiter) limiterOf(r *http.Request) (*autoGate, error) {
-	g, err := a.Limiter(r)
+	g, err := a.Pick(r)
 	l, _ := g.(*autoGate)
 	return l, err
 }
@@ -93,7 +93,7 @@ func answerOf(t *testing.T, clk clockwork.Clock, req *http.Request, status int, 
 	if !heed {
 		s.Limiter = must(throttle.NewLimiter(must(throttle.New(1, throttle.Inf, throttle.WithClock(clk)))))
 	}
-	tr := must(httpthrottle.NewTransport(answered{status, h}, s.pick, httpthrottle.WithRetries(0)))
+	tr := must(httpthrottle.NewTransport(answered{status, h}, httpthrottle.PickFunc(s.pick), httpthrottle.WithRetries(0)))
 	resp, err := tr.RoundTrip(req.Clone(req.Context()))
 	if err != nil {
 		t.Fatal(err)

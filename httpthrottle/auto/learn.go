@@ -430,7 +430,7 @@ func (ln *lane) teach(limit int64, window time.Duration, exact bool) {
 // burst is the most the server's bucket holds, as far as is known: the
 // most it was seen to hold (remaining plus the cost of the response that
 // reported it), since a server's burst is often shorter than its window
-// (GCRA servers, LimitHandler). For an IETF or GitHub limit, whose limit
+// (GCRA servers, Handler). For an IETF or GitHub limit, whose limit
 // is its burst as far as the server says, that takes autoBurstSample
 // counts, or autoBurstTops in a row at the most seen (a first count may
 // come from a quota others have half spent; a bucket that keeps showing
@@ -520,7 +520,7 @@ func (ln *lane) firstShare(c roundedCount, burst, reserve float64, now int64) {
 	// The fraction left of the burst as seen so far, and of the
 	// limit when the limit is the burst: a first count may come from
 	// a quota others have half spent, or from a server whose burst is
-	// a small part of its limit (GCRA, LimitHandler). The share of
+	// a small part of its limit (GCRA, Handler). The share of
 	// nothing known yet takes the lower; keeping the rate the client
 	// had takes the higher.
 	f := min(float64(rem)/burst, 1)

@@ -26,7 +26,7 @@ import (
 )
 
 // Limiter keeps one learned Limiter per quota: by default per host and
-// credential (see Key). Its Limiter method is an httpthrottle.LimiterFunc
+// credential (see Key). It is an httpthrottle.Picker
 // that needs no configuration: it learns each quota from what the server
 // says, and finds it by congestion control when the server says nothing
 // but 429 (the package doc sums up the rules; docs/auto.md states them).
@@ -35,7 +35,7 @@ import (
 //	if err != nil {
 //		return err
 //	}
-//	tr, err := httpthrottle.NewTransport(http.DefaultTransport, learned.Limiter)
+//	tr, err := httpthrottle.NewTransport(http.DefaultTransport, learned)
 //	if err != nil {
 //		return err
 //	}
@@ -82,7 +82,7 @@ type autoConfig struct {
 	initial float64 // tokens per second
 	max     float64 // 0: no maximum
 	floor   float64
-	within  httpthrottle.LimiterFunc
+	within  httpthrottle.Picker
 	clock   clockwork.Clock
 	obs     throttle.Observer
 	idle    time.Duration
@@ -145,10 +145,10 @@ func Range(min, max throttle.Rate) Option {
 // into one Limiter, costs in f's bucket order first, finding f's buckets by
 // their names, so a Limiter with two buckets of one name fails the request
 // with an error matching throttle.ErrInvalidOption. f must not be nil.
-func Within(f httpthrottle.LimiterFunc) Option {
+func Within(f httpthrottle.Picker) Option {
 	return func(c *autoConfig) error {
 		if f == nil {
-			return invalidOption("Within(nil): no httpthrottle.LimiterFunc")
+			return invalidOption("Within(nil): no httpthrottle.Picker")
 		}
 		c.within = f
 		return nil
@@ -331,14 +331,14 @@ func (a *Limiter) keyOf(r *http.Request) quotaKey {
 	return k
 }
 
-// Limiter returns the learned Limiter for r's quota, joined with the
-// Within Limiter if any. It is an httpthrottle.LimiterFunc. The Gate Within
+// Pick returns the learned Limiter for r's quota, joined with the
+// Within Limiter if any. It is an httpthrottle.Picker. The Gate Within
 // chooses must be a *throttle.Limiter, whose buckets the learned ones join: any
 // other fails the request.
-func (a *Limiter) Limiter(r *http.Request) (throttle.Gate, error) {
+func (a *Limiter) Pick(r *http.Request) (throttle.Gate, error) {
 	var user *throttle.Limiter
 	if a.cfg.within != nil {
-		g, err := a.cfg.within(r)
+		g, err := a.cfg.within.Pick(r)
 		if err != nil {
 			return nil, err
 		}

@@ -462,7 +462,7 @@ func TestAutoWithinNamesApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := must(New(Clock(clk), Within(httpthrottle.Shared(user))))
-	_, err = a.Limiter(get(t, "https://api.example.com/"))
+	_, err = a.Pick(get(t, "https://api.example.com/"))
 	if !errors.Is(err, throttle.ErrInvalidOption) || !strings.Contains(err.Error(), `"same"`) {
 		t.Fatalf("Limiter = %v; want ErrInvalidOption naming the limit", err)
 	}
@@ -636,7 +636,7 @@ func TestAutoThroughTransport(t *testing.T) {
 	clk := newClock()
 	a := must(New(Clock(clk)))
 	v := &fakeVendor{clk: clk, level: 10}
-	c := &http.Client{Transport: must(httpthrottle.NewTransport(v, a.Limiter))}
+	c := &http.Client{Transport: must(httpthrottle.NewTransport(v, a))}
 	resp, err := c.Get("https://api.example.com/")
 	if err != nil {
 		t.Fatal(err)

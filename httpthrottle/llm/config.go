@@ -17,8 +17,8 @@ import (
 // APIs, which count requests and tokens per minute: a call reserves an
 // estimate of its tokens before it is sent, and is settled against the
 // usage the response reports. It is an httpthrottle.Accounting: use it on
-// a Transport with httpthrottle.WithAccounting, or on LimitHandler with
-// httpthrottle.LimitCost(llm.Config{}.Cost).
+// a Transport with httpthrottle.WithAccounting, or on Handler with
+// httpthrottle.WithCost(llm.Config{}.Cost).
 //
 // Each limit of the Gate counts one unit, by the role the config gives
 // its name: the limits named in RequestLimits count 1 per request (and

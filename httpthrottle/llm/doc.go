@@ -15,7 +15,7 @@
 //
 //   - [Config]: which limit counts requests and which tokens, and how
 //     tokens are estimated; [Config.Cost] is its estimate as an
-//     httpthrottle.CostFunc (for LimitHandler's LimitCost).
+//     httpthrottle.CostFunc (for Handler's WithCost).
 //   - [Outputs], made by [NewOutputs]: the output tokens calls of each
 //     model really use, reserved instead of their max_tokens.
 //   - [Usage], read by [ParseUsage]: the tokens a response reports.

@@ -10,49 +10,45 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// LimiterFunc chooses the Gate that governs an HTTP request, for a
-// Transport (client side) or for LimitHandler (server side): one shared by
-// every request, or one per host, API key or model. Any Gate will do: a
-// Limiter, a key's Limiter of a Keyed (PerKey), an htb.Limiter, a trtcm.Marker,
-// or redisbucket's Limiter, whose quota many processes share. An error
-// fails the request. A nil Gate (or a nil *Limiter) with a nil error is an
-// error too, which names the request's host: it most often comes of a
-// constructor's error ignored, and letting the request through would
-// silently lift every limit. For no limit, return a Limiter at rate
+// Picker chooses the Gate that governs an HTTP request, for a Transport
+// (client side) or a Handler (server side): one shared by every request
+// (Shared), or one per host, API key or model (PerKey). Any Gate will do:
+// a Limiter, a key's Gate of a Keyed, an htb.Limiter, a trtcm.Marker, a
+// pool.Pool, or redisbucket's Limiter, whose quota many processes share.
+// An error fails the request. A nil Gate (or a nil *Limiter) with a nil
+// error is an error too, which names the request's host: it most often
+// comes of a constructor's error ignored, and letting the request through
+// would silently lift every limit. For no limit, pick a Limiter at rate
 // throttle.Inf: it admits everything and still heeds a server's pauses.
-type LimiterFunc func(*http.Request) (throttle.Gate, error)
-
-// Shared returns a LimiterFunc that puts every request under g. A nil g
-// makes NewTransport fail, and LimitHandler panic.
-func Shared(g throttle.Gate) LimiterFunc {
-	// A method value rather than a closure, so that NewTransport can tell
-	// a Shared pick and check its Gate before the first request: see
-	// sharedGate.
-	return sharedPick{g}.pick
+type Picker interface {
+	Pick(*http.Request) (throttle.Gate, error)
 }
 
-// sharedPick is the LimiterFunc of Shared.
+// PickFunc is a function that is a Picker.
+type PickFunc func(*http.Request) (throttle.Gate, error)
+
+// Pick returns f(r).
+func (f PickFunc) Pick(r *http.Request) (throttle.Gate, error) { return f(r) }
+
+// Shared returns a Picker that puts every request under g. A nil g makes
+// NewTransport fail, and Handler panic.
+func Shared(g throttle.Gate) Picker { return sharedPick{g} }
+
+// sharedPick is the Picker of Shared, whose Gate a constructor checks
+// before the first request (a nil Gate, limits WithAccounting cannot find).
 type sharedPick struct{ g throttle.Gate }
 
-func (s sharedPick) pick(*http.Request) (throttle.Gate, error) { return s.g, nil }
+func (s sharedPick) Pick(*http.Request) (throttle.Gate, error) { return s.g, nil }
 
-// sharedGate returns the Gate of pick when pick is Shared's: a constructor
-// can then check it at once (a nil Gate, limits WithAccounting cannot find)
-// rather than fail the first request. Every method value of
-// sharedPick.pick has the same code (its -fm wrapper, one per program,
-// unlike a closure, which inlining copies), so the code pointer tells
-// it; calling it is then safe, as it reads nothing of the request.
-func sharedGate(pick LimiterFunc) (throttle.Gate, bool) {
-	if reflect.ValueOf(pick).Pointer() != reflect.ValueOf(sharedPick{}.pick).Pointer() {
-		return nil, false
-	}
-	g, _ := pick(nil)
-	return g, true
+// sharedGate returns the Gate of pick when pick is Shared's.
+func sharedGate(pick Picker) (throttle.Gate, bool) {
+	s, ok := pick.(sharedPick)
+	return s.g, ok
 }
 
 // noGate is the error of a request whose pick chose no Gate.
 func noGate(req *http.Request) error {
-	return fmt.Errorf("throttle: the LimiterFunc returned no Gate (a nil Gate and no error) for a request to %q: was a constructor's error ignored? (for no limit, a Limiter at rate throttle.Inf)", HostKey(req))
+	return fmt.Errorf("throttle: the Picker returned no Gate (a nil Gate and no error) for a request to %q: was a constructor's error ignored? (for no limit, a Limiter at rate throttle.Inf)", HostKey(req))
 }
 
 // noGateIn reports whether g holds no Gate: nil, or a nil pointer of a
@@ -91,7 +87,7 @@ func gateLimits(g throttle.Gate) []throttle.Limit {
 // limit. Returning a number of costs other than one per limit is a bug:
 // the Transport fails the request with an error matching
 // throttle.ErrInvalidCost, and
-// LimitHandler answers 500, without sending or admitting it.
+// Handler answers 500, without sending or admitting it.
 //
 // A CostFunc that reads the request body must not consume it: on the client
 // side read it through GetBody, on the server side put back what was read.
