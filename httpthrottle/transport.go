@@ -31,140 +31,34 @@ const defaultRetries = 3
 
 // Transport is an http.RoundTripper that keeps the requests of an
 // http.Client under a server's quota, and reacts when the server says the
-// client went over it.
+// client went over it. docs/http-client.md ("The Transport's rules")
+// states each rule; in short:
 //
-// Before sending a request, RoundTrip takes a permit from the request's
-// Gate (see Picker) with the request's context, which waits out any
-// pause and queues in FIFO order; a context that ends first, or whose
-// deadline is too near for the permit, fails the request before it is sent
-// and spends nothing (a *WaitError matches context.DeadlineExceeded), but
-// only when that wait is certain: a pause the server named, or exact
-// arithmetic on settled state. A wait that rests on an estimate is no
-// grounds to refuse: with WithAccounting, the reservations queued and in flight
-// (prompt plus max_tokens, settled later to the usage); on Auto's buckets,
-// a rate it is still learning. Such a request queues, is served as the
-// estimates settle, and fails with the context's error if its deadline
-// comes first; it is refused at once only when even the least its wait can
-// be passes the deadline: the pause in force, then the refill, at the
-// bucket's rate (the server's, for Auto; none before it is known), of what
-// the request needs beyond the bucket's level and every unsettled
-// reservation, as if they and the calls queued ahead used nothing. The
-// WaitError then names that limit and that wait. With or without WithAccounting,
-// a bucket emptied by a window's "remaining: 0" whose reset is scheduled
-// (see the pause below) counts the limit the reset restores, from the
-// reset on. With WithInFlight it then
-// waits for one of a fixed number of in-flight slots, released when the
-// response body is closed.
-//
-// With WithAccounting on a Gate held in this process (a Taker that is also a
-// Leveler and a Meter: a Limiter, a key of a Keyed), a call taken from a
-// limit at its capacity opens a burst that the calls taken after it join
-// until the server answers one of them: the server's quota, full too, refills nothing
-// until it sees them, so the first answer lowers the bucket to its
-// capacity less what the burst reserved, and a call of the burst admitted
-// past the capacity, on a refill the server did not have, is sent only
-// after that answer and the refill of its excess (see transport_burst.go).
-//
-// On every response RoundTrip reads the rate-limit headers the server sent
-// (Retry-After, Retry-After-Ms, the IETF RateLimit fields and their older
-// form, X-RateLimit-*, OpenAI's and Anthropic's): a reported remaining count
-// lowers the matching bucket's level, never raises it (see Signals below for
-// the matching; a count the server rounds, as Anthropic rounds tokens to the
-// thousand, lowers it to the most the rounding allows). Malformed values are
-// ignored and counted in Stats. The body of a 429 or 403 is read too, up to
-// 16 KiB and for at most 200 ms, and handed back to the caller intact (the
-// bytes read, then the rest): Google's google.rpc.RetryInfo retryDelay
-// counts as a Retry-After; a billing refusal (OpenAI's insufficient_quota
-// and spend-limit codes, Anthropic's spend caps) is returned at once after
-// its one attempt, never retried (x-should-retry: false for an SDK that
-// retries itself), pauses and drains nothing, and counts in Stats.Refused
-// and as an EventRejected; a refusal whose body has not come within the time
-// is returned as it is, not retried. A 429, a 403 reporting a remaining
-// count of 0 (GitHub's primary limit) or carrying Retry-After (GitHub's
-// secondary limit; one that names no wait, its body saying "secondary rate
-// limit", waits a minute, doubling with each such refusal in a row until a
-// success, within the MaxPause), and a 503 or 529 with Retry-After pause
-// the whole Limiter until the instant the server named, capped at the
-// MaxPause, so that every goroutine waits, not only the one that was
-// refused. A refusal that names no usable wait (no Retry-After, or one
-// that is zero, negative, past or garbage) pauses it on the back-off
-// schedule of the SDKs that retry on their own (openai-go and
-// anthropic-sdk-go back off 0.5 s, doubling per retry up to 8 s, less up
-// to a quarter of jitter), at the low end of their jitter, so that the
-// pause ends before the SDK's own retry comes; the step is the refused
-// call's own (its X-Stainless-Retry-Count, else its refusals so far, by
-// method, URL and body), and a success starts the schedule again. The
-// retry of such a call, recognised by its method, URL and body, waits only
-// its own call's pause, not other calls' pauses nor the queue behind them
-// (its cost is taken as debt if need be), so that a call the server keeps
-// refusing costs no more time than the SDK alone spends on it. A reset that is the time until
-// the quota is full again (OpenAI's, Anthropic's) is not waited whole: the
-// pause lasts one unit's refill, the reset divided by the units missing
-// (limit less remaining), rounded up. The pause sets
-// each bucket to the refused request's cost, or to the remaining count the
-// server reports if lower, so that one call goes when the pause ends and
-// the others follow at the configured rate, not in a burst; a bucket whose
-// quota the server reports still holding the call keeps its level. When
-// the pause holds through the end of a server's window (GitHub's
-// x-ratelimit-reset with remaining 0), the bucket gets the server's level
-// back at that instant, its whole limit (never above its capacity).
-//
-// A refused request is retried, with exponential back-off and jitter
-// (github.com/cenkalti/backoff/v4) and the server's Retry-After as the
-// least wait, when all of these hold: retries remain (WithRetries); the
-// wait fits the MaxPause and the context's deadline, and the server did not
-// ask for more than the MaxPause; the request can be replayed (no body, or
-// GetBody set); the server did not send x-should-retry: false or
-// Stripe-Should-Retry: false; and the response is a 429 (or a 403 as
-// above), a 503 or 529 with Retry-After, a 503 or 529 without it to an
-// idempotent method or a request with an Idempotency-Key, or a status of
-// 400 or more with x-should-retry: true. Each retry takes a new permit,
-// queued ahead of the calls waiting for the Gate (as throttle.WithPriority
-// lets a waiter pass others): the pause made every call wait the server's
-// wait, and the refused call keeps the turn it had.
-// Otherwise RoundTrip returns the last response itself, body intact, with a
-// nil error, as the RoundTripper contract asks. A response that is retried
-// is read (up to 16 KiB, so it can still be returned if the next permit
-// cannot be had before the deadline) and closed. Requests of SDKs that
-// retry on their own (X-Stainless-Retry-Count) are left to their retries,
-// unless WithSDKRetries, and get the Transport's own refusals as responses
-// whose body ends in the refusal's error, which the SDKs return as the
-// call's error; see RefusalHeader.
-//
-// RoundTrip never modifies the caller's request: a retry sends a clone with
-// a fresh body from GetBody. Errors of the base transport are returned as
-// they are, without retry.
-//
-// Signals: a quota the server reports is matched to a limit by name
-// (OpenAI's and Anthropic's "requests", "tokens", "input-tokens",
-// "output-tokens", or an IETF policy name); with WithAccounting, one of those four
-// that no limit is named for goes to the first limit the Accounting counts it in (Counts)
-// that role ("tpm" for TokenLimits {"tpm"}). A quota without a name, or an
-// IETF policy or "requests" quota that matches no limit, goes to the limit
-// named "requests", else the first of the limits the Accounting counts requests in, or
-// to the only limit of a one-limit Gate. Other quotas are ignored.
-//
-// Any Gate: the Transport does the same to every Gate, through the Gate
-// interface and the capabilities it finds on it (see package throttle):
-// a Taker's costs are taken and settled without a Permit (Take, Settle;
-// otherwise Acquire gives one); a Pauser is paused, with the levels the
-// refusal leaves (a Limiter sets them, redisbucket's keeps the fleet's
-// level, which its pause empties); a Leveler is lowered to the remaining
-// counts; a Tuner is told each quota's size; a Meter's Status gives the
-// certain part of a wait; an Observer hears the account's refusals, and
-// before each pause an EventPaused whose Reason says what asked for it
-// (status, host, header: a Limiter reports it as the pause's Cause). A
-// Gate without a capability goes without that reaction: one that is no
-// Pauser is paced by its own rate, the refused request still retried
-// after the server's wait; on one that is no Meter the deadline decision
-// is the Gate's own; one that is no Taker gets its window resets back at
-// its own rate, and a recognised retry waits its turn there.
-//
-// Time (pauses, back-off, deadlines) is read on the clock of the request's
-// Gate: the clock its Clock method returns (a Limiter's, set WithClock;
-// redisbucket's Limiter's), an htb.Limiter's or a trtcm.Marker's own, else
-// the real clock; so a Gate built on a clockwork.FakeClock drives the
-// Transport in tests.
+//   - Before sending, RoundTrip takes a permit from the request's Gate
+//     (see Picker) with the request's context, in FIFO order. A request
+//     whose wait certainly passes its deadline (a pause the server named,
+//     exact arithmetic on settled state) fails at once with a *WaitError
+//     matching context.DeadlineExceeded and spends nothing; a wait that
+//     rests on an estimate (reservations not yet settled, a rate Auto is
+//     still learning) is waited, within the deadline.
+//   - On every response it reads the rate-limit headers (Retry-After, the
+//     IETF RateLimit fields, X-RateLimit-*, OpenAI's and Anthropic's) and
+//     the body of a 429 or 403 (up to 16 KiB, handed back intact): a
+//     reported remaining count lowers the matching limit, never raises
+//     it; a refusal pauses the whole Gate until the instant the server
+//     named (capped at the MaxPause), or on the SDKs' back-off schedule
+//     when it names none; a billing refusal is returned at once.
+//   - A refused request that can be replayed is retried with back-off
+//     (WithRetries, WithBackOff), ahead of the calls queued behind it,
+//     never past its deadline; otherwise the last response is returned,
+//     body intact, with a nil error, as the RoundTripper contract asks.
+//     RoundTrip never modifies the caller's request. Requests of SDKs
+//     that retry on their own are left to them (see RefusalHeader).
+//   - Every Gate gets the same treatment through the capabilities it has
+//     (Taker, Pauser, Leveler, Tuner, Meter, Observer, Learner); a Gate
+//     without one goes without that reaction. Time is read on the Gate's
+//     clock (its Clock method), so a fake clock drives the Transport in
+//     tests.
 type Transport struct {
 	base http.RoundTripper
 	pick Picker
