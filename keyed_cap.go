@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle/internal/exact"
 	"github.com/throttlekit/throttle/internal/option"
 )
@@ -256,21 +255,4 @@ func (s *shard[K]) overflow(k *Keyed[K], p *profile, tag uint32, now int64) (*en
 		*e = newEntry(*new(K), e.prof(), now)
 	}
 	return e, nil
-}
-
-// newKeyLimiter makes a Limiter of validated limits.
-func newKeyLimiter(limits []Limit, clock clockwork.Clock, obs Observer) *Limiter {
-	bs := make([]*Bucket, len(limits))
-	for i, l := range limits {
-		s, err := l.Rate.shape(l.Capacity)
-		if err != nil {
-			panic("throttle: a validated limit failed: " + err.Error())
-		}
-		bs[i] = bucketOf(l.Capacity, l.Rate, s, options{Clock: clock, Name: l.Name, Observer: obs})
-	}
-	lim, err := NewLimiter(bs...)
-	if err != nil {
-		panic("throttle: joining fresh buckets failed: " + err.Error())
-	}
-	return lim
 }

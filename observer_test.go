@@ -25,16 +25,6 @@ func (r *recorder) Observe(e Event) {
 	r.events = append(r.events, e)
 }
 
-// takeWhys returns the explanations of the events heard since the last
-// take or takeWhys.
-func (r *recorder) takeWhys() []*WaitError {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w := r.whys
-	r.whys = nil
-	return w
-}
-
 func (r *recorder) take() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()

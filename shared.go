@@ -10,9 +10,8 @@ import (
 // and the marker (trtcm) share one implementation of each. Their short
 // names here keep the core's code as it reads best.
 type (
-	level   = exact.Level
-	shape   = exact.Shape
-	divider = exact.Divider
+	level = exact.Level
+	shape = exact.Shape
 
 	timeline                     = queue.Timeline
 	wake                         = queue.Wake

@@ -40,9 +40,7 @@ func (a *attempt) Settle(actual ...int64) error {
 	} else {
 		err = a.g.tk.Settle(a.costs, actual)
 	}
-	if len(actual) == len(a.costs) {
-		a.book(actual)
-	}
+	a.book()
 	return err
 }
 
@@ -68,14 +66,14 @@ func (a *attempt) clamp(actual []int64) []int64 {
 
 func (a *attempt) Keep() {
 	if a.done.CompareAndSwap(false, true) {
-		a.book(a.costs)
+		a.book()
 	}
 }
 
-// book moves the attempt to the settled ones of the Transport's book.
-func (a *attempt) book(actual []int64) {
+// book takes the attempt out of the Transport's book of those in flight.
+func (a *attempt) book() {
 	if a.g.keyed {
-		a.t.inFlight.settled(a.g.g, a.costs, actual)
+		a.t.inFlight.settled(a.g.g, a.costs)
 	}
 }
 

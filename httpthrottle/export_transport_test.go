@@ -2,12 +2,10 @@ package httpthrottle
 
 import (
 	"math/rand/v2"
-	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/htb"
 )
 
 // QueuedFor returns the number of waiters queued on l's buckets, for the
@@ -49,22 +47,6 @@ func newClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(t0) }
 
 func oneLimit(int) []throttle.Limit {
 	return []throttle.Limit{{Name: "req", Capacity: 10, Rate: throttle.Per(10, time.Second)}}
-}
-
-func mustClass(t *testing.T, p *htb.Class, cfg htb.Config) *htb.Class {
-	t.Helper()
-	c, err := p.NewClass(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func mustTry(t *testing.T, c *htb.Class, cost int64, want bool) {
-	t.Helper()
-	if ok, err := c.TryAcquire(cost); err != nil || ok != want {
-		t.Fatalf("%s.TryAcquire(%d) = %v, %v; want %v", c.Name(), cost, ok, err, want)
-	}
 }
 
 func must[T any](v T, err error) T {

@@ -73,14 +73,6 @@ func gateClock(g throttle.Gate) clockwork.Clock {
 	return clockwork.NewRealClock()
 }
 
-// gateLimits returns g.Limits(), or nothing for no Gate.
-func gateLimits(g throttle.Gate) []throttle.Limit {
-	if noGateIn(g) {
-		return nil
-	}
-	return g.Limits()
-}
-
 // CostFunc returns what a request costs on each limit of g, in the order of
 // g.Limits(). A zero cost leaves that limit out; a request whose costs are
 // all zero is free and takes no permit. The default cost is 1 on every

@@ -387,7 +387,7 @@ func (x *exchange) send() (*http.Response, error) {
 	if err != nil {
 		// The costs stay spent: the request may have reached the server.
 		if booked {
-			t.inFlight.settled(x.g.g, x.costs, x.costs)
+			t.inFlight.settled(x.g.g, x.costs)
 		}
 		if release != nil {
 			release()

@@ -35,8 +35,7 @@ import (
 // counts, from the reset on.
 
 // flightBook counts, for each limit of a Gate, what the attempts of a
-// Transport with an llm.Config have reserved and not yet settled, and over the
-// settled ones, what was reserved and what was used.
+// Transport with an Accounting have reserved and not yet settled.
 type flightBook struct {
 	mu sync.Mutex
 	m  map[limitRef]*flights
@@ -44,8 +43,6 @@ type flightBook struct {
 
 type flights struct {
 	inFlight int64 // reserved by attempts not yet settled
-	reserved int64 // reserved by settled attempts
-	used     int64 // what those attempts used
 }
 
 // add books costs taken from g for an attempt about to be sent.
@@ -69,10 +66,9 @@ func (f *flightBook) add(g throttle.Gate, costs []int64) {
 	f.mu.Unlock()
 }
 
-// settled moves an attempt booked with costs to the settled ones, which
-// used actual. A limit with nothing left in flight is forgotten, keeping
-// its ratio only while it is in use.
-func (f *flightBook) settled(g throttle.Gate, costs, actual []int64) {
+// settled removes an attempt booked with costs. A limit with nothing left
+// in flight is forgotten.
+func (f *flightBook) settled(g throttle.Gate, costs []int64) {
 	f.mu.Lock()
 	for i, c := range costs {
 		r := limitRef{g, i}
@@ -81,8 +77,6 @@ func (f *flightBook) settled(g throttle.Gate, costs, actual []int64) {
 			continue
 		}
 		e.inFlight -= c
-		e.reserved = satAdd(e.reserved, c)
-		e.used = satAdd(e.used, min(actual[i], c))
 		if e.inFlight <= 0 {
 			delete(f.m, r)
 		}

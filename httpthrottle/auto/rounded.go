@@ -25,9 +25,6 @@ func countOf(qu *headers.Quota) roundedCount {
 	return c
 }
 
-// exactCount is a count that was not rounded.
-func exactCount(rem int64) roundedCount { return roundedCount{rem: rem, lo: rem, hi: rem} }
-
 // nearest is the value within the count's range nearest v: what the
 // count proves about v, and no more. The share rule's target uses it for
 // the level the client steers to (the reserve): a count whose range holds
