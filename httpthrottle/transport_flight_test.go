@@ -16,8 +16,8 @@ import (
 type wrongCount struct{ err *error }
 
 func (wrongCount) Cost(*http.Request, throttle.Gate) ([]int64, error) { return []int64{100}, nil }
-func (wrongCount) Check([]throttle.Limit) error                      { return nil }
-func (wrongCount) Counts(string, string) bool                        { return false }
+func (wrongCount) Check([]throttle.Limit) error                       { return nil }
+func (wrongCount) Counts(string, string) bool                         { return false }
 func (w wrongCount) Settle(_ *http.Response, a Attempt) (bool, func()) {
 	*w.err = a.Settle(1, 2)
 	return false, nil
