@@ -410,15 +410,18 @@ func (x *exchange) send() (*http.Response, error) {
 func (x *exchange) turn() (int64, error) {
 	t := x.t
 	var full uint64
-	if x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
-		full = t.bursts.full(x.g, x.costs, false)
+	var members memberFull
+	if t.follows(x.g) {
+		full = t.fullBefore(x.g, x.costs)
+	} else if t.acct != nil {
+		members = t.membersFull(x.g, x.costs)
 	}
 	waited, err := x.takeTurn()
 	if err != nil {
 		return 0, err
 	}
-	if x.via.member != nil && x.bursting() && t.bursts.idle(x.g) && t.inFlight.idle(x.g) {
-		full = t.bursts.full(x.g, x.costs, true)
+	if x.via.member != nil {
+		full = members.of(x.via.member.Member().Name)
 	}
 	if x.bursting() {
 		if err := x.joinBurst(full); err != nil {
@@ -436,11 +439,8 @@ func (x *exchange) turn() (int64, error) {
 }
 
 // bursting reports whether the attempt's Gate is one whose bursts from
-// full are followed, with an llm.Config.
-func (x *exchange) bursting() bool {
-	g := x.g
-	return x.t.acct != nil && g.tk != nil && g.level != nil && g.meter != nil && g.keyed
-}
+// full are followed.
+func (x *exchange) bursting() bool { return x.t.follows(x.g) }
 
 // expired returns ctx's error when the request's context ended while it
 // waited for its turn (a grant at its deadline): it is then not sent, so

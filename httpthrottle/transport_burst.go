@@ -8,6 +8,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/pool"
 )
 
 // Bursts from a full bucket.
@@ -45,6 +46,57 @@ import (
 // could open a burst: none is open, and the Transport has no call of the
 // Gate in flight, which the server would have counted or be about to
 // count (its quota is then not full).
+
+// follows reports whether the Transport follows the bursts from full of
+// g: it has an Accounting, and g is a Taker, a Leveler and a Meter.
+func (t *Transport) follows(g *gate) bool {
+	return t.acct != nil && g.tk != nil && g.level != nil && g.meter != nil && g.keyed
+}
+
+// fullBefore returns the mask of g's limits at their capacity that costs
+// take from, read before the call takes them, when the call could open a
+// burst: none is open, and no call of g is in flight.
+func (t *Transport) fullBefore(g *gate, costs []int64) uint64 {
+	if !t.bursts.idle(g) || !t.inFlight.idle(g) {
+		return 0
+	}
+	return t.bursts.full(g, costs)
+}
+
+// memberFull is fullBefore of each member of a pool, by name, read before
+// the call takes its permit from the pool: the member that serves it is
+// known only after, and another call taken meanwhile from the same member
+// would hide that it was full.
+type memberFull struct {
+	names []string
+	masks []uint64
+}
+
+// membersFull returns memberFull of g's members if g is a pool.
+func (t *Transport) membersFull(g *gate, costs []int64) (f memberFull) {
+	p, ok := g.g.(*pool.Pool)
+	if !ok {
+		return f
+	}
+	for _, m := range p.Members() {
+		if mg := t.gates.of(m.Gate); t.follows(mg) {
+			if mask := t.fullBefore(mg, costs); mask != 0 {
+				f.names, f.masks = append(f.names, m.Name), append(f.masks, mask)
+			}
+		}
+	}
+	return f
+}
+
+// of returns the mask of the member named name.
+func (f memberFull) of(name string) uint64 {
+	for i, n := range f.names {
+		if n == name {
+			return f.masks[i]
+		}
+	}
+	return 0
+}
 
 // burstBook keeps the open bursts of a Transport's limits.
 type burstBook struct {
@@ -90,19 +142,14 @@ func (k *burstBook) idle(g *gate) bool {
 }
 
 // full returns the mask of the limits of g at their capacity that a call
-// of costs takes from: read before the call takes them, or, taken, just
-// after it took them.
-func (k *burstBook) full(g *gate, costs []int64, taken bool) (mask uint64) {
+// of costs takes from, read before the call takes them.
+func (k *burstBook) full(g *gate, costs []int64) (mask uint64) {
 	var buf [4]throttle.LimitStatus
 	for i, st := range g.meter.Status(buf[:0]) {
 		if i >= min(len(costs), maxBurstLimits) || costs[i] == 0 {
 			continue
 		}
-		before := st.Remaining
-		if taken { // read just after the call took costs: a pool's member is known only then
-			before += costs[i]
-		}
-		if before >= st.Capacity {
+		if st.Remaining >= st.Capacity {
 			mask |= 1 << i
 		}
 	}

@@ -22,7 +22,7 @@ func TestBurstLeftByAllItsCallsEnds(t *testing.T) {
 	take := func(cost int64) (uint64, []burstWait) {
 		t.Helper()
 		costs := []int64{cost}
-		full := k.full(g, costs, false)
+		full := k.full(g, costs)
 		if ok, err := l.TryAcquire(cost); !ok || err != nil {
 			t.Fatalf("TryAcquire(%d) = %v, %v", cost, ok, err)
 		}
