@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 )
 
@@ -138,34 +139,17 @@ const heardFresh = time.Millisecond
 // stored. epoch and feedOK are the feed's token from before the
 // reservation was sent.
 func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, feedOK bool) error {
-	base := e.o.clock.Now()
-	// All after base: the reservation's own instant (stretched), what
-	// pauses added to it, and the end of the latest pause that holds it.
-	own, shift, hold := res.wait, time.Duration(0), time.Duration(0)
-	target := own
-	applied := max(res.paused, res.now)
-	_, gen, _, _, _ := e.pz.get()
+	s := sleeper{base: e.o.clock.Now(), own: res.wait, res: res, applied: max(res.paused, res.now)}
+	_, s.gen, _, _, _ = e.pz.get()
+	target := s.own
 	t := e.o.clock.NewTimer(target)
 	defer t.Stop()
+	e.arm(t, s.base.Add(target))
 	for {
-		until, g, factor, at, changed := e.pz.get()
-		if until > applied {
-			if e.tuned.Load() != 0 {
-				hold = time.Duration(until-res.now) * time.Microsecond
-			} else {
-				shift += time.Duration(until-applied) * time.Microsecond
-			}
-			applied = until
-		}
-		if g != gen {
-			gen = g
-			if left := own - at.Sub(base); left > 0 {
-				own = at.Sub(base) + time.Duration(float64(left)*factor)
-			}
-		}
-		if next := max(own+shift, hold); next != target {
+		next, changed := s.target(e)
+		if next != target {
 			target = next
-			t.Reset(target - e.o.clock.Since(base))
+			e.arm(t, s.base.Add(target))
 		}
 		select {
 		case <-ctx.Done():
@@ -173,6 +157,14 @@ func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, fe
 		case <-changed:
 			continue
 		case <-t.Chan():
+		}
+		if e.o.clock.Since(s.base) < target {
+			// A fire from before the target moved: Reset does not
+			// take back a fire already in the timer's channel (a fake
+			// clock's expiry is a send into a buffer of one), and a
+			// pause heard as the timer fired may lose the select to it.
+			e.arm(t, s.base.Add(target))
+			continue
 		}
 		if feedOK && e.feed.heldSince(epoch) {
 			// Subscribed to the fleet's pauses since before the
@@ -186,11 +178,64 @@ func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, fe
 		e.confirm(ctx)
 		// A pause that came with the answer and ends after this
 		// reservation was made moves the target (the timer has fired,
-		// so Reset re-arms it); otherwise the caller goes.
-		if again, _, _, _, _ := e.pz.get(); again <= applied {
+		// so arming it again takes); otherwise the caller goes.
+		if again, _, _, _, _ := e.pz.get(); again <= s.applied {
 			return nil
 		}
 	}
+}
+
+// armSlack is how far the clock may move between reading it and arming a
+// timer before arm reads it again: far below what a grant's instant is
+// worth on the wire, far above a read, a Reset and a read on a real clock.
+const armSlack = 50 * time.Microsecond
+
+// arm sets t to fire at the instant at. A timer takes a duration, which
+// counts from the clock as the timer reads it: if the clock moved after
+// this read it (an Advance of a fake clock, a preemption), the timer would
+// fire that much late, and a sleeper that only re-arms when its target
+// moves would sleep past its instant, so the arming is repeated until the
+// clock stood still across it.
+func (e *engine) arm(t clockwork.Timer, at time.Time) {
+	for {
+		now := e.o.clock.Now()
+		t.Reset(at.Sub(now))
+		if e.o.clock.Since(now) <= armSlack {
+			return
+		}
+	}
+}
+
+// sleeper is what a reserved sleeper knows of its instant, all after
+// base: the reservation's own instant (stretched by Tune), what pauses
+// added to it, and the end of the latest pause that holds it.
+type sleeper struct {
+	base             time.Time
+	own, shift, hold time.Duration
+	res              result
+	applied, gen     int64
+}
+
+// target folds the pauses and rate changes heard since the last look into
+// the sleeper's instant and returns it, with the channel that closes on
+// the next change.
+func (s *sleeper) target(e *engine) (time.Duration, <-chan struct{}) {
+	until, g, factor, at, changed := e.pz.get()
+	if until > s.applied {
+		if e.tuned.Load() != 0 {
+			s.hold = time.Duration(until-s.res.now) * time.Microsecond
+		} else {
+			s.shift += time.Duration(until-s.applied) * time.Microsecond
+		}
+		s.applied = until
+	}
+	if g != s.gen {
+		s.gen = g
+		if left := s.own - at.Sub(s.base); left > 0 {
+			s.own = at.Sub(s.base) + time.Duration(float64(left)*factor)
+		}
+	}
+	return max(s.own+s.shift, s.hold), changed
 }
 
 // confirm reads the limiter's state once (mode p, no cost), for the pause
