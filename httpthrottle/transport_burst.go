@@ -8,7 +8,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
-	"github.com/throttlekit/throttle/pool"
 )
 
 // Bursts from a full bucket.
@@ -74,11 +73,7 @@ type memberFull struct {
 
 // membersFull returns memberFull of g's members if g is a pool.
 func (t *Transport) membersFull(g *gate, costs []int64) (f memberFull) {
-	p, ok := g.g.(*pool.Pool)
-	if !ok {
-		return f
-	}
-	for _, m := range p.Members() {
+	for _, m := range g.members {
 		if mg := t.gates.of(m.Gate); t.follows(mg) {
 			if mask := t.fullBefore(mg, costs); mask != 0 {
 				f.names, f.masks = append(f.names, m.Name), append(f.masks, mask)

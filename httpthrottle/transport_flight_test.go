@@ -31,7 +31,7 @@ func TestFlightBookForgetsFailedSettlement(t *testing.T) {
 	clk := clockwork.NewFakeClockAt(t0)
 	l := must(throttle.NewLimiter(must(throttle.New(1000, throttle.Per(1000, time.Minute), throttle.WithName("tokens"), throttle.WithClock(clk)))))
 	var settleErr error
-	base := transportOf(func(r *http.Request) (*http.Response, error) {
+	base := transportFunc(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 	})
 	tr := must(NewTransport(base, Shared(l), WithAccounting(wrongCount{&settleErr})))
@@ -48,8 +48,3 @@ func TestFlightBookForgetsFailedSettlement(t *testing.T) {
 		t.Error("the attempt whose settlement failed is still booked in flight")
 	}
 }
-
-// transportOf is an http.RoundTripper of a function.
-type transportOf func(*http.Request) (*http.Response, error)
-
-func (f transportOf) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

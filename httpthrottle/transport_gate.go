@@ -7,6 +7,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/pool"
 )
 
 // gate is a Gate and what the Transport found it can do: every step of a
@@ -29,6 +30,9 @@ type gate struct {
 	meter throttle.Meter
 	obs   throttle.Observer // told of the account's refusals
 	learn Learner           // told of every response
+	// members are the members of a Gate that is a pool.Pool, whose
+	// bursts from full are read before the pool chooses one.
+	members []pool.Member
 }
 
 // newGate finds what g can do; ones, if not nil, lends it its default
@@ -57,6 +61,9 @@ func (x *gate) fill(g throttle.Gate, ones *onesBuf) {
 	x.meter, _ = g.(throttle.Meter)
 	x.obs, _ = g.(throttle.Observer)
 	x.learn, _ = g.(Learner)
+	if p, ok := g.(*pool.Pool); ok {
+		x.members = p.Members()
+	}
 }
 
 // name returns the name of limit i.
