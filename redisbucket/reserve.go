@@ -145,10 +145,11 @@ func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, fe
 	t := e.o.clock.NewTimer(target)
 	defer t.Stop()
 	e.arm(t, s.base.Add(target))
+	fired := false // the timer fired and the target still holds the caller
 	for {
 		next, changed := s.target(e)
-		if next != target {
-			target = next
+		if next != target || fired {
+			target, fired = next, false
 			e.arm(t, s.base.Add(target))
 		}
 		select {
@@ -177,11 +178,14 @@ func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, fe
 		}
 		e.confirm(ctx)
 		// A pause that came with the answer and ends after this
-		// reservation was made moves the target (the timer has fired,
-		// so arming it again takes); otherwise the caller goes.
+		// reservation was made may move the target; otherwise the
+		// caller goes. The timer has fired: it is armed again even if
+		// the target stays (a pause held under Tune may end before it),
+		// or nothing would wake the caller.
 		if again, _, _, _, _ := e.pz.get(); again <= s.applied {
 			return nil
 		}
+		fired = true
 	}
 }
 
