@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -50,8 +50,12 @@ type Observer struct {
 	clock     clockwork.Clock
 	epoch     time.Time
 
-	next       atomic.Int64 // earliest instant, since epoch, of the next line
-	suppressed atomic.Int64 // qualifying waits dropped since the last line
+	// mu makes choosing a wait for the interval's line and taking the
+	// count of those dropped before it one step: apart, a wait dropped
+	// between them was reported by the line written before it.
+	mu         sync.Mutex
+	next       int64 // earliest instant, since epoch, of the next line
+	suppressed int64 // qualifying waits dropped since the last line
 }
 
 // Option configures an Observer.
@@ -99,7 +103,7 @@ func New(logger *slog.Logger, every time.Duration, opts ...Option) *Observer {
 		o.level = slog.LevelInfo
 	}
 	o.epoch = o.clock.Now()
-	o.next.Store(math.MinInt64)
+	o.next = math.MinInt64
 	return o
 }
 
@@ -124,15 +128,18 @@ func (o *Observer) Observe(e throttle.Event) {
 	if !o.logger.Enabled(ctx, level) {
 		return
 	}
+	var dropped int64
 	if o.every > 0 {
 		now := int64(o.clock.Since(o.epoch))
-		next := o.next.Load()
-		// Losing the race to a concurrent wait in the same interval counts
-		// as being inside the interval: that wait's line is the one logged.
-		if now < next || !o.next.CompareAndSwap(next, now+min(o.every, math.MaxInt64-now)) {
-			o.suppressed.Add(1)
+		o.mu.Lock()
+		if now < o.next {
+			o.suppressed++
+			o.mu.Unlock()
 			return
 		}
+		o.next = now + min(o.every, math.MaxInt64-now)
+		dropped, o.suppressed = o.suppressed, 0
+		o.mu.Unlock()
 	}
 	attrs := [4]slog.Attr{
 		slog.String("limit", e.Limit),
@@ -140,8 +147,8 @@ func (o *Observer) Observe(e throttle.Event) {
 		slog.Int64("cost", e.Cost),
 	}
 	n := 3
-	if s := o.suppressed.Swap(0); s > 0 {
-		attrs[n] = slog.Int64("suppressed", s)
+	if dropped > 0 {
+		attrs[n] = slog.Int64("suppressed", dropped)
 		n++
 	}
 	o.logger.LogAttrs(ctx, level, waitMessage(e.Limit, e.Wait), attrs[:n]...)

@@ -321,6 +321,11 @@ func TestSlogObserverConcurrent(t *testing.T) {
 	if len(lines) != 1 {
 		t.Fatalf("%d lines in one interval, want 1", len(lines))
 	}
+	// The first line is the interval's first wait: none was dropped
+	// before it, though thousands were while it was being written.
+	if s := suppressedOf(t, lines[0]); s != 0 {
+		t.Fatalf("the first line says %d waits were suppressed before it", s)
+	}
 	clk.Advance(time.Second)
 	o.Observe(granted("tokens", 2*time.Second))
 	lines = h.take()
