@@ -90,6 +90,12 @@ func (r poolResult) used() float64 {
 // runPool drives one contender, made for the vendor's URL and key names,
 // through spec's trace.
 func runPool(t testing.TB, spec poolSpec, name string, make func(url string, keys []string) poolCaller) poolResult {
+	return runPoolWith(t, spec, name, make, nil)
+}
+
+// runPoolWith is runPool that shows the contender's maker the vendor, if
+// seen is not nil, before the first call.
+func runPoolWith(t testing.TB, spec poolSpec, name string, make func(url string, keys []string) poolCaller, seen func(*poolVendor)) poolResult {
 	limits := map[string][2]int64{}
 	var keys []string
 	for i := range spec.keys {
@@ -101,6 +107,9 @@ func runPool(t testing.TB, spec poolSpec, name string, make func(url string, key
 	v := newPoolVendor(spec.minute, limits)
 	if spec.exhausted {
 		v.keys["key0"].out = true
+	}
+	if seen != nil {
+		seen(v)
 	}
 	srv := httptest.NewServer(v)
 	defer srv.Close()

@@ -24,6 +24,9 @@
 //     ceiling; a quota idle for [Idle] is forgotten; [Fleet] makes the
 //     processes of a fleet learn each quota together through a [Store].
 //
+// [Limiter.Quota] gives the learned Gate of a quota by name, of fixed
+// limits: a pool.Pool member whose limits are not configured.
+//
 // [Limiter.Stats] reports what was learned ([QuotaStats], [LimitStats]);
 // [Observer] is told of every change.
 package auto

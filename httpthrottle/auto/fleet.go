@@ -305,6 +305,9 @@ func (q *autoQuota) adopt(st *fleetState, m int, now int64) {
 		if ln == nil {
 			var made bool
 			ln, made = q.limitLane(l.Policy, l.Tokens, l.At-a.epoch.UnixNano())
+			if ln == nil {
+				continue // not among a Quota's limits
+			}
 			changed = changed || made
 			ln.teach(l.Limit, l.Window, l.Exact)
 		}

@@ -50,19 +50,22 @@ type lane struct {
 	learned bool
 	limit   int64
 	window  time.Duration
-	exact   bool           // the burst is the limit (IETF, GitHub)
-	tokens  bool           // the limit counts tokens
-	counts  bool           // the server has reported what is left of it
-	rem     int64          // what it last reported left
-	nCounts int64          // how many counts it reported
-	tops    int64          // how many in a row were at the most seen
-	heardAt int64          // when a response last reported the limit
-	cur     *headers.Quota // what the response being learned from reports of it
-	grant   int64          // tokens the first share may spend at once, not yet given
-	fleetN  int            // processes sharing the quota, as the fleet last said; 0 without a fleet
-	fleet   *fleetCount    // under the fleet's congestion control: what was seen since the last sync
-	ceil    float64        // the server's rate, tokens per second
-	seen    int64          // the most the server was seen to hold: remaining + cost
+	exact   bool // the burst is the limit (IETF, GitHub)
+	tokens  bool // the limit counts tokens
+	// placeholder: a Quota's declared token limit not reported yet,
+	// which holds nothing back (see declaredLane).
+	placeholder bool
+	counts      bool           // the server has reported what is left of it
+	rem         int64          // what it last reported left
+	nCounts     int64          // how many counts it reported
+	tops        int64          // how many in a row were at the most seen
+	heardAt     int64          // when a response last reported the limit
+	cur         *headers.Quota // what the response being learned from reports of it
+	grant       int64          // tokens the first share may spend at once, not yet given
+	fleetN      int            // processes sharing the quota, as the fleet last said; 0 without a fleet
+	fleet       *fleetCount    // under the fleet's congestion control: what was seen since the last sync
+	ceil        float64        // the server's rate, tokens per second
+	seen        int64          // the most the server was seen to hold: remaining + cost
 	// A limit restored whole at the end of each window (GitHub's): its
 	// counts are exact until the window's end, resetAt on a's time line.
 	windowed bool
@@ -116,7 +119,7 @@ func (q *autoQuota) response(req *http.Request, l *throttle.Limiter, bs []*throt
 	if throttled {
 		q.stretchPause(l, maxPause)
 	}
-	if res := githubResource(sig); res != "" && res != q.key.resource {
+	if res := githubResource(sig); res != "" && res != q.key.resource && q.declared == nil {
 		// The response names the resource its quota belongs to: requests
 		// of this path go to that quota from now on.
 		base := q.key
@@ -196,6 +199,9 @@ func (q *autoQuota) learnFrom(bs []*throttle.Bucket, costs []int64, status int, 
 		q.rebuild()
 	}
 	for _, ln := range q.lanes {
+		if ln.placeholder {
+			continue // holds nothing back until reported
+		}
 		cost := int64(1)
 		if bs != nil {
 			cost = 0
@@ -276,6 +282,9 @@ func (q *autoQuota) learn(sig *headers.Signals, now int64) (changed, fresh bool)
 		if ln == nil {
 			var made bool
 			ln, made = q.limitLane(name, tokens, now)
+			if ln == nil {
+				continue // not among a Quota's limits
+			}
 			changed = changed || made
 		}
 		ln.policy, ln.cur, ln.heardAt = name, qu, now
@@ -289,8 +298,13 @@ func (q *autoQuota) learn(sig *headers.Signals, now int64) (changed, fresh bool)
 // controlled bucket for the first limit on requests, which takes with it
 // the calls queued there (SetRate re-times them), or a new lane, made
 // after forgetting the limit reported least recently if the quota holds
-// autoMaxLimits. made reports a new lane. q.mu is held.
+// autoMaxLimits. made reports a new lane. For a Quota, whose lanes are
+// fixed, it is the declared lane the limit teaches, nil if none (see
+// declaredLane). q.mu is held.
 func (q *autoQuota) limitLane(name string, tokens bool, now int64) (ln *lane, made bool) {
+	if q.declared != nil {
+		return q.declaredLane(name, tokens, now), false
+	}
 	if !tokens {
 		if c := q.lane(aimdLane); c != nil && !c.learned {
 			c.policy, c.heardAt = name, now
@@ -739,6 +753,9 @@ func (a *Limiter) clamp(v float64, requests bool) float64 {
 // not applied (SetRate re-times every waiter), nor changes of capacity
 // under a quarter of it.
 func (ln *lane) apply(a *Limiter) {
+	if ln.placeholder {
+		return // holds nothing back until reported
+	}
 	var c float64
 	if ln.learned {
 		c = max(math.Ceil(ln.rate*autoBurstTime), float64(ln.maxCost))

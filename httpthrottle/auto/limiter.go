@@ -243,17 +243,22 @@ func New(opts ...Option) (*Limiter, error) {
 }
 
 // quotaKey names a quota: the key, the credential's hash, and for GitHub
-// the resource.
+// the resource; or the name of a Quota.
 type quotaKey struct {
 	name      string
 	cred      uint64
 	fleetCred string // with Fleet: the hex SHA-256 of the credential, the same in every process
 	resource  string
+	member    bool // a Quota's, never a request's
 }
 
 // fleetString is the quota's key in an Fleet store.
 func (k quotaKey) fleetString() string {
 	s := k.name
+	if k.member {
+		// Apart from the keys Pick finds: a Quota may be named as a host.
+		s = "quota:" + s
+	}
 	if k.fleetCred != "" {
 		s += "#" + k.fleetCred
 	}
@@ -287,6 +292,11 @@ type laneKey struct {
 func (a *Limiter) startLimits(k laneKey) []throttle.Limit {
 	if k.name == aimdLane {
 		return []throttle.Limit{{Name: k.name, Capacity: 1, Rate: rateOf(a.cfg.initial)}}
+	}
+	if k.quota.member {
+		// A Quota's declared token limit, which holds nothing back until
+		// it is reported (see declaredLane).
+		return []throttle.Limit{{Name: k.name, Capacity: placeholderCapacity, Rate: throttle.Per(placeholderCapacity, time.Second)}}
 	}
 	return []throttle.Limit{{Name: k.name, Capacity: 1, Rate: throttle.Per(1, time.Second)}}
 }
@@ -378,16 +388,24 @@ func (a *Limiter) quota(k quotaKey, now int64) *autoQuota {
 		if len(a.quotas) >= a.cfg.maxQuotas {
 			a.evictQuota()
 		}
-		q = &autoQuota{a: a, key: k}
-		q.lanes = []*lane{q.newLane(aimdLane)}
-		if a.cfg.fleet != nil {
-			q.lanes[0].fleet = &fleetCount{}
-		}
+		q = a.newQuota(k, now)
 		q.rebuild()
-		a.quotas[k] = q
-		a.order = append(a.order, q)
 	}
 	q.used.Store(now)
+	return q
+}
+
+// newQuota makes and keeps the quota of k, with its requests lane, and
+// leaves it to the caller to build its Limiter. a.mu is held.
+func (a *Limiter) newQuota(k quotaKey, now int64) *autoQuota {
+	q := &autoQuota{a: a, key: k}
+	q.lanes = []*lane{q.newLane(aimdLane)}
+	if a.cfg.fleet != nil {
+		q.lanes[0].fleet = &fleetCount{}
+	}
+	q.used.Store(now)
+	a.quotas[k] = q
+	a.order = append(a.order, q)
 	return q
 }
 
@@ -402,7 +420,7 @@ func (a *Limiter) sweep(now int64) {
 		a.next = 0
 	}
 	q := a.order[a.next]
-	if now-q.used.Load() < int64(q.horizon()) {
+	if q.declared != nil || now-q.used.Load() < int64(q.horizon()) {
 		a.next++
 		return
 	}
@@ -414,6 +432,9 @@ func (a *Limiter) evictQuota() {
 	at := -1
 	var oldest int64
 	for i, q := range a.order {
+		if q.declared != nil {
+			continue // a Quota is the caller's to keep
+		}
 		if u := q.used.Load(); at < 0 || u < oldest {
 			at, oldest = i, u
 		}
@@ -463,6 +484,9 @@ type autoQuota struct {
 	a    *Limiter
 	key  quotaKey
 	used atomic.Int64 // instant of the last use, on a's time line
+	// declared are a Quota's limits, whose lanes are fixed: nil for a
+	// quota Pick found, which learns whatever limits its server reports.
+	declared []string
 
 	mu        sync.Mutex
 	lanes     []*lane
