@@ -108,3 +108,50 @@ func TestPauseFeedClosedSleepersAsk(t *testing.T) {
 		t.Fatalf("granted at +%v, before the pause's end", at.Sub(start))
 	}
 }
+
+// TestPauseFeedTunedPauseBeforeTarget: under a lowered quota (Tune) a
+// pause refills the limit at that quota rather than holding the refill,
+// so a pause that ends before a reserved sleeper's instant leaves the
+// instant where it was. A sleeper without a feed (its Limiter closed)
+// reads Redis when its timer fires, and goes at its instant.
+func TestPauseFeedTunedPauseBeforeTarget(t *testing.T) {
+	r := newRig(t)
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 2, Rate: throttle.Per(10, time.Second)}}
+	a := r.limiter("feedtuned", limits, redisbucket.WithReservations())
+	b := r.limiter("feedtuned", limits, redisbucket.WithReservations())
+	b.Close()
+	ctx := context.Background()
+	// Lowered to 5 a second: a cost of 2, above the lowered capacity,
+	// goes from a full bucket and leaves it at -1.
+	a.Tune(0, 300, time.Minute)
+	if ok, err := a.TryAcquire(2); !ok || err != nil {
+		t.Fatalf("take two: %v %v", ok, err)
+	}
+	start := r.fc.Now()
+	granted := make(chan time.Time, 1)
+	go func() {
+		if _, err := b.Acquire(ctx, 1); err != nil {
+			t.Error(err)
+		}
+		granted <- r.fc.Now()
+	}()
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	a.PauseUntil(start.Add(50 * time.Millisecond))
+	// The reservation's instant, 2 tokens at 5 a second, as without the
+	// pause.
+	r.advance(400 * time.Millisecond)
+	tm := time.NewTimer(10 * time.Second)
+	defer tm.Stop()
+	select {
+	case at := <-granted:
+		if d := at.Sub(start); d != 400*time.Millisecond {
+			t.Fatalf("granted at +%v, want +400ms", d)
+		}
+	case <-tm.C:
+		t.Fatal("the sleeper was not woken at its instant, after a pause that ended before it")
+	}
+}
