@@ -1,15 +1,11 @@
 package benchmarks
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"testing"
 
-	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/httpthrottle"
 	"github.com/throttlekit/throttle/httpthrottle/auto"
 	"github.com/throttlekit/throttle/pool"
@@ -58,25 +54,7 @@ func poolAuto(spec poolSpec, w *learnWatch) func(url string, keys []string) pool
 			ms = append(ms, pool.Member{Name: k, Gate: must(a.Quota(k, "requests", "tokens"))})
 			routes[k] = must(httpthrottle.RouteTo(url, url, http.Header{"Authorization": {"Bearer " + k}}))
 		}
-		p := must(pool.New(ms))
-		tr := must(httpthrottle.NewTransport(baseTransport(64), httpthrottle.Shared(p),
-			httpthrottle.WithRoutes(routes), httpthrottle.WithMaxPause(spec.minute),
-			httpthrottle.WithCost(func(req *http.Request, _ throttle.Gate) ([]int64, error) {
-				n, err := strconv.ParseInt(req.Header.Get("X-Tokens"), 10, 64)
-				return []int64{1, n}, err
-			})))
-		c := &http.Client{Transport: tr}
-		return func(ctx context.Context, tokens int64) error {
-			s, err := status(c, poolRequest(ctx, url, "", tokens))
-			w.look()
-			switch {
-			case err != nil:
-				return err
-			case s != http.StatusOK:
-				return fmt.Errorf("status %d", s)
-			}
-			return nil
-		}
+		return poolCall(spec, url, ms, routes, w.look)
 	}
 }
 

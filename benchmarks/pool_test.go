@@ -204,24 +204,34 @@ func poolTransport(spec poolSpec) func(url string, keys []string) poolCaller {
 			ms = append(ms, m)
 			routes[k] = must(httpthrottle.RouteTo(url, url, http.Header{"Authorization": {"Bearer " + k}}))
 		}
-		p := must(pool.New(ms))
-		tr := must(httpthrottle.NewTransport(baseTransport(64), httpthrottle.Shared(p),
-			httpthrottle.WithRoutes(routes), httpthrottle.WithMaxPause(spec.minute),
-			httpthrottle.WithCost(func(req *http.Request, _ throttle.Gate) ([]int64, error) {
-				n, err := strconv.ParseInt(req.Header.Get("X-Tokens"), 10, 64)
-				return []int64{1, n}, err
-			})))
-		c := &http.Client{Transport: tr}
-		return func(ctx context.Context, tokens int64) error {
-			s, err := status(c, poolRequest(ctx, url, "", tokens))
-			switch {
-			case err != nil:
-				return err
-			case s != http.StatusOK:
-				return fmt.Errorf("status %d", s)
-			}
-			return nil
+		return poolCall(spec, url, ms, routes, nil)
+	}
+}
+
+// poolCall is a caller through a pool of ms under the Transport, with
+// routes, whose calls cost one request and their tokens; after, if not
+// nil, runs after every call.
+func poolCall(spec poolSpec, url string, ms []pool.Member, routes map[string]func(*http.Request), after func()) poolCaller {
+	p := must(pool.New(ms))
+	tr := must(httpthrottle.NewTransport(baseTransport(64), httpthrottle.Shared(p),
+		httpthrottle.WithRoutes(routes), httpthrottle.WithMaxPause(spec.minute),
+		httpthrottle.WithCost(func(req *http.Request, _ throttle.Gate) ([]int64, error) {
+			n, err := strconv.ParseInt(req.Header.Get("X-Tokens"), 10, 64)
+			return []int64{1, n}, err
+		})))
+	c := &http.Client{Transport: tr}
+	return func(ctx context.Context, tokens int64) error {
+		s, err := status(c, poolRequest(ctx, url, "", tokens))
+		if after != nil {
+			after()
 		}
+		switch {
+		case err != nil:
+			return err
+		case s != http.StatusOK:
+			return fmt.Errorf("status %d", s)
+		}
+		return nil
 	}
 }
 
