@@ -256,6 +256,13 @@ func TestPoolSmoke(t *testing.T) {
 	spec := poolSpec{keys: 4, rpm: 100, tpm: 40_000, demand: 2.5, minutes: 2, minute: time.Second}
 	r := runPool(t, spec, "pool", poolTransport(spec))
 	t.Log(r)
+	if raceDetector {
+		// Run for the detector, which watches the pool and the Transport
+		// under load; the README's test command, without it, checks the
+		// figures, which the detector's slowdown at a process's start
+		// takes below the bounds.
+		return
+	}
 	if r.used() < 0.9 || float64(r.refused) > 0.05*float64(r.attempts) || float64(r.failed) > 0.01*float64(r.served) {
 		t.Errorf("pool: %v", r)
 	}
