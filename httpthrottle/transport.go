@@ -409,21 +409,25 @@ func (x *exchange) send() (*http.Response, error) {
 // meanwhile; it returns the wait.
 func (x *exchange) turn() (int64, error) {
 	t := x.t
+	// Bursts are followed only under an Accounting: a call without one
+	// does not look at them.
 	var full uint64
 	var members memberFull
-	if t.follows(x.g) {
-		full = t.fullBefore(x.g, x.costs)
-	} else if t.acct != nil {
-		members = t.membersFull(x.g, x.costs)
+	if t.acct != nil {
+		if t.follows(x.g) {
+			full = t.fullBefore(x.g, x.costs)
+		} else {
+			members = t.membersFull(x.g, x.costs)
+		}
 	}
 	waited, err := x.takeTurn()
 	if err != nil {
 		return 0, err
 	}
-	if x.via.member != nil {
+	if t.acct != nil && x.via.member != nil {
 		full = members.of(x.via.member.Member().Name)
 	}
-	if x.bursting() {
+	if t.acct != nil && x.bursting() {
 		if err := x.joinBurst(full); err != nil {
 			return 0, err
 		}
