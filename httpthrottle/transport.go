@@ -424,12 +424,14 @@ func (x *exchange) turn() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if t.acct != nil && x.via.member != nil {
-		full = members.of(x.via.member.Member().Name)
-	}
-	if t.acct != nil && x.bursting() {
-		if err := x.joinBurst(full); err != nil {
-			return 0, err
+	if t.acct != nil {
+		if x.via.member != nil {
+			full = members.of(x.via.member.Member().Name)
+		}
+		if x.bursting() {
+			if err := x.joinBurst(full); err != nil {
+				return 0, err
+			}
 		}
 	}
 	if x.g.learn != nil && x.g.learn.BeforeSend() {

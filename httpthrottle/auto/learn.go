@@ -299,17 +299,17 @@ func (q *autoQuota) learn(sig *headers.Signals, now int64) (changed, fresh bool)
 // the calls queued there (SetRate re-times them), or a new lane, made
 // after forgetting the limit reported least recently if the quota holds
 // autoMaxLimits. made reports a new lane. For a Quota, whose lanes are
-// fixed, it is the declared lane the limit teaches, nil if none (see
-// declaredLane). q.mu is held.
+// fixed, a limit other than the first on requests teaches the declared
+// lane of its name, or none (nil; see declaredLane). q.mu is held.
 func (q *autoQuota) limitLane(name string, tokens bool, now int64) (ln *lane, made bool) {
-	if q.declared != nil {
-		return q.declaredLane(name, tokens, now), false
-	}
 	if !tokens {
 		if c := q.lane(aimdLane); c != nil && !c.learned {
 			c.policy, c.heardAt = name, now
 			return c, false
 		}
+	}
+	if q.declared != nil {
+		return q.declaredLane(name, tokens, now), false
 	}
 	if q.learnedLanes() >= autoMaxLimits {
 		q.evictLane()

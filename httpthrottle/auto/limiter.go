@@ -388,7 +388,7 @@ func (a *Limiter) quota(k quotaKey, now int64) *autoQuota {
 		if len(a.quotas) >= a.cfg.maxQuotas {
 			a.evictQuota()
 		}
-		q = a.newQuota(k, now)
+		q = a.newQuota(k)
 		q.rebuild()
 	}
 	q.used.Store(now)
@@ -396,14 +396,14 @@ func (a *Limiter) quota(k quotaKey, now int64) *autoQuota {
 }
 
 // newQuota makes and keeps the quota of k, with its requests lane, and
-// leaves it to the caller to build its Limiter. a.mu is held.
-func (a *Limiter) newQuota(k quotaKey, now int64) *autoQuota {
+// leaves it to the caller to build its Limiter (and, for a quota Pick
+// finds, to mark it used). a.mu is held.
+func (a *Limiter) newQuota(k quotaKey) *autoQuota {
 	q := &autoQuota{a: a, key: k}
 	q.lanes = []*lane{q.newLane(aimdLane)}
 	if a.cfg.fleet != nil {
 		q.lanes[0].fleet = &fleetCount{}
 	}
-	q.used.Store(now)
 	a.quotas[k] = q
 	a.order = append(a.order, q)
 	return q

@@ -50,7 +50,6 @@ func (a *Limiter) Quota(name string, limits ...string) (throttle.Gate, error) {
 		return nil, err
 	}
 	k := quotaKey{name: name, member: true}
-	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if q := a.quotas[k]; q != nil {
@@ -59,7 +58,7 @@ func (a *Limiter) Quota(name string, limits ...string) (throttle.Gate, error) {
 		}
 		return q.lim, nil
 	}
-	q := a.newQuota(k, now)
+	q := a.newQuota(k)
 	q.declared = slices.Clone(limits)
 	for _, n := range limits[1:] {
 		ln := q.newLane(n)
@@ -91,17 +90,14 @@ func declarable(limits []string) error {
 // holds nothing back, and far within the exact arithmetic's range.
 const placeholderCapacity = 1 << 40
 
-// declaredLane is limitLane's for a quota of declared limits: the lane a
-// limit the server reports for the first time teaches, or nil when it is
-// not declared. The requests lane is the one congestion control found
-// until then; a token lane held nothing back until then, and starts as a
-// new lane does (see limitLane). q.mu is held.
+// declaredLane is limitLane's for a quota of declared limits, past the
+// first limit on requests (which takes the congestion-controlled lane, as
+// in any quota): the declared token lane a limit the server reports for
+// the first time teaches, or nil when there is none (a second limit on
+// requests, a token limit not declared). The lane held nothing back until
+// then, and starts as a new lane does (see limitLane). q.mu is held.
 func (q *autoQuota) declaredLane(name string, tokens bool, now int64) *lane {
 	if !tokens {
-		if c := q.lane(aimdLane); c != nil && !c.learned {
-			c.policy, c.heardAt = name, now
-			return c
-		}
 		return nil
 	}
 	ln := q.lane(name)
