@@ -17,7 +17,7 @@ import (
 type learnWatch struct {
 	a     *auto.Limiter
 	want  map[string][2]int64
-	v     func() *poolVendor
+	v     *poolVendor // set before the first call
 	mu    sync.Mutex
 	calls map[string]int64
 }
@@ -35,7 +35,7 @@ func (w *learnWatch) look() {
 			continue
 		}
 		if q.Limits[0].Learned && q.Limits[0].Quota == want[0] && q.Limits[1].Learned && q.Limits[1].Quota == want[1] {
-			w.calls[q.Key] = w.v().keys[q.Key].attempts.Load()
+			w.calls[q.Key] = w.v.keys[q.Key].attempts.Load()
 		}
 	}
 }
@@ -70,9 +70,8 @@ func TestPoolUnconfigured(t *testing.T) {
 	if os.Getenv("THROTTLE_POOL_UNEVEN") != "" {
 		spec.keys, spec.div = 2, []int64{1, 10}
 	}
-	var v *poolVendor
-	w := &learnWatch{v: func() *poolVendor { return v }}
-	r := runPoolWith(t, spec, "pool, unconfigured", poolAuto(spec, w), func(pv *poolVendor) { v = pv })
+	w := &learnWatch{}
+	r := runPoolWith(t, spec, "pool, unconfigured", poolAuto(spec, w), func(v *poolVendor) { w.v = v })
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t.Logf("calls each key had answered when its limits were first seen learned: %v (of %d keys)", w.calls, spec.keys)

@@ -75,28 +75,14 @@ func TestPauseFeedClosedSleepersAsk(t *testing.T) {
 	a := r.limiter("feedclosed", limits, redisbucket.WithReservations())
 	b := r.limiter("feedclosed", limits, redisbucket.WithReservations())
 	b.Close()
-	ctx := context.Background()
 	if ok, err := a.TryAcquire(2); !ok || err != nil {
 		t.Fatalf("empty the bucket: %v %v", ok, err)
 	}
 	start := r.fc.Now()
-	granted := make(chan time.Time, 1)
-	go func() {
-		if _, err := b.Acquire(ctx, 1); err != nil {
-			t.Error(err)
-		}
-		granted <- r.fc.Now()
-	}()
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	granted := acquireAsleep(t, r, b)
 	a.PauseUntil(start.Add(time.Second))
 	r.advance(100 * time.Millisecond)
-	if err := r.fc.BlockUntilContext(bctx, 1); err != nil { // asked, and sleeps on
-		t.Fatal(err)
-	}
+	untilAsleep(t, r) // asked, and sleeps on
 	select {
 	case at := <-granted:
 		t.Fatalf("granted at +%v, inside the pause", at.Sub(start))
@@ -120,7 +106,6 @@ func TestPauseFeedTunedPauseBeforeTarget(t *testing.T) {
 	a := r.limiter("feedtuned", limits, redisbucket.WithReservations())
 	b := r.limiter("feedtuned", limits, redisbucket.WithReservations())
 	b.Close()
-	ctx := context.Background()
 	// Lowered to 5 a second: a cost of 2, above the lowered capacity,
 	// goes from a full bucket and leaves it at -1.
 	a.Tune(0, 300, time.Minute)
@@ -128,18 +113,7 @@ func TestPauseFeedTunedPauseBeforeTarget(t *testing.T) {
 		t.Fatalf("take two: %v %v", ok, err)
 	}
 	start := r.fc.Now()
-	granted := make(chan time.Time, 1)
-	go func() {
-		if _, err := b.Acquire(ctx, 1); err != nil {
-			t.Error(err)
-		}
-		granted <- r.fc.Now()
-	}()
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	granted := acquireAsleep(t, r, b)
 	a.PauseUntil(start.Add(50 * time.Millisecond))
 	// The reservation's instant, 2 tokens at 5 a second, as without the
 	// pause.
@@ -153,5 +127,31 @@ func TestPauseFeedTunedPauseBeforeTarget(t *testing.T) {
 		}
 	case <-tm.C:
 		t.Fatal("the sleeper was not woken at its instant, after a pause that ended before it")
+	}
+}
+
+// acquireAsleep starts b.Acquire(1) and returns once it sleeps on the
+// rig's fake clock; the channel gets the clock's time at the grant.
+func acquireAsleep(t *testing.T, r *rig, b *redisbucket.Limiter) <-chan time.Time {
+	t.Helper()
+	granted := make(chan time.Time, 1)
+	go func() {
+		if _, err := b.Acquire(context.Background(), 1); err != nil {
+			t.Error(err)
+		}
+		granted <- r.fc.Now()
+	}()
+	untilAsleep(t, r)
+	return granted
+}
+
+// untilAsleep waits, within 10 s, until one caller sleeps on the rig's
+// fake clock.
+func untilAsleep(t *testing.T, r *rig) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.fc.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,7 +3,9 @@ package auto
 import (
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,14 +300,6 @@ func TestQuotaFleet(t *testing.T) {
 		t.Fatalf("b's Quota after its first sync: %d requests, %d tokens: %+v; want a's 500 and 200k", req, tok, st)
 	}
 	if _, ok := store.state["throttle:auto:quota:key0"]; !ok {
-		t.Errorf("store keys %v; want the Quota's under quota:key0", keysOf(store.state))
+		t.Errorf("store keys %v; want the Quota's under quota:key0", slices.Collect(maps.Keys(store.state)))
 	}
-}
-
-func keysOf[V any](m map[string]V) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
 }
