@@ -73,7 +73,7 @@ func (a *attempt) Keep() {
 // book takes the attempt out of the Transport's book of those in flight.
 func (a *attempt) book() {
 	if a.g.keyed {
-		a.t.inFlight.settled(a.g.g, a.costs)
+		a.t.inFlight.Settled(a.g.g, a.costs)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/ledger"
 )
 
 // QueuedFor returns the number of waiters queued on l's buckets, for the
@@ -25,15 +26,10 @@ func QueuedFor(g throttle.Gate) int {
 }
 
 // BurstTaken returns what the open burst from full of limit i of g
-// reserved on t (see burstBook), 0 when none is open: the tests wait for
-// a call to join one.
+// reserved on t (see ledger.Bursts), 0 when none is open: the tests wait
+// for a call to join one.
 func BurstTaken(t *Transport, g throttle.Gate, i int) int64 {
-	t.bursts.mu.Lock()
-	defer t.bursts.mu.Unlock()
-	if e := t.bursts.m[limitRef{g, i}]; e != nil {
-		return e.taken
-	}
-	return 0
+	return t.bursts.Taken(ledger.Ref{G: g, I: i})
 }
 
 // SetRefusalWait sets how long t waits for a refusal's body, so that a

@@ -196,8 +196,8 @@ func (t *Transport) restoreAtReset(g *gate, sig *headers.Signals, d time.Duratio
 			sig.Capped && q.Reset >= t.maxPause {
 			continue
 		}
-		if j := t.quotaIndex(len(g.limits), g.name, q); j >= 0 {
-			t.resets.at(g, j, q.Limit, d, clock)
+		if j := t.quotaIndex(len(g.limits), g.name, q); j >= 0 && g.tk != nil && g.keyed {
+			t.resets.At(g.g, g.tk, len(g.limits), j, q.Limit, d, clock)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/throttlekit/throttle/internal/headers"
+	"github.com/throttlekit/throttle/internal/ledger"
 )
 
 // defaultMaxPause is the longest a Transport waits on what a server says,
@@ -84,10 +85,10 @@ type Transport struct {
 	// secondary counts GitHub secondary limits in a row that named no wait,
 	// for the growing pause of secondaryWait.
 	secondary atomic.Int64
-	resets    windowResets
-	inFlight  flightBook
+	resets    ledger.Resets
+	inFlight  ledger.Flights
 	gates     gateCache
-	bursts    burstBook
+	bursts    ledger.Bursts
 	// pauses are the refusals without a usable wait (see refusalPauses).
 	pauses refusalPauses
 	// routes are for Gates that are pools (transport_pool.go).
@@ -332,7 +333,7 @@ type exchange struct {
 	refusal headers.Refusal
 	stalled bool
 	// burst is the mask of the buckets whose bursts from full the attempt
-	// under way joined (see burstBook), until it is answered or given back.
+	// under way joined (see ledger.Bursts), until it is answered or given back.
 	burst uint64
 	// via is the member under way of a Gate that is a pool.Pool.
 	via poolVia
@@ -377,17 +378,17 @@ func (x *exchange) send() (*http.Response, error) {
 	t.sent.Add(1)
 	booked := t.acct != nil && taken && x.g.keyed
 	if booked {
-		t.inFlight.add(x.g.g, x.costs)
+		t.inFlight.Add(x.g.g, x.costs)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if x.burst != 0 {
-		t.bursts.answered(x.g, x.burst)
+		t.bursts.Answered(x.g.burst, x.burst)
 		x.burst = 0
 	}
 	if err != nil {
 		// The costs stay spent: the request may have reached the server.
 		if booked {
-			t.inFlight.settled(x.g.g, x.costs)
+			t.inFlight.Settled(x.g.g, x.costs)
 		}
 		if release != nil {
 			release()
@@ -641,7 +642,7 @@ func (x *exchange) takeLater(err error) (int64, error) {
 func (x *exchange) now() int64 { return x.g.clock.Now().UnixNano() }
 
 // attempt returns the permit of the attempt just answered by resp, for
-// the Accounting to settle, booked as in flight (see flightBook).
+// the Accounting to settle, booked as in flight (see ledger.Flights).
 func (x *exchange) attempt(resp *http.Response) Attempt {
 	a := &attempt{t: x.t, g: x.g, costs: x.costs, p: x.p, sig: &x.sig, body: resp.Body}
 	x.p = nil
@@ -650,13 +651,13 @@ func (x *exchange) attempt(resp *http.Response) Attempt {
 
 // joinBurst books the attempt, which took its costs from buckets of
 // which full were at their capacity before, in the bursts from full (see
-// burstBook), and waits for what a call admitted past a burst's capacity
+// ledger.Bursts), and waits for what a call admitted past a burst's capacity
 // waits for.
 func (x *exchange) joinBurst(full uint64) error {
-	var waits []burstWait
-	x.burst, waits = x.t.bursts.join(x.g, x.costs, full)
+	var waits []ledger.Wait
+	x.burst, waits = x.t.bursts.Join(x.g.burst, x.costs, full)
 	for _, w := range waits {
-		if err := w.wait(x.ctx, x.g.clock); err != nil {
+		if err := w.Wait(x.ctx, x.g.clock); err != nil {
 			x.giveBack(true)
 			return err
 		}
@@ -667,7 +668,7 @@ func (x *exchange) joinBurst(full uint64) error {
 // giveBack returns the costs taken for a request that was not sent.
 func (x *exchange) giveBack(taken bool) {
 	if x.burst != 0 {
-		x.t.bursts.leave(x.g, x.costs, x.burst)
+		x.t.bursts.Leave(x.g.g, x.costs, x.burst)
 		x.burst = 0
 	}
 	switch {

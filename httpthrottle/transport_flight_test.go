@@ -44,7 +44,7 @@ func TestFlightBookForgetsFailedSettlement(t *testing.T) {
 	if !errors.Is(settleErr, throttle.ErrInvalidCost) {
 		t.Fatalf("Settle(1, 2) of one cost: %v, want ErrInvalidCost", settleErr)
 	}
-	if !tr.inFlight.idle(tr.gates.of(l)) {
+	if !tr.inFlight.Idle(l, 1) {
 		t.Error("the attempt whose settlement failed is still booked in flight")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/internal/ledger"
 	"github.com/throttlekit/throttle/pool"
 )
 
@@ -18,7 +19,7 @@ import (
 type gate struct {
 	g      throttle.Gate
 	none   bool             // g is nil, or a nil pointer in a Gate
-	keyed  bool             // g can key a map (limitRef): its type is comparable
+	keyed  bool             // g can key a map (ledger.Ref): its type is comparable
 	limits []throttle.Limit // its limits, in cost order; never written
 	ones   []int64          // 1 on every limit: the default cost; shared, never written
 	clock  clockwork.Clock
@@ -30,6 +31,9 @@ type gate struct {
 	meter throttle.Meter
 	obs   throttle.Observer // told of the account's refusals
 	learn Learner           // told of every response
+	// burst is g, if its bursts from full can be followed: a comparable
+	// Taker, Meter and Leveler.
+	burst ledger.Followed
 	// members are the members of a Gate that is a pool.Pool, whose
 	// bursts from full are read before the pool chooses one.
 	members []pool.Member
@@ -61,6 +65,9 @@ func (x *gate) fill(g throttle.Gate, ones *onesBuf) {
 	x.meter, _ = g.(throttle.Meter)
 	x.obs, _ = g.(throttle.Observer)
 	x.learn, _ = g.(Learner)
+	if f, ok := g.(ledger.Followed); ok && x.tk != nil && x.keyed {
+		x.burst = f
+	}
 	if p, ok := g.(*pool.Pool); ok {
 		x.members = p.Members()
 	}
@@ -156,11 +163,4 @@ func ones(n int) []int64 {
 		s[i] = 1
 	}
 	return s
-}
-
-// limitRef names limit i of a Gate: the in-flight book and the window
-// resets keep their counts by it.
-type limitRef struct {
-	g throttle.Gate
-	i int
 }

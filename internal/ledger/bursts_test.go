@@ -1,8 +1,10 @@
-package httpthrottle
+package ledger
 
 import (
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/throttlekit/throttle"
 )
@@ -13,27 +15,26 @@ import (
 // answer ends a burst once, a later answer of the same burst lowering
 // nothing.
 func TestBurstLeftByAllItsCallsEnds(t *testing.T) {
-	fc := newClock()
-	b := must(throttle.New(100, throttle.Per(100, 100*time.Millisecond), throttle.WithName("tokens"), throttle.WithClock(fc)))
-	l := must(throttle.NewLimiter(b))
-	g := newGate(l, nil)
-	ref := limitRef{l, 0}
-	var k burstBook
-	take := func(cost int64) (uint64, []burstWait) {
+	fc := clockwork.NewFakeClock()
+	b, _ := throttle.New(100, throttle.Per(100, 100*time.Millisecond), throttle.WithName("tokens"), throttle.WithClock(fc))
+	l, _ := throttle.NewLimiter(b)
+	ref := Ref{l, 0}
+	var k Bursts
+	take := func(cost int64) (uint64, []Wait) {
 		t.Helper()
 		costs := []int64{cost}
-		full := k.full(g, costs)
+		full := Full(l, costs)
 		if ok, err := l.TryAcquire(cost); !ok || err != nil {
 			t.Fatalf("TryAcquire(%d) = %v, %v", cost, ok, err)
 		}
-		return k.join(g, costs, full)
+		return k.Join(l, costs, full)
 	}
 
 	mask, waits := take(60)
 	if mask != 1 || len(waits) != 0 {
 		t.Fatalf("a call from full: mask %b, %d waits; want 1, none", mask, len(waits))
 	}
-	k.leave(g, []int64{60}, mask)
+	k.Leave(l, []int64{60}, mask)
 	l.Settle([]int64{60}, []int64{0}) // the call given back, as giveBack does
 	if len(k.m) != 0 {
 		t.Fatalf("%d bursts open after their only call left", len(k.m))
@@ -49,12 +50,12 @@ func TestBurstLeftByAllItsCallsEnds(t *testing.T) {
 		t.Fatalf("masks %b %b, burst reserved %d; want 1, 1, 100", m1, m2, k.m[ref].taken)
 	}
 	fc.Advance(30 * time.Millisecond) // the client counts 30 tokens the server never had
-	k.answered(g, m1)
+	k.Answered(l, m1)
 	if got := b.Status().Level; got != 0 {
 		t.Fatalf("level %v after the first answer, want 0", got)
 	}
 	fc.Advance(10 * time.Millisecond)
-	k.answered(g, m2)
+	k.Answered(l, m2)
 	if got := b.Status().Level; got != 10 {
 		t.Fatalf("level %v after the second answer, want 10: the burst was over", got)
 	}
