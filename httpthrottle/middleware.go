@@ -75,7 +75,7 @@ func Handler(next http.Handler, pick Picker, opts ...Option) http.Handler {
 			panic(err)
 		}
 	}
-	h.memo = newLimitIETF()
+	h.memo = headers.NewIETFMemo()
 	return h
 }
 
@@ -91,7 +91,7 @@ type handler struct {
 	states     sync.Pool // of *reqState
 	gates      gateCache // what the Gates pick chose can do
 	reply      tooManyReply
-	memo       *limitIETF // header values made once (middleware_ietf.go)
+	memo       *headers.IETFMemo // header values made once
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -162,7 +162,7 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, st *reqState, ad
 // given with WithQuotaHeaders, with a copy of its own, which it may keep.
 func (h *handler) writeStatus(hd http.Header, status []throttle.LimitStatus) {
 	if h.ietf {
-		h.memo.write(hd, status)
+		h.memo.Write(hd, status)
 		return
 	}
 	h.headers(hd, slices.Clone(status))
@@ -266,7 +266,7 @@ func (h *handler) costFailed(w http.ResponseWriter, err error) {
 // refuse answers a request the limiter does not cover now, wait being how
 // long until it would, or -1 if never.
 func (h *handler) refuse(w http.ResponseWriter, r *http.Request, wait time.Duration) {
-	h.memo.setRetry(w.Header(), wait)
+	h.memo.SetRetry(w.Header(), wait)
 	h.rejected(w, r, wait)
 }
 

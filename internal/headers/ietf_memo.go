@@ -1,4 +1,4 @@
-package httpthrottle
+package headers
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 	"github.com/throttlekit/throttle/internal/fields"
 )
 
-// The sizes of a limitIETF's tables: of RateLimit-Policy fields, by a hash
+// The sizes of an IETFMemo's tables: of RateLimit-Policy fields, by a hash
 // of the limits; of RateLimit fields, by remaining (rows) and reset in
 // seconds (columns), so that a limit of up to stateRows tokens whose
 // resets are under stateCols seconds has every state it can be in kept at
@@ -22,9 +22,9 @@ const (
 	retrySlots  = 256
 )
 
-// limitIETF memoizes, for Handler over a Limiter, the header values
-// WriteIETF writes for a status (and refuse the Retry-After of a wait), so
-// that an answer whose values were seen before formats none. A memo is a
+// IETFMemo memoizes, for a server's middleware, the RateLimit-Policy and
+// RateLimit values of a status (and the Retry-After of a wait), so that an
+// answer whose values were seen before formats none. A memo is a
 // pure function of what it was made from, which it keeps and compares on
 // every use: RateLimit-Policy of the statuses' names, units and rates,
 // RateLimit of their names, remaining tokens and resets in whole seconds,
@@ -34,10 +34,10 @@ const (
 // every request. The tables are direct-mapped, slots indexed by a hash of
 // what their values are made from, so that limiters of other limits
 // (several routes', say) mostly keep their own: a value made for other
-// statuses in the same slot is replaced. As in ietfCache, values are
-// slices of capacity equal to their length, put into response headers as
-// they are, so that an Add to the field makes a new slice.
-type limitIETF struct {
+// statuses in the same slot is replaced. Values are slices of capacity equal to
+// their length, put into response headers as they are, so that an Add to
+// the field makes a new slice.
+type IETFMemo struct {
 	policy [policySlots]atomic.Pointer[policyMemo]
 	states [stateRows]atomic.Pointer[[stateCols]atomic.Pointer[stateLines]] // rows made on first use
 	retry  [retrySlots]atomic.Pointer[retryMemo]
@@ -66,14 +66,18 @@ type retryMemo struct {
 	v    []string
 }
 
-func newLimitIETF() *limitIETF {
-	return &limitIETF{never: []string{"false"}}
+// NewIETFMemo returns an empty memo.
+func NewIETFMemo() *IETFMemo {
+	return &IETFMemo{never: []string{"false"}}
 }
 
-// write writes status as WriteIETF does, from memos where it has them.
-func (m *limitIETF) write(hd http.Header, status []throttle.LimitStatus) {
+// Write sets the RateLimit-Policy and RateLimit fields of status, one
+// policy per limit, from memos where it has them; with no status it
+// removes them.
+func (m *IETFMemo) Write(hd http.Header, status []throttle.LimitStatus) {
 	if len(status) == 0 {
-		WriteIETF(hd, status)
+		delete(hd, "Ratelimit-Policy")
+		delete(hd, "Ratelimit")
 		return
 	}
 	hd["Ratelimit-Policy"] = m.policyOf(status)
@@ -81,7 +85,7 @@ func (m *limitIETF) write(hd http.Header, status []throttle.LimitStatus) {
 }
 
 // policyOf returns the RateLimit-Policy field of status.
-func (m *limitIETF) policyOf(status []throttle.LimitStatus) []string {
+func (m *IETFMemo) policyOf(status []throttle.LimitStatus) []string {
 	var mix uint64
 	for _, s := range status {
 		mix = (mix ^ nameHash(s.Name) ^ uint64(s.Rate.Tokens())*0x9e3779b97f4a7c15 ^ uint64(s.Rate.Period())*0xc2b2ae3d27d4eb4f) * 0xff51afd7ed558ccd
@@ -129,7 +133,7 @@ func nameHash(name string) uint64 {
 }
 
 // stateOf returns the RateLimit field of status.
-func (m *limitIETF) stateOf(status []throttle.LimitStatus) []string {
+func (m *IETFMemo) stateOf(status []throttle.LimitStatus) []string {
 	// The slot: the first status's remaining and reset, mixed with the
 	// others' and with the names.
 	var mix uint64
@@ -174,7 +178,7 @@ func (e *stateLines) matches(status []throttle.LimitStatus) bool {
 	return true
 }
 
-// ietfReset is the reset WriteIETF writes for reset: never (-1) as the
+// ietfReset is the reset written for reset: never (-1) as the
 // longest duration.
 func ietfReset(reset time.Duration) time.Duration {
 	if reset < 0 {
@@ -183,12 +187,12 @@ func ietfReset(reset time.Duration) time.Duration {
 	return reset
 }
 
-// ietfSeconds is the t WriteIETF writes for reset, before clamping.
+// ietfSeconds is the t written for reset, before clamping.
 func ietfSeconds(reset time.Duration) int64 { return fields.CeilDiv(ietfReset(reset), time.Second) }
 
-// setRetry sets Retry-After to wait, or X-Should-Retry to false if wait is
-// -1 (never), as refuse does, from memos where it has them.
-func (m *limitIETF) setRetry(hd http.Header, wait time.Duration) {
+// SetRetry sets Retry-After to wait, or X-Should-Retry to false if wait is
+// -1 (never), from memos where it has them.
+func (m *IETFMemo) SetRetry(hd http.Header, wait time.Duration) {
 	if wait < 0 {
 		hd["X-Should-Retry"] = m.never
 		return
