@@ -1,7 +1,6 @@
 package httpthrottle
 
 import (
-	"math/rand/v2"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -56,24 +55,24 @@ func must[T any](v T, err error) T {
 // usable wait come from a generator seeded with seed, so that a test knows
 // each pause.
 func SeedRefusalJitter(t *Transport, seed uint64) {
-	t.pauses.mu.Lock()
-	t.pauses.rand = rand.New(rand.NewPCG(seed, seed))
-	t.pauses.mu.Unlock()
+	t.pauses.SeedJitter(seed)
 }
 
 // RefusalPause returns the pause of the step-th refusal of a call that a
 // Transport seeded with seed would make first.
 func RefusalPause(seed uint64, step int) time.Duration {
-	p := refusalPauses{rand: rand.New(rand.NewPCG(seed, seed))}
-	return p.pause(step)
+	p := ledger.NewRefusals()
+	p.SeedJitter(seed)
+	return p.Pause(step)
 }
 
 // RefusalPauseAt returns the pause a Transport seeded with seed makes at
 // its n-th refusal (0 the first) when that one is at step of the schedule.
 func RefusalPauseAt(seed uint64, n, step int) time.Duration {
-	p := refusalPauses{rand: rand.New(rand.NewPCG(seed, seed))}
+	p := ledger.NewRefusals()
+	p.SeedJitter(seed)
 	for range n {
-		p.pause(0)
+		p.Pause(0)
 	}
-	return p.pause(step)
+	return p.Pause(step)
 }

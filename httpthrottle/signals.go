@@ -168,7 +168,7 @@ func (t *Transport) lowerToReported(sig *headers.Signals, n int, name func(i int
 // refusal reports whether a response to req says the client went over the
 // quota, counting it, and for how long to pause: the server's own wait, or
 // when it names none that is usable (none, zero, negative, past, garbage)
-// the back-off of refusalPauses.
+// the back-off of ledger.Refusals.
 func (t *Transport) refusal(req *http.Request, status int, sig *headers.Signals, clock clockwork.Clock) (time.Duration, bool) {
 	if !throttledBy(status, sig) {
 		return 0, false
@@ -176,7 +176,7 @@ func (t *Transport) refusal(req *http.Request, status int, sig *headers.Signals,
 	t.throttled.Add(1)
 	d, ok := serverWait(status, sig)
 	if !usableWait(d, ok) {
-		d = t.pauses.refused(req, clock.Now())
+		d = t.pauses.Refused(req, clock.Now())
 	}
 	return d, true
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"math"
 	"net/http"
@@ -89,8 +88,8 @@ type Transport struct {
 	inFlight  ledger.Flights
 	gates     gateCache
 	bursts    ledger.Bursts
-	// pauses are the refusals without a usable wait (see refusalPauses).
-	pauses refusalPauses
+	// pauses are the refusals without a usable wait.
+	pauses *ledger.Refusals
 	// routes are for Gates that are pools (transport_pool.go).
 	routes map[string]func(*http.Request)
 }
@@ -177,7 +176,7 @@ func NewTransport(base http.RoundTripper, pick Picker, opts ...Option) (*Transpo
 
 		refusalWait: refusalWait,
 	}
-	t.pauses.seed = maphash.MakeSeed()
+	t.pauses = ledger.NewRefusals()
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, invalidOption("NewTransport given a nil Option (option %d)", i)
@@ -466,8 +465,8 @@ func (x *exchange) expired() error {
 // of a refused call as takeRetry says, any other as the Gate decides,
 // refused before its deadline only on a wait that is certain (takeLater).
 func (x *exchange) takeTurn() (int64, error) {
-	if x.t.pauses.active.Load() != 0 {
-		if until, retry := x.t.pauses.retryOf(x.req); retry {
+	if x.t.pauses.Active() {
+		if until, retry := x.t.pauses.RetryOf(x.req); retry {
 			return x.takeRetry(until)
 		}
 	}
@@ -576,8 +575,8 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 		if t.secondary.Load() != 0 {
 			t.secondary.Store(0)
 		}
-		if t.pauses.active.Load() != 0 {
-			t.pauses.succeeded()
+		if t.pauses.Active() {
+			t.pauses.Succeeded()
 		}
 	}
 	x.aboutRequest = false

@@ -57,4 +57,3 @@ func (f memberFull) of(name string) uint64 {
 	}
 	return 0
 }
-

@@ -2,8 +2,10 @@
 // between the permit and the answer, on the Gate's public capabilities
 // only: what the calls in flight reserved and have not settled (Flights),
 // the bursts from a full bucket not yet answered (Bursts), the restores
-// due at the end of a server's window (Resets), and the exact arithmetic
-// of refills that a decision on a deadline rests on (RefillTime).
+// due at the end of a server's window (Resets), the calls refused without
+// a usable wait and the pauses made for them (Refusals), and the exact
+// arithmetic of refills that a decision on a deadline rests on
+// (RefillTime).
 //
 // # Bursts from a full bucket
 //
