@@ -94,7 +94,7 @@ func (a *attempt) ReportedLimit(quota string) int64 {
 }
 
 func (a *attempt) RefusalHead() (head []byte, ok bool) {
-	head, _, ok = peekedHead(a.body)
+	head, _, ok = headers.PeekedHead(a.body)
 	return head, ok
 }
 

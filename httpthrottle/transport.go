@@ -743,7 +743,7 @@ func (x *exchange) keepLast() {
 	if r == nil {
 		return
 	}
-	if pb, ok := r.Body.(*peekedBody); ok && !pb.complete() {
+	if pb, ok := r.Body.(*headers.PeekedBody); ok && !pb.Complete() {
 		// The rest may never come: reading on could block.
 		r.Body.Close()
 		x.last = nil
