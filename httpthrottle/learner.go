@@ -72,7 +72,7 @@ type Quota struct {
 func (x *exchange) tell(l Learner, status int) {
 	a := answers.Get().(*Answer)
 	a.Request, a.Costs, a.Status, a.MaxPause = x.req, x.costs, status, x.t.maxPause
-	a.Throttled = throttledBy(status, &x.sig)
+	a.Throttled = x.sig.Throttled(status)
 	a.Quotas = a.Quotas[:0]
 	for _, q := range x.sig.Quotas {
 		a.Quotas = append(a.Quotas, Quota{

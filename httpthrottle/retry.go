@@ -39,7 +39,7 @@ func (x *exchange) retryableFailure(resp *http.Response, sig *headers.Signals) b
 	if !shouldRetry(x.req, resp.StatusCode, sig) {
 		return false
 	}
-	d, ok := serverWait(resp.StatusCode, sig)
+	d, ok := sig.ServerWait(resp.StatusCode)
 	if !ok {
 		d = 0
 	}
@@ -59,10 +59,10 @@ func shouldRetry(req *http.Request, status int, sig *headers.Signals) bool {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return false
 	}
-	if throttledBy(status, sig) {
+	if sig.Throttled(status) {
 		return true
 	}
-	if status == http.StatusServiceUnavailable || status == statusOverloaded {
+	if status == http.StatusServiceUnavailable || status == headers.StatusOverloaded {
 		if idempotent(req) {
 			return true
 		}

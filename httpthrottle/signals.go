@@ -2,16 +2,12 @@ package httpthrottle
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/internal/headers"
 )
-
-// statusOverloaded is Anthropic's 529: the service is overloaded.
-const statusOverloaded = 529
 
 // heed applies what a response said to the Gate g, through what it can do
 // (see Transport): reported remaining counts lower the matching limits of
@@ -68,7 +64,7 @@ func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, 
 	}
 	levels := make([]int64, min(n, len(costs)))
 	for i := range levels {
-		v, holds := refusedLevel(costs[i], sig, func(q *headers.Quota) bool { return t.quotaIndex(n, g.name, q) == i })
+		v, holds := sig.RefusedLevel(costs[i], func(q *headers.Quota) bool { return t.quotaIndex(n, g.name, q) == i })
 		if holds {
 			v = -1
 		}
@@ -77,7 +73,7 @@ func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, 
 	switch {
 	case g.pause != nil:
 		if g.obs != nil {
-			cause := pauseCause(req, status, sig, d)
+			cause := sig.Cause(status, req.URL.Hostname(), d)
 			for i := range n {
 				g.obs.Observe(throttle.Event{Kind: throttle.EventPaused, Limit: g.name(i), Until: until, Reason: cause})
 			}
@@ -91,42 +87,6 @@ func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, 
 		}
 	}
 	t.restoreAtReset(g, sig, d, clock)
-}
-
-// pauseCause says what asked for a pause of d after a refusal, for a
-// WaitError's Cause and a status page: the status, the host (never the
-// path or query, which may carry a key) and the header that gave the wait,
-// or that none did and the wait is the Transport's own back-off.
-func pauseCause(req *http.Request, status int, sig *headers.Signals, d time.Duration) string {
-	var from string
-	switch {
-	case sig.HasRetryAfter:
-		from = "Retry-After " + sig.RetryAfter.String()
-	default:
-		from = "no usable wait, back-off " + d.String()
-		for _, q := range sig.Quotas {
-			if w, ok := q.Wait(); ok && q.Remaining == 0 && w == d {
-				from = quotaSource(&q) + " exhausted, next unit in " + w.String()
-				break
-			}
-		}
-	}
-	if sig.Capped {
-		from += " (capped)"
-	}
-	return strconv.Itoa(status) + " from " + req.URL.Hostname() + ": " + from
-}
-
-// quotaSource names a reported quota as its header family does.
-func quotaSource(q *headers.Quota) string {
-	s := q.Family.String()
-	if q.Name != "" {
-		s += " " + strconv.Quote(q.Name)
-	}
-	if q.Resource != "" {
-		s += " (" + q.Resource + ")"
-	}
-	return s
 }
 
 // tuneToReported tells a Tuner the size of each quota the response reports
@@ -170,11 +130,11 @@ func (t *Transport) lowerToReported(sig *headers.Signals, n int, name func(i int
 // when it names none that is usable (none, zero, negative, past, garbage)
 // the back-off of ledger.Refusals.
 func (t *Transport) refusal(req *http.Request, status int, sig *headers.Signals, clock clockwork.Clock) (time.Duration, bool) {
-	if !throttledBy(status, sig) {
+	if !sig.Throttled(status) {
 		return 0, false
 	}
 	t.throttled.Add(1)
-	d, ok := serverWait(status, sig)
+	d, ok := sig.ServerWait(status)
 	if !usableWait(d, ok) {
 		d = t.pauses.Refused(req, clock.Now())
 	}
@@ -200,40 +160,6 @@ func (t *Transport) restoreAtReset(g *gate, sig *headers.Signals, d time.Duratio
 			t.resets.At(g.g, g.tk, len(g.limits), j, q.Limit, d, clock)
 		}
 	}
-}
-
-// throttledBy reports whether a response says the client went over a
-// quota: a 429; a 403 with a remaining count of 0 (GitHub's primary rate
-// limit) or with Retry-After (GitHub's secondary limits, whose wait
-// secondaryWait supplies when the server named none); or a 503 or 529 with
-// Retry-After.
-func throttledBy(status int, sig *headers.Signals) bool {
-	switch status {
-	case http.StatusTooManyRequests:
-		return true
-	case http.StatusForbidden:
-		if sig.HasRetryAfter {
-			return true
-		}
-		for _, q := range sig.Quotas {
-			if q.Remaining == 0 {
-				return true
-			}
-		}
-	case http.StatusServiceUnavailable, statusOverloaded:
-		return sig.HasRetryAfter
-	}
-	return false
-}
-
-// serverWait is how long the server asked the client to hold off: its
-// Retry-After, or for a 429 or 403 without one, the longest reset of the
-// quotas it reports exhausted.
-func serverWait(status int, sig *headers.Signals) (time.Duration, bool) {
-	if status == http.StatusTooManyRequests || status == http.StatusForbidden {
-		return sig.Pause()
-	}
-	return sig.RetryAfter, sig.HasRetryAfter
 }
 
 // quotaIndex returns the index of the limit, of n named by name, that a
@@ -297,24 +223,4 @@ func (t *Transport) counting(quota string, n int, name func(i int) string) int {
 		}
 	}
 	return -1
-}
-
-// refusedLevel is the level of a limit after a refusal of a call that cost
-// c on it: c, or what the server reports remaining of the limit's quota
-// (the quotas mine matches) if less. holds reports instead that a quota
-// the server reports still holds the call: the limit keeps its level.
-func refusedLevel(c int64, sig *headers.Signals, mine func(q *headers.Quota) bool) (n int64, holds bool) {
-	n = c
-	for j := range sig.Quotas {
-		q := &sig.Quotas[j]
-		if q.Remaining < 0 || !mine(q) {
-			continue
-		}
-		if q.Remaining > 0 && q.Remaining >= c {
-			holds = true
-			continue
-		}
-		return min(n, q.MostRemaining()), false
-	}
-	return n, holds
 }

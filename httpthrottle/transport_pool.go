@@ -129,7 +129,7 @@ func (v *poolVia) heed(x *exchange, resp *http.Response) {
 // which the Stainless SDKs read before Retry-After, to the pool's wait
 // (at least 1 ms: they ignore 0) when that is shorter than the server's.
 func (v *poolVia) hintSDK(x *exchange, resp *http.Response) {
-	if x.t.retrySDK || !retriesItself(x.req) || resp.Header == nil || !throttledBy(resp.StatusCode, &x.sig) {
+	if x.t.retrySDK || !retriesItself(x.req) || resp.Header == nil || !x.sig.Throttled(resp.StatusCode) {
 		return
 	}
 	w, err := v.pool.g.WaitTime(x.costs...)
@@ -153,7 +153,7 @@ func (v *poolVia) exhausted(x *exchange, resp *http.Response) (time.Time, bool) 
 		return clock.Now().Add(q), true
 	case x.refusal.Daily:
 		return nextPacificMidnight(clock.Now()), true
-	case !throttledBy(resp.StatusCode, &x.sig) || !x.sig.Capped && !x.refusal.Capped:
+	case !x.sig.Throttled(resp.StatusCode) || !x.sig.Capped && !x.refusal.Capped:
 		return time.Time{}, false
 	}
 	// The wait was cut to the MaxPause: read it whole.
