@@ -120,7 +120,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tk, _ := g.(throttle.Taker)
 		h.admit(w, r, st, ad, tk)
 	default:
-		if gt := h.gates.into(g, &st.gate); gt.none {
+		if gt := h.gates.Into(g, &st.gate); gt.none {
 			h.pickFailed(w, noGate(r))
 		} else {
 			h.serve(w, r, st, gt)
@@ -151,7 +151,7 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, st *reqState, ad
 	}
 	if tk != nil || ad == st.slot {
 		st.tk = tk
-		st.keep(h.gates.ones.get(len(status)))
+		st.keep(h.gates.Ones.Get(len(status)))
 	}
 	st.w.ResponseWriter = w
 	h.next.ServeHTTP(&st.w, r)

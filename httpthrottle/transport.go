@@ -267,7 +267,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, fmt.Errorf("throttle: choosing the limiter: %w", err)
 	}
-	gt := t.gates.of(g)
+	gt := t.gates.Of(g)
 	if gt.none {
 		closeRequestBody(req)
 		return nil, noGate(req)
@@ -705,18 +705,7 @@ func gatePause(g *gate) time.Time {
 	if g.meter == nil {
 		return time.Time{}
 	}
-	return latestOf(g.meter.Status(nil))
-}
-
-// latestOf is the end of the latest pause among sts, or zero.
-func latestOf(sts []throttle.LimitStatus) time.Time {
-	var until time.Time
-	for _, st := range sts {
-		if st.Paused.After(until) {
-			until = st.Paused
-		}
-	}
-	return until
+	return ledger.LatestPause(g.meter.Status(nil))
 }
 
 // dropLast discards the response kept from the previous attempt.

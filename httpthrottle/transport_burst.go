@@ -39,7 +39,7 @@ type memberFull struct {
 // membersFull returns memberFull of g's members if g is a pool.
 func (t *Transport) membersFull(g *gate, costs []int64) (f memberFull) {
 	for _, m := range g.members {
-		if mg := t.gates.of(m.Gate); t.follows(mg) {
+		if mg := t.gates.Of(m.Gate); t.follows(mg) {
 			if mask := t.fullBefore(mg, costs); mask != 0 {
 				f.names, f.masks = append(f.names, m.Name), append(f.masks, mask)
 			}

@@ -2,7 +2,6 @@ package httpthrottle
 
 import (
 	"reflect"
-	"sync/atomic"
 
 	"github.com/jonboulle/clockwork"
 
@@ -41,14 +40,14 @@ type gate struct {
 
 // newGate finds what g can do; ones, if not nil, lends it its default
 // cost.
-func newGate(g throttle.Gate, ones *onesBuf) *gate {
+func newGate(g throttle.Gate, ones *ledger.Ones) *gate {
 	x := new(gate)
-	x.fill(g, ones)
+	x.Fill(g, ones)
 	return x
 }
 
-// fill makes x the gate of g.
-func (x *gate) fill(g throttle.Gate, ones *onesBuf) {
+// Fill makes x the gate of g.
+func (x *gate) Fill(g throttle.Gate, ones *ledger.Ones) {
 	*x = gate{g: g}
 	if noGateIn(g) {
 		x.none = true
@@ -56,7 +55,7 @@ func (x *gate) fill(g throttle.Gate, ones *onesBuf) {
 	}
 	x.keyed = reflect.TypeOf(g).Comparable()
 	x.limits = g.Limits()
-	x.ones = ones.get(len(x.limits))
+	x.ones = ones.Get(len(x.limits))
 	x.clock = gateClock(g)
 	x.tk, _ = g.(throttle.Taker)
 	x.pause, _ = g.(throttle.Pauser)
@@ -76,91 +75,13 @@ func (x *gate) fill(g throttle.Gate, ones *onesBuf) {
 // name returns the name of limit i.
 func (x *gate) name(i int) string { return x.limits[i].Name }
 
-// gateSlots is the number of Gates a gateCache keeps.
-const (
-	gateBits  = 6
-	gateSlots = 1 << gateBits
-)
+// Gate and Kept, with Fill, make gate a ledger.Entry of the Transport's
+// and the Handler's caches (gateCache).
+func (x *gate) Gate() throttle.Gate { return x.g }
+func (x *gate) Kept() bool          { return x.keyed }
 
-// gateCache keeps the gates of the Gates a Transport's requests used: one
-// per slot chosen by the Gate's address, and the last few Gates that are
-// values (a Keyed's Gate of a key) in a ring of their own, looked through
-// in turn (a hash of a value behind an interface would allocate). A
-// request finds its Gate's with a load and a comparison or a few, and
-// allocates nothing for it, as long as its Gate is among those in use
+// gateCache keeps the gates of the Gates a Transport's or a Handler's
+// requests used: a request finds its Gate's with a load and a comparison
+// or a few, allocating nothing, as long as its Gate is among those in use
 // lately (Shared's one, PerKey's keys in use).
-type gateCache struct {
-	slots [gateSlots]atomic.Pointer[gate]
-	vals  [valueSlots]atomic.Pointer[gate]
-	next  atomic.Uint32 // the ring's next slot to fill
-	ones  onesBuf
-}
-
-// valueSlots is the number of Gates that are values a gateCache keeps.
-const valueSlots = 16
-
-// of returns the gate of g.
-func (c *gateCache) of(g throttle.Gate) *gate {
-	return c.into(g, nil)
-}
-
-// into returns the gate of g, kept in the cache. With spare not nil, the
-// gate of a Gate that is a value is made in spare and not kept: a server's
-// keys come and go too fast for a cache, and the gate of one request then
-// costs no allocation.
-func (c *gateCache) into(g throttle.Gate, spare *gate) *gate {
-	v := reflect.ValueOf(g)
-	if v.Kind() == reflect.Pointer {
-		slot := &c.slots[(uint64(v.Pointer())*0x9e3779b97f4a7c15)>>(64-gateBits)]
-		if x := slot.Load(); x != nil && x.g == g {
-			// Only Gates of comparable types are kept: a Gate of another
-			// type than x.g's compares unequal without panicking.
-			return x
-		}
-		x := newGate(g, &c.ones)
-		if x.keyed {
-			slot.Store(x)
-		}
-		return x
-	}
-	if spare != nil {
-		spare.fill(g, &c.ones)
-		return spare
-	}
-	for i := range c.vals {
-		if x := c.vals[i].Load(); x != nil && x.g == g {
-			return x
-		}
-	}
-	x := newGate(g, &c.ones)
-	if x.keyed {
-		c.vals[c.next.Add(1)%valueSlots].Store(x)
-	}
-	return x
-}
-
-// onesBuf is a slice of ones that the gates share for their default cost,
-// grown to the most limits a Gate has had.
-type onesBuf struct{ p atomic.Pointer[[]int64] }
-
-// get returns n ones, not to be written.
-func (o *onesBuf) get(n int) []int64 {
-	if o == nil {
-		return ones(n)
-	}
-	if p := o.p.Load(); p != nil && len(*p) >= n {
-		return (*p)[:n:n]
-	}
-	s := ones(max(n, 4))
-	o.p.Store(&s)
-	return s[:n:n]
-}
-
-// ones returns a new slice of n ones.
-func ones(n int) []int64 {
-	s := make([]int64, n)
-	for i := range s {
-		s[i] = 1
-	}
-	return s
-}
+type gateCache = ledger.Cache[gate, *gate]

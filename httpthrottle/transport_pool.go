@@ -102,7 +102,7 @@ func (v *poolVia) joined(x *exchange, p throttle.Permit) {
 	}
 	m := pp.Member()
 	v.member, v.route, v.out = pp, x.t.routes[m.Name], false
-	x.g = x.t.gates.of(m.Gate)
+	x.g = x.t.gates.Of(m.Gate)
 }
 
 // rejoin takes x back to the pool, its Gate, before an attempt takes its

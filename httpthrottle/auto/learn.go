@@ -11,6 +11,7 @@ import (
 	"github.com/throttlekit/throttle"
 
 	"github.com/throttlekit/throttle/internal/headers"
+	"github.com/throttlekit/throttle/internal/ledger"
 )
 
 // aimdLane is the bucket a quota that reports nothing is found on.
@@ -698,19 +699,7 @@ func (q *autoQuota) restoreAt(ln *lane, end int64) {
 }
 
 // latestPause is the end of the latest pause on l's buckets, or zero.
-func latestPause(l *throttle.Limiter) time.Time { return latestOf(l.Status(nil)) }
-
-// latestOf is the end of the latest pause among sts, or zero: the one
-// loop behind latestPause, stretchPause and gatePause.
-func latestOf(sts []throttle.LimitStatus) time.Time {
-	var until time.Time
-	for _, st := range sts {
-		if st.Paused.After(until) {
-			until = st.Paused
-		}
-	}
-	return until
-}
+func latestPause(l *throttle.Limiter) time.Time { return ledger.LatestPause(l.Status(nil)) }
 
 // pauseUntil pauses q's Limiter until t.
 func (q *autoQuota) pauseUntil(t time.Time) {
@@ -821,7 +810,7 @@ func (q *autoQuota) stretchPause(l *throttle.Limiter, maxPause time.Duration) {
 	a := q.a
 	now := a.wall()
 	sts := l.Status(nil)
-	until := latestOf(sts)
+	until := ledger.LatestPause(sts)
 	if until.IsZero() {
 		return
 	}

@@ -43,3 +43,14 @@ func SatAdd[T ~int64](a, b T) T {
 	}
 	return math.MaxInt64
 }
+
+// LatestPause is the end of the latest pause among sts, or zero.
+func LatestPause(sts []throttle.LimitStatus) time.Time {
+	var until time.Time
+	for _, st := range sts {
+		if st.Paused.After(until) {
+			until = st.Paused
+		}
+	}
+	return until
+}
