@@ -1,6 +1,7 @@
 package httpthrottle
 
 import (
+	"github.com/throttlekit/throttle/internal/errs"
 	"net/http"
 
 	"github.com/throttlekit/throttle"
@@ -69,7 +70,7 @@ type Attempt interface {
 func WithAccounting(a Accounting) Option {
 	return forTransport("WithAccounting", func(t *Transport) error {
 		if a == nil {
-			return invalidOption("WithAccounting(nil): no accounting")
+			return errs.InvalidOptionf("WithAccounting(nil): no accounting")
 		}
 		t.acct = a
 		return nil

@@ -48,18 +48,4 @@
 // is a [Picker] that needs no configuration, learning each
 // host's quota from its headers, or by congestion control where the server
 // says nothing.
-//
-// # Every type, one line each
-//
-//   - [Transport], [TransportStats]: the client side.
-//   - [Handler]: the server side; [RequestPermit] gives a handler its
-//     request's Permit.
-//   - [Option]: the options of both sides; each but [WithCost] belongs
-//     to one, and the other refuses it.
-//   - [Picker] picks the Gate of a request ([Shared], [PerKey], a
-//     [PickFunc] of your own); [CostFunc] its costs.
-//   - [Accounting], [Attempt]: costs settled from the response
-//     ([WithAccounting]; package llm for LLM calls' tokens).
-//   - [Learner], [Answer], [Quota]: a Gate told of every response, as
-//     package auto's are.
 package httpthrottle

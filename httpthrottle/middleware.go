@@ -23,33 +23,25 @@ import (
 // may settle (see RequestPermit); any other is answered 429 Too Many
 // Requests with a Retry-After of the exact wait for its cost
 // (Gate.WaitTime), rounded up to whole seconds so that a client that
-// honours it is admitted. A cost larger than a limit's capacity can never
-// be admitted and is answered 413 Content Too Large; an error of pick is
-// answered 500, one of the cost function 400 (500 for one matching
-// throttle.ErrInvalidOption, the server's config), and a cost function that
-// returns the wrong number of costs 500. A nil Gate (or a nil *Limiter)
-// from pick is an error, answered 500 (see Picker); a nil next, a nil
-// pick, Shared of a nil Gate and a nil option panic here, as
-// http.ServeMux.Handle panics for a nil handler: they are bugs of the
-// program, and Handler has no error to return. Any Gate will do: redisbucket's Limiter puts every replica of a server under
-// one quota.
+// honours it is admitted. A cost larger than a limit's capacity is
+// answered 413 Content Too Large; an error of pick, a nil Gate from it, or
+// a cost function's wrong count of costs 500; any other error of the cost
+// function 400 (500 if it matches throttle.ErrInvalidOption, the server's
+// config). A nil next, a nil pick, Shared of a nil Gate and a nil option
+// panic here, as http.ServeMux.Handle panics for a nil handler: they are
+// bugs of the program. Any Gate will do: redisbucket's Limiter puts every
+// replica of a server under one quota.
 //
-// Every answer from the limiter's side, admitted or not, carries the
-// Gate's state in headers, if it is a Meter (a Limiter, a key's Limiter,
-// an htb.Limiter, redisbucket's Limiter): the IETF RateLimit-Policy and
-// RateLimit fields by default (see WriteIETF and WithQuotaHeaders), so that
-// well-behaved clients can pace themselves.
+// Every answer, admitted or not, carries the state of a Gate that is a
+// Meter in the IETF RateLimit-Policy and RateLimit fields by default (see
+// WriteIETF and WithQuotaHeaders), so that clients can pace themselves.
+// Those values are made once per limit and state and shared between
+// answers: replace a field (Set, Add, Del) rather than write into the
+// slice the header holds.
 //
-// An admitted request's handler is given a ResponseWriter of Handler's
-// around the server's, through which RequestPermit finds the request's
-// Permit; it flushes, hijacks and unwraps to the server's as
-// http.ResponseController expects. Handler keeps no copy of the
-// request, and with the default headers it formats none of them on an
-// answer whose values it has made before: they are made once per limit
-// and state (checked against the limits' names and rates as they are on
-// each request, so SetRate and SetCapacity show at once) and shared
-// between answers, so replace a field (Set, Add, Del) rather than write
-// into the slice the header holds.
+// An admitted request's handler is given a ResponseWriter of Handler's,
+// through which RequestPermit finds the request's Permit; it flushes,
+// hijacks and unwraps to the server's as http.ResponseController expects.
 func Handler(next http.Handler, pick Picker, opts ...Option) http.Handler {
 	if next == nil {
 		// As http.ServeMux.Handle does: a nil handler is a bug to report
@@ -69,7 +61,7 @@ func Handler(next http.Handler, pick Picker, opts ...Option) http.Handler {
 	h.rejected, h.reply = h.tooMany, newTooManyReply()
 	for i, opt := range opts {
 		if opt == nil {
-			panic(invalidOption("Handler given a nil Option (option %d)", i))
+			panic(errs.InvalidOptionf("Handler given a nil Option (option %d)", i))
 		}
 		if err := opt(&settings{h: h}); err != nil {
 			panic(err)

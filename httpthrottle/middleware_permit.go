@@ -18,21 +18,14 @@ import (
 // answers, so that the handler can settle it against the request's actual
 // cost (the tokens an LLM call really used, say), or nil outside the
 // middleware or for a request that took nothing. w is the ResponseWriter
-// the handler was given, or one that wraps it and has an Unwrap method
-// returning it, as http.ResponseController expects.
+// the handler was given, or one that unwraps to it (an Unwrap method, as
+// http.ResponseController expects).
 //
-// Handler makes the Permit on the first call, so a handler that never
-// calls RequestPermit costs no Permit; later calls for the same request
-// return the same one, which stays the handler's to settle after it
-// returns. The writer is Handler's only until the handler returns, as
-// net/http's own is.
-//
-// Under PerKey, the Permit settles through the key's Gate (Keyed.Gate): on
-// the key's compact record, unless a charge takes the key into debt, which
-// gives it a Limiter. Settle early in the handler: a key left unused for
-// its refill time meanwhile may have been dropped, and the settlement then
-// finds it fresh, full (or, if the Keyed is at its key cap, finds the
-// key's overflow bucket).
+// The Permit is made on the first call, so a handler that never asks costs
+// none; it stays the handler's to settle after it returns. Under PerKey it
+// settles through the key's Gate (Keyed.Gate): settle early, since a key
+// left unused for its refill time may have been dropped meanwhile, and
+// the settlement then finds it fresh.
 func RequestPermit(w http.ResponseWriter) throttle.Permit {
 	for w != nil {
 		if lw, ok := w.(*limitWriter); ok {

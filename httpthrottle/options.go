@@ -1,7 +1,7 @@
 package httpthrottle
 
 import (
-	"fmt"
+	"github.com/throttlekit/throttle/internal/errs"
 	"net/http"
 	"time"
 
@@ -22,16 +22,11 @@ type settings struct {
 	h *handler
 }
 
-// invalidOption is the error of an option given a value outside its range.
-func invalidOption(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{throttle.ErrInvalidOption}, args...)...)
-}
-
 // forTransport is an Option of the Transport only.
 func forTransport(name string, f func(*Transport) error) Option {
 	return func(s *settings) error {
 		if s.t == nil {
-			return invalidOption("%s is an option of NewTransport, not of Handler", name)
+			return errs.InvalidOptionf("%s is an option of NewTransport, not of Handler", name)
 		}
 		return f(s.t)
 	}
@@ -41,7 +36,7 @@ func forTransport(name string, f func(*Transport) error) Option {
 func forHandler(name string, f func(*handler) error) Option {
 	return func(s *settings) error {
 		if s.h == nil {
-			return invalidOption("%s is an option of Handler, not of NewTransport", name)
+			return errs.InvalidOptionf("%s is an option of Handler, not of NewTransport", name)
 		}
 		return f(s.h)
 	}
@@ -56,7 +51,7 @@ func forHandler(name string, f func(*handler) error) Option {
 func WithCost(f CostFunc) Option {
 	return func(s *settings) error {
 		if f == nil {
-			return invalidOption("WithCost(nil): no cost function")
+			return errs.InvalidOptionf("WithCost(nil): no cost function")
 		}
 		if s.t != nil {
 			s.t.cost, s.t.customCost = f, true
@@ -74,7 +69,7 @@ func WithCost(f CostFunc) Option {
 func WithQuotaHeaders(write func(h http.Header, status []throttle.LimitStatus)) Option {
 	return forHandler("WithQuotaHeaders", func(h *handler) error {
 		if write == nil {
-			return invalidOption("WithQuotaHeaders(nil): no writer")
+			return errs.InvalidOptionf("WithQuotaHeaders(nil): no writer")
 		}
 		h.headers, h.ietf = write, false
 		return nil
@@ -88,7 +83,7 @@ func WithQuotaHeaders(write func(h http.Header, status []throttle.LimitStatus)) 
 func WithRejected(write func(w http.ResponseWriter, r *http.Request, wait time.Duration)) Option {
 	return forHandler("WithRejected", func(h *handler) error {
 		if write == nil {
-			return invalidOption("WithRejected(nil): no writer")
+			return errs.InvalidOptionf("WithRejected(nil): no writer")
 		}
 		h.rejected = write
 		return nil

@@ -76,10 +76,9 @@ func gateClock(g throttle.Gate) clockwork.Clock {
 // CostFunc returns what a request costs on each limit of g, in the order of
 // g.Limits(). A zero cost leaves that limit out; a request whose costs are
 // all zero is free and takes no permit. The default cost is 1 on every
-// limit. Returning a number of costs other than one per limit is a bug:
-// the Transport fails the request with an error matching
-// throttle.ErrInvalidCost, and
-// Handler answers 500, without sending or admitting it.
+// limit. Another number of costs than one per limit is a bug: the
+// Transport fails the request (throttle.ErrInvalidCost), Handler answers
+// 500.
 //
 // A CostFunc that reads the request body must not consume it: on the client
 // side read it through GetBody, on the server side put back what was read.

@@ -25,11 +25,6 @@ func (x *exchange) retryable(resp *http.Response, sig *headers.Signals) bool {
 	if resp.StatusCode < 400 {
 		return false
 	}
-	return x.retryableFailure(resp, sig)
-}
-
-// retryableFailure is retryable for a status of 400 or above.
-func (x *exchange) retryableFailure(resp *http.Response, sig *headers.Signals) bool {
 	if retry, decided := x.via.retryable(x); decided {
 		return retry
 	}

@@ -10,30 +10,18 @@ import (
 )
 
 // heed applies what a response said to the Gate g, through what it can do
-// (see Transport): reported remaining counts lower the matching limits of
-// a Leveler; a Tuner is told the size of each quota reported with a known
-// window (learnable); and a response that says the client went over the
-// quota pauses a Pauser, every limit set to the cost of the refused
-// request (or to what the server reports remaining, if less), so that
-// every goroutine waits, one call (the refused one's retry, or the next in
-// line) goes when the pause ends, and the others are released at the
-// configured rate after it. A limit whose quota the server reports still
-// holding the call (GitHub's secondary limit, a 403 with retry-after while
-// 4,990 of the hour remain) keeps its level, lowered to the report: the
-// refusal was another limit's, which the pause heeds, and this quota's
-// rate (5,000 an hour) would hold the calls queued behind the pause for
-// 0.72 s each. Emptied to 0, the limits would hold even that one call back
-// for a refill at the configured rate on top of the pause: an SDK that
-// retries itself would pay it on every attempt. A Gate that is a Leveler
-// and no Pauser is lowered to those levels; one with neither is paced by
-// its own rate, the refused request still retried after the server's
-// wait.
+// (docs/http-client.md, "Reading every response"): remaining counts lower
+// a Leveler, a Tuner learns each quota's size, and a refusal pauses a
+// Pauser with every limit at the refused call's cost (or what the server
+// reports left, if less), so that one call goes when the pause ends and
+// the rest follow at the rate. A limit whose quota still holds the call
+// keeps its level: the refusal was another limit's, and emptied, it would
+// hold back even that call for a refill on top of the pause.
 //
-// refund, if not nil, gives back what the request reserved (an Accounting's
-// settlement of a refused request): it runs after a refusal's pause has
-// begun, so that no call waiting for what it gives back is sent before the
-// pause, and before the levels are set, so that it does not undo them.
-// Callers skip it for a success that carries no signal, most responses.
+// refund, if not nil, runs after the pause begins (no call waiting for
+// what it gives back is sent before the pause) and before the levels are
+// set (it must not undo them). Callers skip heed for a success that
+// carries no signal, most responses.
 func (t *Transport) heed(req *http.Request, g *gate, costs []int64, status int, sig *headers.Signals, clock clockwork.Clock, refund func()) {
 	t.countMalformed(sig)
 	if g.tune != nil {
@@ -142,13 +130,9 @@ func (t *Transport) refusal(req *http.Request, status int, sig *headers.Signals,
 }
 
 // restoreAtReset gives the buckets whose server quota is restored at once
-// at the end of a window (a reset that is not a continuous refill to full,
-// see headers.Quota.RefillsToFull), and which the pause d holds through
-// that reset, the server's level when the pause ends: its limit, never
-// above their capacity. Paused, the client spent nothing since the server
-// said 0 was left, so at the reset the server has its whole limit; refilled
-// at the configured rate instead, a bucket of 5,000 an hour would release
-// one call every 0.72 s long after the server reset.
+// at the end of a window (see headers.Quota.RefillsToFull), and which the
+// pause d holds through that reset, the server's level at the reset: its
+// limit, never above their capacity (see ledger.Resets).
 func (t *Transport) restoreAtReset(g *gate, sig *headers.Signals, d time.Duration, clock clockwork.Clock) {
 	for i := range sig.Quotas {
 		q := &sig.Quotas[i]

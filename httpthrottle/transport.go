@@ -39,26 +39,21 @@ const defaultRetries = 3
 //     whose wait certainly passes its deadline (a pause the server named,
 //     exact arithmetic on settled state) fails at once with a *WaitError
 //     matching context.DeadlineExceeded and spends nothing; a wait that
-//     rests on an estimate (reservations not yet settled, a rate Auto is
-//     still learning) is waited, within the deadline.
-//   - On every response it reads the rate-limit headers (Retry-After, the
-//     IETF RateLimit fields, X-RateLimit-*, OpenAI's and Anthropic's) and
-//     the body of a 429 or 403 (up to 16 KiB, handed back intact): a
-//     reported remaining count lowers the matching limit, never raises
-//     it; a refusal pauses the whole Gate until the instant the server
-//     named (capped at the MaxPause), or on the SDKs' back-off schedule
-//     when it names none; a billing refusal is returned at once.
+//     rests on an estimate is waited, within the deadline.
+//   - It reads every response's rate-limit headers and the body of a 429
+//     or 403 (handed back intact): a reported remaining count lowers the
+//     matching limit; a refusal pauses the whole Gate until the instant
+//     the server named (capped at the MaxPause), or on the SDKs' back-off
+//     schedule when it names none; a billing refusal is returned at once.
 //   - A refused request that can be replayed is retried with back-off
 //     (WithRetries, WithBackOff), ahead of the calls queued behind it,
 //     never past its deadline; otherwise the last response is returned,
 //     body intact, with a nil error, as the RoundTripper contract asks.
-//     RoundTrip never modifies the caller's request. Requests of SDKs
-//     that retry on their own are left to them (see RefusalHeader).
+//     Requests of SDKs that retry on their own are left to them (see
+//     RefusalHeader).
 //   - Every Gate gets the same treatment through the capabilities it has
-//     (Taker, Pauser, Leveler, Tuner, Meter, Observer, Learner); a Gate
-//     without one goes without that reaction. Time is read on the Gate's
-//     clock (its Clock method), so a fake clock drives the Transport in
-//     tests.
+//     (Taker, Pauser, Leveler, Tuner, Meter, Observer, Learner), on the
+//     Gate's clock (its Clock method), so a fake clock drives it in tests.
 type Transport struct {
 	base http.RoundTripper
 	pick Picker
@@ -102,7 +97,7 @@ type Transport struct {
 func WithInFlight(n int64) Option {
 	return forTransport("WithInFlight", func(t *Transport) error {
 		if n < 1 {
-			return invalidOption("WithInFlight(%d): the cap must be at least 1 (leave the option out for no cap)", n)
+			return errs.InvalidOptionf("WithInFlight(%d): the cap must be at least 1 (leave the option out for no cap)", n)
 		}
 		t.inflight = semaphore.NewWeighted(n)
 		return nil
@@ -115,7 +110,7 @@ func WithInFlight(n int64) Option {
 func WithMaxPause(d time.Duration) Option {
 	return forTransport("WithMaxPause", func(t *Transport) error {
 		if d <= 0 {
-			return invalidOption("WithMaxPause(%v): the cap must be positive", d)
+			return errs.InvalidOptionf("WithMaxPause(%v): the cap must be positive", d)
 		}
 		t.maxPause = d
 		return nil
@@ -127,7 +122,7 @@ func WithMaxPause(d time.Duration) Option {
 func WithRetries(n int) Option {
 	return forTransport("WithRetries", func(t *Transport) error {
 		if n < 0 {
-			return invalidOption("WithRetries(%d): the count must be 0 or more", n)
+			return errs.InvalidOptionf("WithRetries(%d): the count must be 0 or more", n)
 		}
 		t.retries = n
 		return nil
@@ -141,7 +136,7 @@ func WithRetries(n int) Option {
 func WithBackOff(initial, max time.Duration) Option {
 	return forTransport("WithBackOff", func(t *Transport) error {
 		if initial <= 0 || max < initial {
-			return invalidOption("WithBackOff(%v, %v): the intervals must satisfy 0 < initial <= max", initial, max)
+			return errs.InvalidOptionf("WithBackOff(%v, %v): the intervals must satisfy 0 < initial <= max", initial, max)
 		}
 		t.initial, t.maxWait = initial, max
 		return nil
@@ -152,13 +147,10 @@ func WithBackOff(initial, max time.Duration) Option {
 // (http.DefaultTransport if nil) under the Gate that pick chooses for each
 // request. It fails for a nil pick, for Shared given no Gate, for an
 // option outside its range (an error matching throttle.ErrInvalidOption),
-// and for WithAccounting over a Shared Gate its Check refuses.
-// There is no unlimited default: for no limit, say so with a Limiter at
-// rate throttle.Inf, which still heeds a server's pauses.
-//
-// It returns an error rather than panicking: its arguments are often read
-// from a config (a limit, a retry count), and a bad config is an error to
-// report, not a bug in the program.
+// and for WithAccounting over a Shared Gate its Check refuses. There is no
+// unlimited default: for no limit, a Limiter at rate throttle.Inf. It
+// returns an error rather than panicking: its arguments are often read
+// from a config, and a bad config is an error to report.
 func NewTransport(base http.RoundTripper, pick Picker, opts ...Option) (*Transport, error) {
 	if pick == nil {
 		return nil, errors.New("throttle: NewTransport given a nil Picker: every request needs a Gate (for no limit, Shared of a Limiter at rate throttle.Inf)")
@@ -179,14 +171,14 @@ func NewTransport(base http.RoundTripper, pick Picker, opts ...Option) (*Transpo
 	t.pauses = ledger.NewRefusals()
 	for i, opt := range opts {
 		if opt == nil {
-			return nil, invalidOption("NewTransport given a nil Option (option %d)", i)
+			return nil, errs.InvalidOptionf("NewTransport given a nil Option (option %d)", i)
 		}
 		if err := opt(&settings{t: t}); err != nil {
 			return nil, err
 		}
 	}
 	if t.acct != nil && t.customCost {
-		return nil, invalidOption("NewTransport given both WithAccounting and WithCost: WithAccounting sets the cost, so the other would be ignored")
+		return nil, errs.InvalidOptionf("NewTransport given both WithAccounting and WithCost: WithAccounting sets the cost, so the other would be ignored")
 	}
 	if g, ok := sharedGate(pick); ok {
 		if newGate(g, nil).none {
@@ -295,9 +287,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	// Below 400 nothing is retried (see shouldRetry): a success makes no
-	// call to find out.
-	if resp.StatusCode < 400 || !x.retryableFailure(resp, &x.sig) {
+	if resp.StatusCode < 400 || !x.retryable(resp, &x.sig) {
 		return resp, nil
 	}
 	rx := x
@@ -428,7 +418,7 @@ func (x *exchange) turn() (int64, error) {
 		if x.via.member != nil {
 			full = members.of(x.via.member.Member().Name)
 		}
-		if x.bursting() {
+		if t.follows(x.g) {
 			if err := x.joinBurst(full); err != nil {
 				return 0, err
 			}
@@ -443,10 +433,6 @@ func (x *exchange) turn() (int64, error) {
 	}
 	return waited, nil
 }
-
-// bursting reports whether the attempt's Gate is one whose bursts from
-// full are followed.
-func (x *exchange) bursting() bool { return x.t.follows(x.g) }
 
 // expired returns ctx's error when the request's context ended while it
 // waited for its turn (a grant at its deadline): it is then not sent, so
@@ -465,7 +451,7 @@ func (x *exchange) expired() error {
 // of a refused call as takeRetry says, any other as the Gate decides,
 // refused before its deadline only on a wait that is certain (takeLater).
 func (x *exchange) takeTurn() (int64, error) {
-	if x.t.pauses.Active() {
+	if x.t.pauses.Active.Load() != 0 {
 		if until, retry := x.t.pauses.RetryOf(x.req); retry {
 			return x.takeRetry(until)
 		}
@@ -482,13 +468,9 @@ func (x *exchange) takeTurn() (int64, error) {
 const retryPriority = math.MaxInt
 
 // turnContext is the context the request queues on the Gate with. A retry
-// of the Transport's queues ahead of the calls waiting there (as far as
-// throttle.WithPriority lets a waiter pass others): its call had its turn
-// and spent it, and the server's wait (Gemini's retryDelay, a
-// Retry-After) was the wait of every call of the quota, which the pause
-// made them all wait. Queued behind the calls that were waiting, it would
-// pay the quota's wait twice, and the server's window could be spent
-// again when its turn came, refusing it a second time.
+// of the Transport's queues ahead of the calls waiting there: its call had
+// its turn, and the server's wait was every call's, which the pause made
+// them all wait; behind them it would pay that wait twice.
 func (x *exchange) turnContext() context.Context {
 	if x.n == 0 {
 		return x.ctx
@@ -575,7 +557,7 @@ func (x *exchange) read(resp *http.Response, taken bool) {
 		if t.secondary.Load() != 0 {
 			t.secondary.Store(0)
 		}
-		if t.pauses.Active() {
+		if t.pauses.Active.Load() != 0 {
 			t.pauses.Succeeded()
 		}
 	}

@@ -2,14 +2,10 @@ package httpthrottle
 
 import "github.com/throttlekit/throttle/internal/ledger"
 
-// Bursts from a full bucket: see package internal/ledger.
-//
-// Bursts are followed on a Gate that takes without a Permit (Taker), can
-// be lowered (Leveler) and reports its levels (Meter). The levels are read
-// (a round trip to Redis for redisbucket's Limiter) only by a call that
-// could open a burst: none is open, and the Transport has no call of the
-// Gate in flight, which the server would have counted or be about to
-// count (its quota is then not full).
+// Bursts from a full bucket (see package internal/ledger) are followed on
+// a Gate that is a Taker, a Leveler and a Meter. Its levels (a round trip
+// to Redis for redisbucket's Limiter) are read only by a call that could
+// open a burst: none is open, and no call of the Gate is in flight.
 
 // follows reports whether the Transport follows the bursts from full of
 // g: it has an Accounting, and g is a Taker, a Leveler and a Meter.

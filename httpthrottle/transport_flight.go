@@ -10,32 +10,18 @@ import (
 	"github.com/throttlekit/throttle/internal/ledger"
 )
 
-// Which waits are certain.
-//
-// A request is refused before its deadline (a *WaitError, at once, nothing
-// sent) only on a wait that is certain: one the server named (a pause), or
-// exact arithmetic on settled state (a bucket of known rate and exact
-// costs). A wait that rests on an estimate is not grounds for a refusal:
-// with an llm.Config the costs queued and in flight are reservations, prompt plus
-// max_tokens, that settle to what the calls use, most far less; on Auto's
-// buckets the rate is Auto's share of a quota it is still learning, or a
-// guess before the server said anything. Such a request waits its turn,
-// its wait shrinking as the estimates settle, and fails with the context's
-// error if its deadline comes first. What is certain of such a wait is
-// its least: the pause in force, then the time the bucket's rate (the
-// server's, for Auto; none before it is learned) takes to refill what the
-// request needs beyond what the bucket holds and what its reservations in
-// flight could give back, as if every one of them and every call queued
-// ahead used nothing. A window reset already scheduled (ledger.Resets)
-// counts, from the reset on.
+// Which waits are certain (docs/http-client.md, "Before a request is
+// sent"): a request is refused before its deadline only on a wait the
+// server named or exact arithmetic on settled state; on estimates (an
+// Accounting's reservations, a rate Auto is still learning) only the
+// least the wait can be counts: the pause, then the refill at the
+// server's rate of what the request needs beyond the level and every
+// unsettled reservation, a scheduled window reset counted from then on.
 
-// sureWait returns the refusal of costs on g, refused by the Gate for a
-// wait past the context's deadline, when the part of the wait that is
-// certain (see "Which waits are certain") passes the deadline too: the
-// first such limit's, its name and that wait; or nil when the request may
-// still be served in time, and queues. refused is the Gate's error,
-// returned as it is when the decision cannot be made: without a deadline,
-// or on a Gate that reports no Status (Meter).
+// sureWait returns the refusal of costs on g, which the Gate refused for a
+// wait past ctx's deadline, when the certain part of the wait passes the
+// deadline too; nil when the request may still be served in time. refused,
+// the Gate's error, is returned as it is when the decision cannot be made.
 func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, clock interface{ Now() time.Time }, refused error) error {
 	dl, ok := ctx.Deadline()
 	if !ok || g.meter == nil || len(costs) != len(g.limits) {

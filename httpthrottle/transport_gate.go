@@ -75,10 +75,9 @@ func (x *gate) Fill(g throttle.Gate, ones *ledger.Ones) {
 // name returns the name of limit i.
 func (x *gate) name(i int) string { return x.limits[i].Name }
 
-// Gate and Kept, with Fill, make gate a ledger.Entry of the Transport's
-// and the Handler's caches (gateCache).
-func (x *gate) Gate() throttle.Gate { return x.g }
-func (x *gate) Kept() bool          { return x.keyed }
+// Kept, with Fill, makes gate a ledger.Entry of the Transport's and the
+// Handler's caches (gateCache).
+func (x *gate) Kept() bool { return x.keyed }
 
 // gateCache keeps the gates of the Gates a Transport's or a Handler's
 // requests used: a request finds its Gate's with a load and a comparison

@@ -4,24 +4,19 @@ import "time"
 
 // The pause after a refusal that names no usable wait follows the SDKs'
 // own back-off (see ledger.Refusals). The retry of such a call waits out
-// the pause its own refusal asked for, which its SDK's back-off has
-// usually done already, but not the pauses of other calls' refusals, nor
-// the queue of the calls that waited for them: made to wait each other's
-// pauses, a call the server keeps refusing would cost more time than the
-// SDK alone spends on it.
+// its own call's pause only, not other calls' pauses nor their queue: a
+// call the server keeps refusing then costs no more time than the SDK
+// alone spends on it.
 
 // usableWait reports whether d, a server's wait on a refusal, is one to
 // pause for: a wait of zero (a Retry-After of 0, or a date in the past) is
 // no more usable than none.
 func usableWait(d time.Duration, ok bool) bool { return ok && d > 0 }
 
-// takeRetry takes the costs of a recognised retry (see the comment at the
-// top of the file): once its own call's pause is over, at once, charged
-// as debt when the limits do not hold them (or are paused by another
-// call's refusal: the retry has already waited the back-off its own
-// refusal asked for, and a later pause of another call would add to it).
-// A Gate that is no Taker cannot be charged: the retry then waits its
-// turn there.
+// takeRetry takes the costs of a recognised retry once its own call's
+// pause is over, at once, as debt when the limits do not hold them or are
+// paused by another call's refusal; on a Gate that is no Taker it waits
+// its turn.
 func (x *exchange) takeRetry(until time.Time) (int64, error) {
 	start := x.now()
 	if d := x.g.clock.Until(until); d > 0 {

@@ -2,6 +2,7 @@ package httpthrottle
 
 import (
 	"fmt"
+	"github.com/throttlekit/throttle/internal/errs"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -32,13 +33,13 @@ import (
 // (pool.WithQuarantine); Google's QuotaFailure of a quota per day (Gemini's
 // GenerateRequestsPerDay...), until the next midnight in Pacific time,
 // when such quotas reset; a wait past the MaxPause, until the end the
-// server named. The request is then
-// retried on another member, as a 429 is, and not returned at once.
+// server named. The request is then retried on another member, as a 429
+// is, and not returned at once.
 func WithRoutes(routes map[string]func(*http.Request)) Option {
 	return forTransport("WithRoutes", func(t *Transport) error {
 		for name, r := range routes {
 			if r == nil {
-				return invalidOption("WithRoutes: member %q has a nil route", name)
+				return errs.InvalidOptionf("WithRoutes: member %q has a nil route", name)
 			}
 		}
 		t.routes = routes
@@ -152,7 +153,7 @@ func (v *poolVia) exhausted(x *exchange, resp *http.Response) (time.Time, bool) 
 	case x.refusal.Billing != "":
 		return clock.Now().Add(q), true
 	case x.refusal.Daily:
-		return nextPacificMidnight(clock.Now()), true
+		return headers.NextPacificMidnight(clock.Now()), true
 	case !x.sig.Throttled(resp.StatusCode) || !x.sig.Capped && !x.refusal.Capped:
 		return time.Time{}, false
 	}
@@ -163,18 +164,6 @@ func (v *poolVia) exhausted(x *exchange, resp *http.Response) (time.Time, bool) 
 		return clock.Now().Add(d), true
 	}
 	return clock.Now().Add(max(q, x.t.maxPause)), true
-}
-
-// nextPacificMidnight is the first midnight in Pacific time after now,
-// when Google's quotas per day reset; UTC-8 where the time zone database
-// is missing.
-func nextPacificMidnight(now time.Time) time.Time {
-	loc, err := time.LoadLocation("America/Los_Angeles")
-	if err != nil {
-		loc = time.FixedZone("PST", -8*60*60)
-	}
-	t := now.In(loc)
-	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
 }
 
 // retryable decides, for a request on a pool, whether the answer just read

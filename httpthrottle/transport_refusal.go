@@ -7,17 +7,10 @@ import (
 	"github.com/throttlekit/throttle/internal/headers"
 )
 
-// What a refusal's body says.
-//
-// Some vendors say in the body what the header does not: Gemini puts the
-// wait in a google.rpc.RetryInfo, OpenAI and Anthropic tell a spent account
-// from a client too fast only in the error's code, and GitHub names its
-// secondary limit only in the message. So the body of a 429 or a 403 is
-// read before the Transport decides, but only a bounded prefix of it
-// (refusalBytes), and only for as long as it takes to arrive
-// (refusalWait): a body that stalls must not hold RoundTrip, and one of
-// megabytes must not be read whole. The caller gets the body back intact:
-// the bytes read, then the rest as the server sends it.
+// Some vendors say in a refusal's body what the header does not (Gemini's
+// RetryInfo, OpenAI's and Anthropic's billing codes, GitHub's secondary
+// limit): so a bounded prefix of a 429's or 403's body is read, for a
+// bounded time, before the Transport decides, and handed back intact.
 
 // refusalBytes is the most of a refusal's body read before deciding. Error
 // bodies are a few hundred bytes; Gemini's, with its details, about one

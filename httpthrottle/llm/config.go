@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/throttlekit/throttle/internal/errs"
 	"io"
 	"net/http"
 	"reflect"
@@ -326,7 +327,7 @@ func (c Config) Check(limits []throttle.Limit) error {
 			return nil
 		}
 	}
-	return invalidOption("llm.Config: no limit of the Gate counts tokens: its limits are %s, and llm.Config counts tokens on limits named %s (name the Gate's limits in Config.TokenLimits, InputTokenLimits or OutputTokenLimits)", limitNames(limits), c.tokenNames())
+	return errs.InvalidOptionf("llm.Config: no limit of the Gate counts tokens: its limits are %s, and llm.Config counts tokens on limits named %s (name the Gate's limits in Config.TokenLimits, InputTokenLimits or OutputTokenLimits)", limitNames(limits), c.tokenNames())
 }
 
 // checkNames reports a name given explicitly to a role that no limit has.
@@ -338,7 +339,7 @@ func (c Config) checkNames(limits []throttle.Limit) error {
 		}
 		for _, n := range names {
 			if !slices.ContainsFunc(limits, func(l throttle.Limit) bool { return l.Name == n }) {
-				return invalidOption("llm.Config names the limit %q, but the Gate's limits are %s", n, limitNames(limits))
+				return errs.InvalidOptionf("llm.Config names the limit %q, but the Gate's limits are %s", n, limitNames(limits))
 			}
 		}
 	}
@@ -401,11 +402,6 @@ func (c Config) defaultMaxTokens() int64 {
 		return c.DefaultMaxTokens
 	}
 	return 4096
-}
-
-// invalidOption returns an error matching throttle.ErrInvalidOption.
-func invalidOption(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{throttle.ErrInvalidOption}, args...)...)
 }
 
 // noGate reports whether g is no Gate: nil, or a nil pointer in an

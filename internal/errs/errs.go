@@ -20,6 +20,12 @@ var (
 	InvalidOption = errors.New("throttle: invalid option")
 )
 
+// InvalidOptionf is the error of an option given a value outside its
+// range, matching InvalidOption.
+func InvalidOptionf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{InvalidOption}, args...)...)
+}
+
 // NegativeCost is the error of a cost, or a value given to Settle, below
 // zero.
 var NegativeCost = fmt.Errorf("%w: a cost is negative", InvalidCost)

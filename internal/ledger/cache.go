@@ -7,15 +7,20 @@ import (
 	"github.com/throttlekit/throttle"
 )
 
-// Entry is what a Cache keeps for a Gate: Fill makes it, Gate names its
-// Gate, and Kept reports whether it may be kept (its Gate's type is
-// comparable: an entry of another Gate compares unequal without
-// panicking).
+// Entry is what a Cache keeps for a Gate: Fill makes it, and Kept reports
+// whether it may be kept (its Gate's type is comparable: a Gate of another
+// type compares unequal to it without panicking).
 type Entry[T any] interface {
 	*T
 	Fill(g throttle.Gate, ones *Ones)
-	Gate() throttle.Gate
 	Kept() bool
+}
+
+// node is an entry kept, with its Gate: a hit compares the Gate here and
+// calls nothing of the entry's.
+type node[T any] struct {
+	g throttle.Gate
+	v *T
 }
 
 // The Gates a Cache keeps: by address, and the last few that are values.
@@ -36,8 +41,8 @@ const (
 // allocates nothing for it, as long as its Gate is among those in use
 // lately.
 type Cache[T any, P Entry[T]] struct {
-	slots [cacheSlots]atomic.Pointer[T]
-	vals  [valueSlots]atomic.Pointer[T]
+	slots [cacheSlots]atomic.Pointer[node[T]]
+	vals  [valueSlots]atomic.Pointer[node[T]]
 	next  atomic.Uint32 // the ring's next slot to fill
 	// Ones lends the entries their default cost.
 	Ones Ones
@@ -54,12 +59,12 @@ func (c *Cache[T, P]) Into(g throttle.Gate, spare *T) *T {
 	v := reflect.ValueOf(g)
 	if v.Kind() == reflect.Pointer {
 		slot := &c.slots[(uint64(v.Pointer())*pointerMul)>>cacheShift]
-		if x := slot.Load(); x != nil && P(x).Gate() == g {
-			return x
+		if n := slot.Load(); n != nil && n.g == g {
+			return n.v
 		}
 		x := c.made(g)
 		if P(x).Kept() {
-			slot.Store(x)
+			slot.Store(&node[T]{g, x})
 		}
 		return x
 	}
@@ -68,13 +73,13 @@ func (c *Cache[T, P]) Into(g throttle.Gate, spare *T) *T {
 		return spare
 	}
 	for i := range c.vals {
-		if x := c.vals[i].Load(); x != nil && P(x).Gate() == g {
-			return x
+		if n := c.vals[i].Load(); n != nil && n.g == g {
+			return n.v
 		}
 	}
 	x := c.made(g)
 	if P(x).Kept() {
-		c.vals[c.next.Add(1)%valueSlots].Store(x)
+		c.vals[c.next.Add(1)%valueSlots].Store(&node[T]{g, x})
 	}
 	return x
 }

@@ -13,7 +13,6 @@ type entry struct {
 }
 
 func (e *entry) Fill(g throttle.Gate, ones *Ones) { *e = entry{g: g, ones: ones.Get(len(g.Limits()))} }
-func (e *entry) Gate() throttle.Gate              { return e.g }
 func (e *entry) Kept() bool                       { return true }
 
 // TestCache: a Gate's entry is made once and found again, a pointer's by

@@ -50,9 +50,9 @@ const (
 // call's. A success forgets every refused call: the
 // next refusal starts the schedule again.
 type Refusals struct {
-	// active counts the calls remembered, so that with none a request
-	// reads no lock and hashes nothing.
-	active atomic.Int64
+	// Active counts the calls remembered, so that with none a request
+	// reads no lock and hashes nothing; only Refusals writes it.
+	Active atomic.Int64
 	mu     sync.Mutex
 	seed   maphash.Seed
 	calls  map[uint64]refusedCall
@@ -71,10 +71,6 @@ func (p *Refusals) SeedJitter(seed uint64) {
 	p.rand = rand.New(rand.NewPCG(seed, seed))
 	p.mu.Unlock()
 }
-
-// Active reports whether any refused call is remembered: with none, a
-// request reads no lock and hashes nothing.
-func (p *Refusals) Active() bool { return p.active.Load() != 0 }
 
 // refusedCall is what is remembered of a call refused without a usable
 // wait.
@@ -146,7 +142,7 @@ func (p *Refusals) Refused(req *http.Request, now time.Time) time.Duration {
 	}
 	d := p.pause(step)
 	p.calls[key] = refusedCall{refusals: step + 1, until: now.Add(d)}
-	p.active.Store(int64(len(p.calls)))
+	p.Active.Store(int64(len(p.calls)))
 	return d
 }
 
@@ -179,11 +175,11 @@ func (p *Refusals) pause(step int) time.Duration {
 }
 
 // Succeeded forgets every refused call: a success resets the schedule.
-// Callers skip it when none is Active.
+// Callers skip it when Active is 0.
 func (p *Refusals) Succeeded() {
 	p.mu.Lock()
 	clear(p.calls)
-	p.active.Store(0)
+	p.Active.Store(0)
 	p.mu.Unlock()
 }
 
@@ -191,7 +187,7 @@ func (p *Refusals) Succeeded() {
 // usable wait (the same method, URL and body as that call, and for a
 // request without a body, which many calls share, an SDK's retry header
 // too), and until when that call's own pause lasts. Callers skip it when
-// none is Active.
+// Active is 0.
 func (p *Refusals) RetryOf(req *http.Request) (until time.Time, ok bool) {
 	// An SDK's count says which attempt this is: its first is a new call,
 	// however like an earlier one.
