@@ -163,15 +163,3 @@ func ParseProtoDuration(v string) (time.Duration, bool) {
 	}
 	return dec.duration(time.Second), true
 }
-
-// NextPacificMidnight is the first midnight in Pacific time after now,
-// when Google's quotas per day reset; UTC-8 where the time zone database
-// is missing.
-func NextPacificMidnight(now time.Time) time.Time {
-	loc, err := time.LoadLocation("America/Los_Angeles")
-	if err != nil {
-		loc = time.FixedZone("PST", -8*60*60)
-	}
-	t := now.In(loc)
-	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
-}

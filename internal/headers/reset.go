@@ -58,3 +58,15 @@ func parseRFC3339(v string) (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339, v)
 	return t, err == nil
 }
+
+// NextPacificMidnight is the first midnight in Pacific time after now,
+// when Google's quotas per day reset; UTC-8 where the time zone database
+// is missing.
+func NextPacificMidnight(now time.Time) time.Time {
+	loc, err := time.LoadLocation("America/Los_Angeles")
+	if err != nil {
+		loc = time.FixedZone("PST", -8*60*60)
+	}
+	t := now.In(loc)
+	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
+}
