@@ -8,14 +8,16 @@
 // [NewTransport] wraps an http.RoundTripper so that every request of a
 // client takes a permit first, from the [throttle.Gate] that a [Picker]
 // chooses: [Shared] for one limiter (any Gate: a Limiter, an htb.Limiter,
-// a trtcm.Marker, redisbucket's Limiter for a fleet), [PerKey] with [HostKey],
-// [HeaderKey] or llm.ModelKey for one per key. The [Transport] reads every
-// response's rate-limit headers (Retry-After, the IETF RateLimit fields,
-// X-RateLimit-*, OpenAI's and Anthropic's), lowers the Gate's limits to
-// what the server says is left (a [throttle.Leveler]), and on a 429 pauses the
-// whole Gate (a [throttle.Pauser]) until the instant the server named, then retries
-// with back-off when the request can be replayed.
-// [WithCost] sets what a request costs, [WithInFlight] caps the requests in
+// a trtcm.Marker, redisbucket's Limiter for a fleet), [PerKey] with
+// [HostKey], [HeaderKey] or llm.ModelKey for one per key, or a [PickFunc]
+// of your own. The [Transport] reads every response's rate-limit headers
+// (Retry-After, the IETF RateLimit fields, X-RateLimit-*, OpenAI's and
+// Anthropic's), lowers the Gate's limits to what the server says is left
+// (a [throttle.Leveler]), and on a 429 pauses the whole Gate (a
+// [throttle.Pauser]) until the instant the server named, then retries with
+// back-off when the request can be replayed; [TransportStats] counts what
+// it did. Each [Option] belongs to the Transport or the Handler, but
+// [WithCost] (a [CostFunc]) to both; [WithInFlight] caps the requests in
 // flight. Nothing is unlimited by default: a nil pick, Shared of a nil
 // Gate or a pick returning no Gate is an error; for no limit, use a
 // Limiter at rate throttle.Inf.
