@@ -64,6 +64,9 @@ type fleetChildResult struct {
 	// decision the failure policy took, and the first Redis decision after
 	// the last failure decision.
 	FirstFailure, LastFailure, RedisAfter int64
+	// Reached is when a script call of this process reached Redis again
+	// after its last that did not (fleetModes), 0 if none failed.
+	Reached int64
 	FailureEvents                         int64
 	LastDecision                          int64
 	LastMode                              string
@@ -203,6 +206,9 @@ func runFleetChild(v string) {
 	wg.Wait()
 	res.Stats = lims[0].Stats()
 	res.Modes = modes.counts()
+	modes.mu.Lock()
+	res.Reached = modes.reached
+	modes.mu.Unlock()
 	obs.mu.Lock()
 	res.FirstFailure, res.LastFailure, res.RedisAfter = obs.firstFail, obs.lastFail, obs.redisAfter
 	res.FailureEvents, res.LastDecision, res.LastMode = obs.failures, obs.lastAt, obs.lastMode.String()
@@ -320,37 +326,67 @@ func fleetCall(c *http.Client, cfg fleetChildConfig) (status int, late time.Dura
 type fleetModes struct {
 	mu sync.Mutex
 	n  map[string]int64
+	// reached is the first script call Redis answered (a reply or a Redis
+	// error such as NOSCRIPT) after the last one that did not reach it, in
+	// Unix nanoseconds; 0 while the last one failed or none did.
+	failedAt, reached int64
 }
 
 func (m *fleetModes) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (m *fleetModes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		m.count(cmd.Args())
-		return next(ctx, cmd)
+		script := m.count(cmd.Args())
+		err := next(ctx, cmd)
+		if script {
+			m.outcome(err)
+		}
+		return err
 	}
 }
 
 func (m *fleetModes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var script bool
 		for _, c := range cmds {
-			m.count(c.Args())
+			script = m.count(c.Args()) || script
 		}
-		return next(ctx, cmds)
+		err := next(ctx, cmds)
+		if script {
+			m.outcome(err)
+		}
+		return err
 	}
 }
 
-func (m *fleetModes) count(args []any) {
+// outcome records whether a script call reached Redis: a reply, or an
+// error Redis sent.
+func (m *fleetModes) outcome(err error) {
+	var re redis.Error
+	ok := err == nil || errors.Is(err, redis.Nil) || errors.As(err, &re)
+	now := time.Now().UnixNano()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case !ok:
+		m.failedAt, m.reached = now, 0
+	case m.failedAt != 0 && m.reached == 0:
+		m.reached = now
+	}
+}
+
+// count counts a script call by mode and reports whether args are one.
+func (m *fleetModes) count(args []any) bool {
 	if len(args) < 3 {
-		return
+		return false
 	}
 	name, _ := args[0].(string)
 	if name = strings.ToLower(name); name != "evalsha" && name != "eval" {
-		return
+		return false
 	}
 	nk, err := strconv.Atoi(fmt.Sprint(args[2]))
 	if err != nil || len(args) <= 3+nk {
-		return
+		return true
 	}
 	argv := args[3+nk:]
 	mode := "fast"
@@ -363,6 +399,7 @@ func (m *fleetModes) count(args []any) {
 	m.mu.Lock()
 	m.n[name+":"+mode]++
 	m.mu.Unlock()
+	return true
 }
 
 func (m *fleetModes) counts() map[string]int64 {
