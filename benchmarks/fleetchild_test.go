@@ -66,10 +66,10 @@ type fleetChildResult struct {
 	FirstFailure, LastFailure, RedisAfter int64
 	// Reached is when a script call of this process reached Redis again
 	// after its last that did not (fleetModes), 0 if none failed.
-	Reached int64
-	FailureEvents                         int64
-	LastDecision                          int64
-	LastMode                              string
+	Reached       int64
+	FailureEvents int64
+	LastDecision  int64
+	LastMode      string
 	// Modes counts this process's script calls by the script's mode
 	// (fleetModes), so that a run says which calls make its Redis cost.
 	Modes map[string]int64
