@@ -143,10 +143,19 @@ func runFleetChild(v string) {
 	// new user to handle: the process exits, and its supervisor starts it
 	// again. Here it is tried again after fleetRestart, counted, up to
 	// fleetStarts times.
-	lims, tr, err := fleetClient(rdb, obs, cfg, &res)
-	if err != nil {
-		res.Err = err.Error()
-		out(3)
+	var lims []*redisbucket.Limiter
+	var tr interface {
+		http.RoundTripper
+		CloseIdleConnections()
+	}
+	if os.Getenv(envFleetClient) == "redis_rate" {
+		tr = newRateTransport(rdb)
+	} else {
+		var err error
+		if lims, tr, err = fleetClient(rdb, obs, cfg, &res); err != nil {
+			res.Err = err.Error()
+			out(3)
+		}
 	}
 	client := &http.Client{Transport: tr}
 	fmt.Println("ready")
@@ -204,7 +213,9 @@ func runFleetChild(v string) {
 		})
 	}
 	wg.Wait()
-	res.Stats = lims[0].Stats()
+	if len(lims) > 0 {
+		res.Stats = lims[0].Stats()
+	}
 	res.Modes = modes.counts()
 	modes.mu.Lock()
 	res.Reached = modes.reached
