@@ -614,6 +614,11 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 			}
 		}
 	}
+	if keys == 1 {
+		over := fleetWireDeficit(arrivals)
+		t.Logf("the arrivals up to the first vendor 429 exceed the vendor's requests bound by at most %.3f of a request (%v of its refill)",
+			over, time.Duration(over*float64(time.Minute)/fleetRPM).Round(time.Microsecond))
+	}
 	st := sv.Stats()
 	if st.Requests != int64(r.requests) || r.calls != n*calls {
 		t.Fatalf("the vendor saw %d requests, recorded %d; the children made %d calls of %d", st.Requests, r.requests, r.calls, n*calls)
@@ -709,4 +714,31 @@ func fleetTail(b *fleetBuffer) string {
 		s = "..." + s[len(s)-6000:]
 	}
 	return s
+}
+
+// fleetWireDeficit is how far the arrivals up to and including the first
+// vendor 429 go past the vendor's bound on requests (burst fleetBurst,
+// fleetRPM a minute, full at the first): the deepest a bucket that admits
+// every one of them goes below zero, in requests, 0 when none does. The
+// fleet's grants fit the bound; what the arrivals add is the wire's delay
+// (dial, handshake, scheduling), which a reservation's headroom must cover.
+func fleetWireDeficit(arrivals []fleetArrival) float64 {
+	perReq := float64(time.Minute) / fleetRPM // ns of refill per request
+	level, deficit := float64(fleetBurst), 0.0
+	var prev time.Time
+	for _, a := range arrivals {
+		if a.injected {
+			continue
+		}
+		if !prev.IsZero() {
+			level = min(level+float64(a.at.Sub(prev))/perReq, fleetBurst)
+		}
+		prev = a.at
+		level--
+		deficit = max(deficit, -level)
+		if a.status == http.StatusTooManyRequests {
+			break
+		}
+	}
+	return deficit
 }

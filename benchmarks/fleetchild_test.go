@@ -242,6 +242,13 @@ func fleetClient(rdb *redis.Client, obs redisbucket.Observer, cfg fleetChildConf
 	if os.Getenv("THROTTLE_FLEET_RESERVE") == "1" { // the opt-in reservations of issue 38
 		opts = append(opts, redisbucket.WithReservations())
 	}
+	if h := os.Getenv("THROTTLE_FLEET_HEADROOM"); h != "" { // a reservation's headroom for the wire, as a Go duration
+		d, err := time.ParseDuration(h)
+		if err != nil {
+			return nil, nil, fmt.Errorf("THROTTLE_FLEET_HEADROOM: %w", err)
+		}
+		opts = append(opts, redisbucket.WithWireHeadroom(d))
+	}
 	limits := []redisbucket.Limit{
 		{Name: "requests", Capacity: fleetBurst, Rate: throttle.Per(fleetRPM, time.Minute)},
 		{Name: "tokens", Capacity: fleetTPM, Rate: throttle.Per(fleetTPM, time.Minute)},

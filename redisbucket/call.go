@@ -68,7 +68,7 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 	}
 	e.pz.saw(res.paused)
 	e.heard.Store(local.UnixNano())
-	e.seen.set(e.limits, local, res.now, res.levels, paid, sent)
+	e.seen.set(e.limits, local, res.now, res.levels, true, paid, sent)
 	e.tuned.Store(res.tunedMask())
 	if res.reset() {
 		e.st.stateResets.Add(1)
@@ -105,7 +105,7 @@ func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint
 	}
 	e.pz.saw(res.paused)
 	e.tuned.Store(res.tunedMask())
-	e.seen.set(e.limits, local, res.now, res.levels, carried{}, sent)
+	e.seen.set(e.limits, local, res.now, res.levels, false, carried{}, sent)
 	e.heard.Store(local.UnixNano())
 	if res.reset() {
 		e.st.stateResets.Add(1)

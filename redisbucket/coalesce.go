@@ -242,7 +242,7 @@ func (e *engine) sendBatch(ms []*member) {
 	for i, m := range live {
 		m.res = br.member(i)
 	}
-	e.seen.set(e.limits, local, br.now(), br.last(), carried{}, sent)
+	e.seen.set(e.limits, local, br.now(), br.last(), false, carried{}, sent)
 	for _, m := range live {
 		close(m.done)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -29,6 +30,8 @@ type engine struct {
 	guard bool
 
 	fastArgs [3]any // the fast path's capacity, num and den (limits[0])
+	// headroomArg is a reservation's headroom for the wire, µs (WithWireHeadroom).
+	headroomArg string
 	dl       deadlines
 
 	local   *throttle.Limiter // FailLocal; nil for the other policies
@@ -96,6 +99,7 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 	}
 	e.keys = []string{e.key}
 	e.seen.margin = o.callTimeout
+	e.headroomArg = strconv.FormatInt(o.headroom.Microseconds(), 10)
 	e.batch.max, e.batch.spacing = maxInFlight(client), callSpacing
 	// Boxed once: a string put in an interface is an allocation per call.
 	e.fastArgs = [3]any{limits[0].args[0], limits[0].args[1], limits[0].args[2]}

@@ -17,7 +17,7 @@ func TestAcquireOnEstimatesWaitsForSettlement(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		opts []redisbucket.Option
-	}{{"decide", nil}, {"reserve", []redisbucket.Option{redisbucket.WithReservations()}}} {
+	}{{"decide", nil}, {"reserve", []redisbucket.Option{redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0)}}} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t)
 			l := r.limiter("est-"+c.name, rpmTPM, c.opts...)

@@ -19,7 +19,14 @@ const (
 	// DefaultBreakerPatience is how long calls must keep failing before
 	// the breaker opens (WithBreakerPatience).
 	DefaultBreakerPatience = 300 * time.Millisecond
+	// DefaultWireHeadroom is the send delay a reservation leaves room for
+	// (WithWireHeadroom).
+	DefaultWireHeadroom = 5 * time.Millisecond
 )
+
+// maxWireHeadroom bounds WithWireHeadroom: a send delayed by more than a
+// second is an outage, not the wire.
+const maxWireHeadroom = time.Second
 
 // Option configures a Bucket or a Limiter. A value no limiter can run with
 // (a nil Option or clock, a timeout or TTL out of its range, a zero
@@ -47,6 +54,7 @@ type options struct {
 	// after each sleep (WithReservations), and opens the pause feed in the
 	// constructor.
 	reserve  bool
+	headroom time.Duration
 	nilClock bool // WithClock(nil), refused
 	// serverTime replaces the server's TIME; tests use it to run exact
 	// traces on a real server. Nil in production.
@@ -66,6 +74,7 @@ func buildOptions(opts []Option) (options, error) {
 		probeMax:    DefaultProbeMax,
 		patience:    DefaultBreakerPatience,
 		fleetTTL:    DefaultFleetTTL,
+		headroom:    DefaultWireHeadroom,
 	}
 	for i, opt := range opts {
 		if opt == nil {
@@ -93,6 +102,9 @@ func buildOptions(opts []Option) (options, error) {
 	}
 	if o.patience < 0 {
 		return o, invalidOption("WithBreakerPatience(%v): the patience must not be negative", o.patience)
+	}
+	if o.headroom < 0 || o.headroom > maxWireHeadroom {
+		return o, invalidOption("WithWireHeadroom(%v): the headroom must be between 0 and %v", o.headroom, maxWireHeadroom)
 	}
 	if o.probeMin <= 0 || o.probeMax < o.probeMin {
 		return o, invalidOption("WithProbeBackoff(%v, %v): the probe backoff needs 0 < min <= max", o.probeMin, o.probeMax)
@@ -213,3 +225,21 @@ func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout =
 // reserved instants. While a limit runs at a server's quota
 // (Limiter.Tune), Acquire decides step by step as without the option.
 func WithReservations() Option { return func(o *options) { o.reserve = true } }
+
+// WithWireHeadroom sets the send delay that reservations (WithReservations)
+// leave room for; the default is DefaultWireHeadroom, 0 turns it off. A
+// reserved call is sent at the instant the fleet's bucket covers it, and
+// the API counts it when it arrives, up to a dial, a TLS handshake or a
+// scheduler's delay later. An API's bucket that is full starts refilling
+// only when such a call arrives, so a burst from full that the fleet
+// counted at once can reach it spread out, and the next reserved call,
+// sent on a warm connection, finds a token the API has not refilled yet
+// (a 429 at start-up). Each reservation therefore takes from at most the
+// capacity less what a limit refills over d (never less than its cost):
+// arrivals delayed by up to d then fit capacity + rate × w in every window
+// as the API counts them. It costs rate × d tokens of the first burst
+// (a quarter of a request at 3,000 a minute and 5 ms), not throughput.
+// Deciding step by step (without reservations) decides after its sleep,
+// a round trip later than the instant, and takes no headroom.
+// docs/redis.md has the figures the default comes from.
+func WithWireHeadroom(d time.Duration) Option { return func(o *options) { o.headroom = d } }

@@ -31,6 +31,8 @@ func TestInvalidOptions(t *testing.T) {
 		{"short permit TTL", redisbucket.WithPermitTTL(time.Millisecond), "WithPermitTTL(1ms)"},
 		{"short fleet TTL", redisbucket.WithFleetTTL(time.Millisecond), "WithFleetTTL(1ms)"},
 		{"negative fleet TTL", redisbucket.WithFleetTTL(-time.Second), "WithFleetTTL(-1s)"},
+		{"negative wire headroom", redisbucket.WithWireHeadroom(-time.Millisecond), "WithWireHeadroom(-1ms)"},
+		{"wire headroom past a second", redisbucket.WithWireHeadroom(2 * time.Second), "WithWireHeadroom(2s)"},
 		{"probe min above max", redisbucket.WithProbeBackoff(time.Second, time.Millisecond), "WithProbeBackoff(1s, 1ms)"},
 		{"zero probe", redisbucket.WithProbeBackoff(0, time.Second), "WithProbeBackoff(0s, 1s)"},
 		{"zero policy", redisbucket.WithFailurePolicy(redisbucket.FailurePolicy{}), "WithFailurePolicy(FailurePolicy{})"},

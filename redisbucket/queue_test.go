@@ -11,10 +11,13 @@ import (
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
+// The queue's tests pin instants to the microsecond, so they take no
+// headroom for the wire (WithWireHeadroom(0)); TestReserveWireHeadroom
+// checks what the default adds.
 func TestReserveFIFO(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	b := r.bucket("rfifo", 5, throttle.Per(1, time.Second), redisbucket.WithReservations())
+	b := r.bucket("rfifo", 5, throttle.Per(1, time.Second), redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))
 	if ok, _ := b.TryAcquire(5); !ok {
 		t.Fatal("full bucket refused")
 	}
@@ -68,7 +71,7 @@ func TestReserveFIFO(t *testing.T) {
 // instant depends on, so that the waiters behind keep their instants.
 func TestReserveCancelledGivesBack(t *testing.T) {
 	r := newRig(t)
-	b := r.bucket("rcancel", 2, throttle.Per(1, time.Second), redisbucket.WithReservations())
+	b := r.bucket("rcancel", 2, throttle.Per(1, time.Second), redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))
 	b.TryAcquire(2)
 	bg := context.Background()
 	ctxA, cancelA := context.WithCancel(bg)
@@ -121,7 +124,7 @@ func TestReserveCancelledGivesBack(t *testing.T) {
 // one reservation each and at most one confirmation at its instant.
 func TestReserveManyWaiters(t *testing.T) {
 	r := newRig(t)
-	b := r.bucket("rmany", 1, throttle.Per(100, time.Second), redisbucket.WithReservations())
+	b := r.bucket("rmany", 1, throttle.Per(100, time.Second), redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))
 	b.TryAcquire(1)
 	ctx := context.Background()
 	const n = 50
@@ -237,5 +240,37 @@ func TestReserveDeadlineTakesNothing(t *testing.T) {
 	r.advance(time.Second)
 	if ok, _ := b.TryAcquire(1); !ok {
 		t.Fatal("the refused reservation took a token")
+	}
+}
+
+// A limit that does not bind is taken from as at the reservation's instant:
+// a bucket that refills to full before then holds, at the instant, its
+// capacity less the cost, as the server's does when the call arrives; not
+// its capacity, as a take stored now and refilled past the cost would say.
+func TestReserveTakesAtTheInstant(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	l := r.limiter("rinstant", []redisbucket.Limit{
+		{Name: "requests", Capacity: 1, Rate: throttle.Per(1, time.Second)},
+		{Name: "tokens", Capacity: 100, Rate: throttle.Per(100, time.Second)},
+	}, redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))
+	if _, err := l.Acquire(ctx, 1, 50); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(ctx, 1, 50) // the requests' instant: 1 s
+		done <- err
+	}()
+	if err := r.fc.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(time.Second)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Tokens(ctx)
+	if err != nil || got[0] != 0 || got[1] != 50 {
+		t.Fatalf("levels at the instant %v %v, want [0 50]: the tokens refilled to 100 before the second call took 50", got, err)
 	}
 }

@@ -19,6 +19,7 @@ type seen struct {
 	now    int64   // the server time of the view, µs
 	toks   []int64 // whole tokens per limit in the view
 	rems   []int64 // and the fraction, in 1/den units (0 from a fast-path reply)
+	frac   bool    // rems holds the view's fraction (not a fast-path reply)
 	full   bool    // the view refills to full at fullAt
 	fullAt time.Time
 	owed   []int64 // granted without Redis since the last call that reached it
@@ -133,7 +134,7 @@ func (s *seen) fellBack() {
 // the view, from a call sent before that view arrived, leaves the view
 // as it is (a server clock that went back still moves it, on the next
 // call sent after).
-func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, paid carried, sent uint64) {
+func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, frac bool, paid carried, sent uint64) {
 	// How long until every limit is full again, in µs; a limit that never
 	// refills keeps the view forever.
 	var until int64
@@ -167,7 +168,7 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, p
 	}
 	s.ticks++
 	s.held = s.ticks
-	s.ok, s.now, s.full, s.at = true, now, full, local
+	s.ok, s.now, s.full, s.at, s.frac = true, now, full, local, frac
 	if full {
 		// A margin for a client clock that runs fast: a tenth, and 1 ms.
 		d := time.Duration(min(until, 1<<40)) * time.Microsecond
@@ -246,22 +247,43 @@ func (s *seen) giveBack(tokens []int64) {
 }
 
 // most returns the most limit i can hold at local time now by the last
-// view: its level then, refilled since at the configured rate (plus one
-// for the fraction the view leaves out), at most the capacity; ok is false
-// without a view. Other processes' give-backs since are not in it.
+// view: its level then, refilled since at the configured rate from the
+// instant its call was sent, at most the capacity; ok is false without a
+// view. A view without the fraction (a fast-path reply) counts one more
+// token for it; one with it counts one more unit of it, which a reply
+// rounds down. Other processes' give-backs since are not in it.
+//
+// In a fleet that runs at its quota the server's remaining is 0 after most
+// calls, and a reservation's view refills to about 0 by the response: a
+// bound a token high would send a Lower for nearly every response.
 func (s *seen) most(l shape, i int, now time.Time) (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ok || i >= len(s.toks) {
 		return 0, false
 	}
-	tok := s.toks[i]
-	if el := now.Sub(s.at).Microseconds(); el > 0 && l.num > 0 {
-		tok += int64(float64(el)*float64(l.num)/(float64(l.den)*float64(l.unit))) + 1
-	} else if l.num > 0 {
-		tok++
+	tok, rem := s.toks[i], s.rems[i]
+	if tok >= l.capacity || l.num == 0 {
+		return min(tok, l.capacity), true
 	}
-	return min(tok, l.capacity), true
+	if !s.frac {
+		tok, rem = tok+1, 0
+	}
+	// Units begun since the call was sent, rounded up; below 2^52 as
+	// every product of the shape is (shape.go) once capped at the units
+	// that fill the limit.
+	el := max(now.Sub(s.at).Microseconds(), 0)
+	units := (el + l.unit - 1) / l.unit
+	need := (l.capacity-tok)*l.den - rem - 1
+	if need <= 0 || units >= (need+l.num-1)/l.num {
+		return l.capacity, true
+	}
+	total := tok*l.den + rem + 1 + l.num*units
+	q := total / l.den
+	if total < 0 && total%l.den != 0 {
+		q-- // floor, for a view in debt
+	}
+	return min(q, l.capacity), true
 }
 
 // levels returns every limit's level by the view, refilled from the

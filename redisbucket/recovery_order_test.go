@@ -21,13 +21,13 @@ func TestSeenKeepsTheLatestView(t *testing.T) {
 	local := time.Unix(1_800_000_000, 0)
 	_, _, _, a := s.get(local)
 	_, _, _, b := s.get(local)
-	s.set(limits, local, 200, []int64{8, 0}, carried{}, b) // b, decided second, answers first
-	s.set(limits, local, 100, []int64{9, 0}, carried{}, a) // a, decided first, answers last
+	s.set(limits, local, 200, []int64{8, 0}, true, carried{}, b) // b, decided second, answers first
+	s.set(limits, local, 100, []int64{9, 0}, true, carried{}, a) // a, decided first, answers last
 	if tok, _ := s.level(0); tok != 8 || s.now != 200 {
 		t.Fatalf("view %d tokens at %d, want 8 at 200: an older reply undid a newer one", tok, s.now)
 	}
 	_, _, _, c := s.get(local)
-	s.set(limits, local, 50, []int64{7, 0}, carried{}, c) // the server's clock went back
+	s.set(limits, local, 50, []int64{7, 0}, true, carried{}, c) // the server's clock went back
 	if tok, _ := s.level(0); tok != 7 || s.now != 50 {
 		t.Fatalf("view %d tokens at %d, want 7 at 50 (a call sent after the view)", tok, s.now)
 	}
@@ -35,8 +35,8 @@ func TestSeenKeepsTheLatestView(t *testing.T) {
 	s.spent([]int64{3})
 	_, charge, owed, d := s.get(local)
 	_, _, _, e := s.get(local)
-	s.set(limits, local, 60, []int64{6, 0}, carried{}, e)
-	s.set(limits, local, 55, []int64{5, 0}, owed, d)
+	s.set(limits, local, 60, []int64{6, 0}, true, carried{}, e)
+	s.set(limits, local, 55, []int64{5, 0}, true, owed, d)
 	if _, charge2, _, _ := s.get(local); charge != "3" || charge2 != "" {
 		t.Fatalf("charge %q then %q, want 3 then none", charge, charge2)
 	}

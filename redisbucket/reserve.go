@@ -42,7 +42,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			most = max(min(dl.Sub(now).Microseconds(), most), 0)
 		}
 		epoch, feedOK := e.feed.token()
-		res, fail, _, err := e.attempt(ctx, now, modeReserve, permit, costs, nil, most, e.o.permitTTL)
+		res, fail, _, err := e.attempt(ctx, now, modeReserve, permit, costs, nil, most, e.o.permitTTL, e.headroomArg)
 		if err != nil {
 			if ctxErr(ctx) != nil {
 				e.count(decision{}, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), e.explained(&a, costs))

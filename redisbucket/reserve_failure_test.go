@@ -17,12 +17,12 @@ import (
 func TestReserveAfterFailureTakesItsPlace(t *testing.T) {
 	r, m := miniRig(t)
 	limits := []redisbucket.Limit{{Name: "requests", Capacity: 1, Rate: throttle.Per(10, time.Second)}}
-	a, err := redisbucket.NewLimiter(miniClient(t, m), "rfail", limits, r.opts(redisbucket.WithReservations())...)
+	a, err := redisbucket.NewLimiter(miniClient(t, m), "rfail", limits, r.opts(redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	b, err := redisbucket.NewLimiter(miniClient(t, m), "rfail", limits, append(r.opts(redisbucket.WithReservations()),
+	b, err := redisbucket.NewLimiter(miniClient(t, m), "rfail", limits, append(r.opts(redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0)),
 		redisbucket.WithFailurePolicy(redisbucket.FailLocal(throttle.Per(1, time.Second))),
 		redisbucket.WithProbeBackoff(50*time.Millisecond, 50*time.Millisecond))...)
 	if err != nil {

@@ -88,7 +88,7 @@ func TestEventWhyOfWait(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		opts []redisbucket.Option
-	}{{"deciding", nil}, {"reserving", []redisbucket.Option{redisbucket.WithReservations()}}} {
+	}{{"deciding", nil}, {"reserving", []redisbucket.Option{redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0)}}} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t)
 			rec := &recorder{}

@@ -34,7 +34,8 @@
 --     server's size of one limit, in ARGV[10+6n...], see mode t below:
 --     stored with the levels, read by every decision), r reserve (mode a
 --     that takes the costs now, below zero if need be, and replies the
---     wait until they are covered; see mode r below), c give a
+--     wait until they are covered, with headroom for the wire in
+--     ARGV[10+6n]; see mode r below), c give a
 --     reservation back (see mode c below). With five or six
 --     arguments the call is the fast path's (below), not this layout;
 --     with more and a number first, a batch of fast-path calls (below).
@@ -777,10 +778,41 @@ end
 -- reservation that would end later is not made (status 0, the wait), nor
 -- one that would take a level below its deepest debt (the wait until it
 -- could be made outright).
+--
+-- Each limit is taken from as at the instant, not now: a bucket that would
+-- be full by then (a limit that does not bind, or the first burst) refills
+-- nothing past its capacity meanwhile, and the server takes the cost only
+-- when the call arrives. So a limit is first lowered to at most its
+-- capacity less what it refills from the stored time to the instant, and
+-- the take is stored from there; at the instant it holds what taking then
+-- would leave. ARGV[10+6n] adds headroom for the wire, in µs: the call
+-- arrives up to that much after its instant, and a server's bucket that is
+-- full refills only from the arrival that leaves it. Arrivals delayed by
+-- up to the headroom then fit capacity + rate * w in every window as the
+-- server counts them. A reservation the lowering would take past the
+-- deepest debt is not made.
 if mode == 'r' and w >= 0 then
   local fits = w <= tonumber(A[5])
+  local margin = int(A[10 + 6 * n], true) or 0
+  local span = math.max(w + margin - ahead, 0)
   for i = 1, n do
     local l = L[i]
+    if l.a > 0 and l.num > 0 then
+      local need = (l.cap - l.tok) * l.den - l.rem
+      local mu = ceildiv(span, l.unit)
+      if need < l.num * math.min(mu, ceildiv(need, l.num) + 1) then
+        -- The refill over the span passes the capacity: lower the level
+        -- to what refills to exactly the capacity at the span's end.
+        -- (Past lim units the level would go below the deepest debt; up
+        -- to it every product stays below 2^52, as deep bounds them.)
+        local lim = divmod((l.cap - l.a + deep(l)) * l.den, l.num)
+        if mu > lim then
+          fits = false
+        else
+          l.tok, l.rem = divmod(l.cap * l.den - l.num * mu, l.den)
+        end
+      end
+    end
     if l.a > 0 and l.tok - l.a < -deep(l) then fits = false end
   end
   if not fits then
