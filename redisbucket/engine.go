@@ -32,7 +32,7 @@ type engine struct {
 	fastArgs [3]any // the fast path's capacity, num and den (limits[0])
 	// headroomArg is a reservation's headroom for the wire, µs (WithWireHeadroom).
 	headroomArg string
-	dl       deadlines
+	dl          deadlines
 
 	local   *throttle.Limiter // FailLocal; nil for the other policies
 	localBs []*throttle.Bucket
