@@ -614,6 +614,15 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 			}
 		}
 	}
+	if path := os.Getenv("THROTTLE_FLEET_TRACE"); path != "" { // every arrival: ms from the start, process, status
+		var b strings.Builder
+		for _, a := range arrivals {
+			fmt.Fprintf(&b, "%.3f %d %d\n", float64(a.at.Sub(t0).Microseconds())/1000, a.proc, a.status)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if keys == 1 {
 		over := fleetWireDeficit(arrivals)
 		t.Logf("the arrivals up to the first vendor 429 exceed the vendor's requests bound by at most %.3f of a request (%v of its refill)",

@@ -104,7 +104,7 @@ func TestBreakerPatienceDeadServerOpens(t *testing.T) {
 // guessed share while Redis is only slow: processes of a large fleet
 // starting together on few cores time out before their first count, and
 // each taking a tenth of the quota gave 32 processes 3.2 times it. It
-// waits for Redis instead.
+// waits for Redis instead (TestBreakerSuspectWaits: so does one that has).
 func TestBreakerSuspectUncountedWaits(t *testing.T) {
 	_, b, h := patienceBucket(t)
 	h.on.Store(true)
@@ -115,4 +115,30 @@ func TestBreakerSuspectUncountedWaits(t *testing.T) {
 	if ok, err := b.TryAcquire(1); !ok || err != nil {
 		t.Fatalf("Redis answering again: %v %v", ok, err)
 	}
+}
+
+// Nor does a process that has counted its fleet: while Redis is only slow
+// it goes on granting the whole quota to the processes it still answers,
+// and a grant from this process's share would be over it (64 processes
+// starting together on two cores took 33 such grants, and as many vendor
+// 429s). It waits for Redis, at most the breaker's patience.
+func TestBreakerSuspectWaits(t *testing.T) {
+	r, b, h := patienceBucket(t)
+	if ok, err := b.TryAcquire(1); !ok || err != nil { // a fleet of one, counted
+		t.Fatalf("Redis answering: %v %v", ok, err)
+	}
+	h.on.Store(true)
+	if ok, _ := b.TryAcquire(1); ok {
+		t.Fatalf("granted from its share while Redis was only slow: %+v", b.Stats())
+	}
+	// Past the patience the breaker opens: an outage, decided locally.
+	r.advance(redisbucket.DefaultBreakerPatience + time.Millisecond)
+	b.TryAcquire(1)
+	if !redisbucket.BreakerOpen(b) {
+		t.Fatalf("breaker %s after the patience, want open", redisbucket.BreakerState(b))
+	}
+	if ok, _ := b.TryAcquire(1); !ok {
+		t.Fatalf("refused by FailLocal with the breaker open: %+v", b.Stats())
+	}
+	h.on.Store(false)
 }

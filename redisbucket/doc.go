@@ -59,6 +59,9 @@
 // waiting costs one call per decision whatever the number of waiters (a
 // subscription to the id's pauses, until Close, tells sleepers of a pause
 // another process stored; without it, a sleeper asks at its instant).
+// A reservation takes each limit as at its instant, with headroom for the
+// calls' way to the API (WithWireHeadroom), so that a fleet sized to an
+// API's exact quota does not trip it with a burst from full.
 // Lease mode (WithLease) takes
 // tokens in batches to cut round trips by about ten at high demand, at the
 // price of a looser burst bound.

@@ -247,15 +247,13 @@ func (s *seen) giveBack(tokens []int64) {
 }
 
 // most returns the most limit i can hold at local time now by the last
-// view: its level then, refilled since at the configured rate from the
-// instant its call was sent, at most the capacity; ok is false without a
-// view. A view without the fraction (a fast-path reply) counts one more
-// token for it; one with it counts one more unit of it, which a reply
-// rounds down. Other processes' give-backs since are not in it.
-//
-// In a fleet that runs at its quota the server's remaining is 0 after most
-// calls, and a reservation's view refills to about 0 by the response: a
-// bound a token high would send a Lower for nearly every response.
+// view, rounded up to a whole token: its level then, refilled since at the
+// configured rate from the instant its call was sent, at most the
+// capacity; ok is false without a view. A view without the fraction (a
+// fast-path reply) counts one more token for it. Other processes'
+// give-backs since are not in it. A report at or above it lowers nothing;
+// one below it, even by the fraction alone, drops what the server has not
+// refilled yet.
 func (s *seen) most(l shape, i int, now time.Time) (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -274,14 +272,14 @@ func (s *seen) most(l shape, i int, now time.Time) (int64, bool) {
 	// that fill the limit.
 	el := max(now.Sub(s.at).Microseconds(), 0)
 	units := (el + l.unit - 1) / l.unit
-	need := (l.capacity-tok)*l.den - rem - 1
+	need := (l.capacity-tok)*l.den - rem
 	if need <= 0 || units >= (need+l.num-1)/l.num {
 		return l.capacity, true
 	}
-	total := tok*l.den + rem + 1 + l.num*units
-	q := total / l.den
-	if total < 0 && total%l.den != 0 {
-		q-- // floor, for a view in debt
+	total := tok*l.den + rem + l.num*units
+	q := total / l.den // rounds toward zero: up for a view in debt
+	if total > 0 && total%l.den != 0 {
+		q++
 	}
 	return min(q, l.capacity), true
 }

@@ -85,9 +85,8 @@ func TestLowerSkipsWhatCannotLower(t *testing.T) {
 	if n := a.Stats().Calls - calls; n != 0 {
 		t.Fatalf("Lower above the level made %d calls, want 0", n)
 	}
-	// The reply carried the fraction (none): 20 is the level, not 21. A
-	// fleet at its quota hears remaining 0 against a view that refilled to
-	// about 0, on nearly every response.
+	// The reply carried the fraction (none): 20 is the level, not 21, and
+	// a report of 20 lowers nothing.
 	a.Lower(1, 20)
 	if n := a.Stats().Calls - calls; n != 0 {
 		t.Fatalf("Lower at the level made %d calls, want 0", n)
