@@ -66,7 +66,13 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		}
 		return result{}, err
 	}
-	e.pz.saw(res.paused)
+	if mode == modeDrain && share > 0 && res.paused == res.now+share {
+		// This call stored the pause: the queue moved from the script's
+		// now (or from a pause in force, which pauses.setLocked keeps).
+		e.pz.sawFrom(res.paused, res.now)
+	} else {
+		e.pz.saw(res.paused)
+	}
 	e.heard.Store(local.UnixNano())
 	e.seen.set(e.limits, local, res.now, res.levels, true, paid, sent)
 	e.tuned.Store(res.tunedMask())

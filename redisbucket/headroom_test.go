@@ -12,8 +12,8 @@ import (
 )
 
 // A reservation taken from a full bucket leaves room for the wire: at 50 a
-// second, burst 50, the default 5 ms of headroom is a quarter of a token,
-// so the fleet's 50th call of a burst is covered 5 ms after the first 49,
+// second, burst 50, the default 10 ms of headroom is half a token, so the
+// fleet's 50th call of a burst is covered 10 ms after the first 49,
 // and the 51st 20 ms after that. Without headroom the burst is 50.
 func TestReserveWireHeadroom(t *testing.T) {
 	r := newRig(t)

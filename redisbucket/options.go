@@ -21,7 +21,7 @@ const (
 	DefaultBreakerPatience = 300 * time.Millisecond
 	// DefaultWireHeadroom is the send delay a reservation leaves room for
 	// (WithWireHeadroom).
-	DefaultWireHeadroom = 5 * time.Millisecond
+	DefaultWireHeadroom = 10 * time.Millisecond
 )
 
 // maxWireHeadroom bounds WithWireHeadroom: a send delayed by more than a
@@ -238,7 +238,7 @@ func WithReservations() Option { return func(o *options) { o.reserve = true } }
 // capacity less what a limit refills over d (never less than its cost):
 // arrivals delayed by up to d then fit capacity + rate × w in every window
 // as the API counts them. It costs rate × d tokens of the first burst
-// (a quarter of a request at 3,000 a minute and 5 ms), not throughput.
+// (half a request at 3,000 a minute and 10 ms), not throughput.
 // Deciding step by step (without reservations) decides after its sleep,
 // a round trip later than the instant, and takes no headroom.
 // docs/redis.md has the figures the default comes from.

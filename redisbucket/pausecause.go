@@ -63,11 +63,46 @@ func validCause(cause string) bool {
 	return true
 }
 
-// hear applies one message of the pause feed: a pause's end, its cause,
-// or a slowdown; anything else is ignored.
+// fromPrefix starts the message of where a pause was stored from:
+// "f<until µs> <from µs>", published just before the pause's own. The
+// fleet's queue of reservations moved by until - from, and so do the
+// instants of sleepers reserved before it (sleeper.target). A process
+// built before these were sent ignores it.
+const fromPrefix = "f"
+
+// fromMessage is the feed's message that the pause ending at until was
+// stored from the server instant from.
+func fromMessage(until, from int64) string {
+	return fromPrefix + strconv.FormatInt(until, 10) + " " + strconv.FormatInt(from, 10)
+}
+
+// parseFrom reads a from message: two positive integers as written, from
+// at most until; ok is false for anything else.
+func parseFrom(payload string) (until, from int64, ok bool) {
+	rest, found := strings.CutPrefix(payload, fromPrefix)
+	if !found {
+		return 0, 0, false
+	}
+	u, f, found := strings.Cut(rest, " ")
+	if !found {
+		return 0, 0, false
+	}
+	until, err1 := strconv.ParseInt(u, 10, 64)
+	from, err2 := strconv.ParseInt(f, 10, 64)
+	if err1 != nil || err2 != nil || from <= 0 || from > until ||
+		strconv.FormatInt(until, 10) != u || strconv.FormatInt(from, 10) != f {
+		return 0, 0, false
+	}
+	return until, from, true
+}
+
+// hear applies one message of the pause feed: a pause's end, where it was
+// stored from, its cause, or a slowdown; anything else is ignored.
 func (e *engine) hear(payload string) {
 	if until, err := strconv.ParseInt(payload, 10, 64); err == nil {
 		e.pz.saw(until)
+	} else if until, from, ok := parseFrom(payload); ok {
+		e.pz.heardFrom(until, from)
 	} else if until, cause, ok := parseCause(payload); ok {
 		e.pz.told(until, cause)
 	} else if i, t, ok := parseSlow(payload); ok {

@@ -14,7 +14,9 @@ import (
 // channel. Whatever one carries, it never panics and never sets a pause
 // but by a bare integer, as before causes were sent; a cause names the
 // pause heard only when it ends at the same µs, and only a cause that
-// parseCause accepts (short, printable) is kept, and read back as written.
+// parseCause accepts (short, printable) is kept, and read back as written;
+// where a pause was stored from (parseFrom) is two integers, from at most
+// until, read back as written, and sets no pause by itself.
 func FuzzFeedMessage(f *testing.F) {
 	const base = 1_733_300_000_000_000
 	f.Add(causeMessage(base, "429 from api.example.com: Retry-After 20s"))
@@ -26,6 +28,10 @@ func FuzzFeedMessage(f *testing.F) {
 	f.Add("c" + strconv.FormatInt(base, 10) + " a\nb")
 	f.Add("c99999999999999999999 x")
 	f.Add(slowMessage(0, [4]int64{25, 5, 1, 1000000}))
+	f.Add(fromMessage(base+5, base+1))
+	f.Add(fromMessage(base, base))
+	f.Add("f" + strconv.FormatInt(base, 10) + " " + strconv.FormatInt(base+1, 10))
+	f.Add("f1 01")
 	lim, err := newShape("requests", 10, throttle.Per(10, time.Second))
 	if err != nil {
 		f.Fatal(err)
@@ -48,6 +54,14 @@ func FuzzFeedMessage(f *testing.F) {
 		}
 		if until != base {
 			t.Fatalf("message %q set the pause to %d, not a pause's message", payload, until)
+		}
+		if u, fr, ok := parseFrom(payload); ok {
+			if fr <= 0 || fr > u {
+				t.Fatalf("parseFrom(%q) = %d %d, accepted", payload, u, fr)
+			}
+			if u2, f2, ok := parseFrom(fromMessage(u, fr)); !ok || u2 != u || f2 != fr {
+				t.Fatalf("round trip of %d %d: %d %d %v", u, fr, u2, f2, ok)
+			}
 		}
 		u, c, ok := parseCause(payload)
 		if ok {

@@ -160,19 +160,22 @@ func (e *engine) closeFeed() {
 }
 
 // publishPause tells the fleet's feeds of a pause stored until, server µs,
-// and of its cause unless that is "" or not one a message may carry: the
-// two messages in one round trip, the pause's first. An error leaves the
+// from the server instant from (0: not known), and of its cause unless
+// that is "" or not one a message may carry: the messages in one round
+// trip, where it was stored from first, so that a sleeper moves by the
+// exact amount when the pause's end reaches it. An error leaves the
 // sleepers to their own check, and the cause unknown to the others.
-func (e *engine) publishPause(until int64, cause string) {
+func (e *engine) publishPause(until, from int64, cause string) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.o.callTimeout)
 	defer cancel()
-	if !validCause(cause) {
-		_ = e.client.Publish(ctx, e.pauseChannel(), until).Err()
-		return
-	}
 	_, _ = e.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if from > 0 && from <= until {
+			p.Publish(ctx, e.pauseChannel(), fromMessage(until, from))
+		}
 		p.Publish(ctx, e.pauseChannel(), until)
-		p.Publish(ctx, e.pauseChannel(), causeMessage(until, cause))
+		if validCause(cause) {
+			p.Publish(ctx, e.pauseChannel(), causeMessage(until, cause))
+		}
 		return nil
 	})
 }

@@ -155,3 +155,63 @@ func untilAsleep(t *testing.T, r *rig) {
 		t.Fatal(err)
 	}
 }
+
+// A pause moves a reserved instant by what it moved the fleet's queue:
+// from the instant it was stored to its end, not from the reservation.
+// Moved further, a sleeper reserved before the pause went later than
+// Redis counted it, and Redis, its queue drained and its bucket refilled,
+// granted a burst while such sleepers were still to go (71 calls in 250 ms
+// at the vendor in the fleet harness at 32 processes).
+func TestPauseMovesReservedSleepersByItsLength(t *testing.T) {
+	r := newRig(t)
+	limits := []redisbucket.Limit{{Name: "requests", Capacity: 2, Rate: throttle.Per(10, time.Second)}}
+	opts := []redisbucket.Option{redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0)}
+	a := r.limiter("feedmove", limits, opts...)
+	b := r.limiter("feedmove", limits, opts...)
+	ctx := context.Background()
+	if ok, err := a.TryAcquire(2); !ok || err != nil {
+		t.Fatalf("empty the bucket: %v %v", ok, err)
+	}
+	start := r.fc.Now()
+	granted := make(chan time.Time, 1)
+	go func() {
+		if _, err := b.Acquire(ctx, 1); err != nil { // reserved for +100ms
+			t.Error(err)
+		}
+		granted <- r.fc.Now()
+	}()
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(50 * time.Millisecond)
+	a.PauseUntil(r.fc.Now().Add(time.Second)) // stored at +50ms, ends at +1050ms
+	for deadline := time.Now().Add(10 * time.Second); redisbucket.PauseHeard(b) == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the pause never reached the other process's feed")
+		}
+	}
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The queue's refill moved by the pause's 1 s: the instant is +1100ms.
+	r.advance(1050*time.Millisecond - time.Microsecond)
+	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-granted:
+		t.Fatalf("granted at +%v, before its moved instant", at.Sub(start))
+	default:
+	}
+	r.advance(time.Microsecond)
+	select {
+	case at := <-granted:
+		if d := at.Sub(start); d != 1100*time.Millisecond {
+			t.Fatalf("granted at +%v, want +1.1s", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not granted at +1.1s: the pause moved the instant by more than the queue")
+	}
+}

@@ -14,8 +14,15 @@ import (
 type pauses struct {
 	mu    sync.Mutex
 	until int64 // server µs
-	cause string
-	ch    chan struct{}
+	// from is the server instant the pause's end was moved from, for the
+	// latest until (0: not known, as from a reply): the fleet's queue of
+	// reservations moves by until - from.
+	from int64
+	// nextUntil and nextFrom: the feed's word of where a pause not heard
+	// yet was stored from (heardFrom).
+	nextUntil, nextFrom int64
+	cause               string
+	ch                  chan struct{}
 	// gen counts slowdowns; the latest multiplies the waits that remain at
 	// local time at by factor.
 	gen    int64
@@ -23,15 +30,67 @@ type pauses struct {
 	at     time.Time
 }
 
-// saw records a reply's pause end (0 for none).
+// saw records a pause end heard from a reply or the feed (0 for none),
+// with the instant it was stored from if the feed told it first (heardFrom).
 func (p *pauses) saw(until int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if until <= p.until {
-		return
+	from := int64(0)
+	if until == p.nextUntil {
+		from = p.nextFrom
 	}
-	p.until, p.cause = until, ""
-	p.wake()
+	p.setLocked(until, from)
+}
+
+// sawFrom records a pause end and the server instant it was stored from
+// (the storing call's own reply).
+func (p *pauses) sawFrom(until, from int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setLocked(until, from)
+}
+
+// heardFrom records the feed's word of the instant the pause ending at
+// until was stored from, which the storing process publishes just before
+// the pause's end: it never sets a pause by itself.
+func (p *pauses) heardFrom(until, from int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case until == p.until && p.from == 0:
+		p.from = from
+	case until > p.until:
+		p.nextUntil, p.nextFrom = until, from
+	}
+}
+
+func (p *pauses) setLocked(until, from int64) {
+	switch {
+	case until > p.until:
+		// A pause that extends one in force moved the queue from where
+		// that one did (0 if unknown): a sleeper that had not applied
+		// it moves by both.
+		if from > 0 && from <= p.until {
+			from = p.from
+		}
+		p.until, p.from, p.cause = until, from, ""
+		p.wake()
+	case until == p.until && p.from == 0:
+		// The end was heard first (a reply): a sleeper that has not
+		// applied it yet moves by the exact amount.
+		p.from = from
+	}
+}
+
+// fromOf returns the instant the pause ending at until was stored from,
+// 0 if it is not the latest or not known.
+func (p *pauses) fromOf(until int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until != p.until {
+		return 0
+	}
+	return p.from
 }
 
 // told records cause as the cause of the pause ending at until, if that

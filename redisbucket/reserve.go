@@ -229,7 +229,15 @@ func (s *sleeper) target(e *engine) (time.Duration, <-chan struct{}) {
 		if e.tuned.Load() != 0 {
 			s.hold = time.Duration(until-s.res.now) * time.Microsecond
 		} else {
-			s.shift += time.Duration(until-s.applied) * time.Microsecond
+			// The script moved the queue's refill from the instant the
+			// pause was stored to its end: every reserved instant moves
+			// by that, not by the end less this reservation's time, which
+			// put a sleeper reserved before the pause later than Redis
+			// counts it, and Redis, its queue drained, then granted a
+			// burst while such sleepers were still to go. Unknown (a
+			// reply's pause), the reservation's time: later, never early.
+			from := max(e.pz.fromOf(until), s.applied)
+			s.shift += time.Duration(until-from) * time.Microsecond
 		}
 		s.applied = until
 	}

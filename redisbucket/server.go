@@ -47,14 +47,16 @@ func (l *Limiter) PauseUntil(t time.Time, _ ...int64) {
 	if !ok || res.paused <= 0 {
 		return
 	}
+	from := res.now // where this pause moved the fleet's queue from
 	if !e.causes.stored(t, res.paused, res.now, us) {
-		// A longer pause was in force: its cause, if any, stands.
-		cause = ""
+		// A longer pause was in force: its cause, if any, stands, and
+		// where it was stored from is not known here.
+		cause, from = "", 0
 	}
 	if cause != "" {
 		e.pz.told(res.paused, cause)
 	}
-	e.publishPause(res.paused, cause)
+	e.publishPause(res.paused, from, cause)
 }
 
 // Lower brings limit i (in cost order) down to at most remaining tokens
