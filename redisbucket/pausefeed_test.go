@@ -2,7 +2,6 @@ package redisbucket_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -41,11 +40,7 @@ func TestPauseFeedHoldsReservedSleepers(t *testing.T) {
 	calls := b.Stats().Calls
 	a.PauseUntil(start.Add(time.Second))
 	// The message arrives on b's feed goroutine: wait for it, bounded.
-	for deadline := time.Now().Add(10 * time.Second); redisbucket.PauseHeard(b) == 0; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatal("the pause never reached the other process's feed")
-		}
-	}
+	waitUntil(t, "the pause on the other process's feed", func() bool { return redisbucket.PauseHeard(b) != 0 })
 	r.advance(100 * time.Millisecond) // the reservation's own instant
 	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
 		t.Fatal(err)
@@ -187,11 +182,7 @@ func TestPauseMovesReservedSleepersByItsLength(t *testing.T) {
 	}
 	r.advance(50 * time.Millisecond)
 	a.PauseUntil(r.fc.Now().Add(time.Second)) // stored at +50ms, ends at +1050ms
-	for deadline := time.Now().Add(10 * time.Second); redisbucket.PauseHeard(b) == 0; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatal("the pause never reached the other process's feed")
-		}
-	}
+	waitUntil(t, "the pause on the other process's feed", func() bool { return redisbucket.PauseHeard(b) != 0 })
 	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
 		t.Fatal(err)
 	}

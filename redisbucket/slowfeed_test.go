@@ -2,7 +2,6 @@ package redisbucket_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -40,11 +39,7 @@ func TestSlowFeedStretchesReservedSleepers(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Tune(0, 5, time.Second) // the server's quota: half the rate
-	for deadline := time.Now().Add(10 * time.Second); redisbucket.SlowHeard(b) == 0; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatal("the lowered rate never reached the other process's feed")
-		}
-	}
+	waitUntil(t, "the lowered rate on the other process's feed", func() bool { return redisbucket.SlowHeard(b) != 0 })
 	r.advance(100 * time.Millisecond) // the instant at the configured rate
 	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
 		t.Fatal(err)
@@ -68,21 +63,13 @@ func TestSlowFeedOncePerShape(t *testing.T) {
 	a := r.limiter("slowonce", limits, redisbucket.WithReservations())
 	b := r.limiter("slowonce", limits, redisbucket.WithReservations())
 	a.Tune(0, 5, time.Second)
-	for deadline := time.Now().Add(10 * time.Second); redisbucket.SlowHeard(b) == 0; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatal("the lowered rate never reached the other process's feed")
-		}
-	}
+	waitUntil(t, "the lowered rate on the other process's feed", func() bool { return redisbucket.SlowHeard(b) != 0 })
 	b.Tune(0, 5, time.Second)
 	// a's own message comes back on its feed: publish one more through b's
 	// pause (a bare integer) and wait for it, so that a's feed has read
 	// everything before it.
 	b.PauseUntil(r.fc.Now().Add(time.Millisecond))
-	for deadline := time.Now().Add(10 * time.Second); redisbucket.PauseHeard(a) == 0; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatal("the pause never reached a's feed")
-		}
-	}
+	waitUntil(t, "the pause on a's feed", func() bool { return redisbucket.PauseHeard(a) != 0 })
 	if n, m := redisbucket.SlowHeard(a), redisbucket.SlowHeard(b); n != 1 || m != 1 {
 		t.Fatalf("slowdowns applied: a %d, b %d; want 1 each", n, m)
 	}
