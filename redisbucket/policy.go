@@ -145,18 +145,6 @@ func (e *engine) opened() {
 	}
 }
 
-// slowOnly reports whether FailLocal should wait rather than grant: the
-// breaker is only suspect (calls timed out, Redis is not known down).
-// While some processes of a fleet time out and others are still answered,
-// Redis keeps granting the whole quota to the others, and every local
-// grant is over it: a fleet of 64 starting together on two cores took 33
-// local grants in such moments and as many vendor 429s. A wait costs at
-// most the breaker's patience, after which it opens and FailLocal grants
-// from this process's share.
-func (e *engine) slowOnly() bool {
-	return e.br.isSuspect()
-}
-
 // fallback decides by the failure policy.
 func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 	d := decision{mode: e.o.policy.mode, cause: cause}
@@ -168,8 +156,15 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 	case ModeFailClosed:
 		d.wait = untilProbe
 	case ModeFailLocal:
-		if e.slowOnly() {
+		if e.br.isSuspect() {
 			// Redis is slow, not known down: it waits for the next try.
+			// While some processes of a fleet time out and others are
+			// still answered, Redis keeps granting the whole quota to
+			// the others, and every local grant is over it (64
+			// processes starting together on two cores took 33 such
+			// grants and as many vendor 429s). The wait lasts at most
+			// the breaker's patience; then it opens and the share
+			// applies.
 			d.wait = untilProbe
 			break
 		}
