@@ -215,13 +215,20 @@ func (e *engine) waitTurn(ctx context.Context, d decision, gen uint64) error {
 		return nil
 	}
 	settled := ch
-	t := e.o.clock.NewTimer(d.wait)
+	wait := d.wait
+	if d.tried != nil {
+		// The try ends within its call timeout; the timer only bounds
+		// the wait should its end not be heard.
+		wait = max(wait, e.o.callTimeout)
+	}
+	t := e.o.clock.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.Chan():
 	case <-settled:
+	case <-d.tried:
 	}
 	return nil
 }

@@ -66,6 +66,10 @@ type breaker struct {
 	patience time.Duration
 	failing  time.Time // suspect: when the first call timed out
 	trying   bool      // suspect: a try is in flight
+	// tried closes when the try in flight ends (made on demand by
+	// tryEnds): the decisions that wait for it wake then, not on a
+	// timer of their own each.
+	tried chan struct{}
 }
 
 func newBreaker(min, max, patience time.Duration) *breaker {
@@ -85,8 +89,19 @@ func newBreaker(min, max, patience time.Duration) *breaker {
 // initial backoff away.
 func (b *breaker) openLocked(now time.Time, err error) {
 	b.bo.Reset()
-	b.state, b.cause, b.trying = breakerOpen, err, false
+	b.state, b.cause = breakerOpen, err
+	b.endTryLocked()
 	b.next = now.Add(b.bo.NextBackOff())
+}
+
+// endTryLocked ends the suspect breaker's try in flight, if any, and
+// wakes the decisions waiting for it.
+func (b *breaker) endTryLocked() {
+	b.trying = false
+	if b.tried != nil {
+		close(b.tried)
+		b.tried = nil
+	}
 }
 
 // suspectLocked: closed to suspect on a timeout.
@@ -108,7 +123,8 @@ func (b *breaker) probeAbandonedLocked() { b.state = breakerOpen }
 
 // closeLocked: open, probing or suspect to closed.
 func (b *breaker) closeLocked() {
-	b.state, b.cause, b.trying = breakerClosed, nil, false
+	b.state, b.cause = breakerClosed, nil
+	b.endTryLocked()
 	b.bo.Reset()
 }
 
@@ -173,7 +189,7 @@ func (b *breaker) failure(now time.Time, err error, probe, slow bool) int {
 		return failOpened
 	case b.state == breakerSuspect && probe:
 		if slow && now.Sub(b.failing) < b.patience {
-			b.trying = false
+			b.endTryLocked()
 			return failNone
 		}
 		b.openLocked(now, err)
@@ -210,8 +226,28 @@ func (b *breaker) abandon(probe bool) {
 	case breakerProbing:
 		b.probeAbandonedLocked()
 	case breakerSuspect:
-		b.trying = false
+		b.endTryLocked()
 	}
+}
+
+// tryEnds returns a channel that closes when the suspect breaker's try in
+// flight ends, or nil when none is in flight. While calls time out, a
+// decision the failure policy makes wait for Redis waits for that try's
+// outcome: a wait of its own for a fixed step would wake every waiter of
+// the process (every reserved one, not only the head of a queue) again
+// and again through the try, and on few cores shared by a fleet starting
+// together those wakings lengthened the very contention that held the
+// calls past their timeout.
+func (b *breaker) tryEnds() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != breakerSuspect || !b.trying {
+		return nil
+	}
+	if b.tried == nil {
+		b.tried = make(chan struct{})
+	}
+	return b.tried
 }
 
 // isSuspect reports whether the breaker is suspect: calls timed out, and

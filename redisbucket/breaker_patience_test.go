@@ -142,3 +142,99 @@ func TestBreakerSuspectWaits(t *testing.T) {
 	}
 	h.on.Store(false)
 }
+
+// blocking is a go-redis hook that holds script calls while hold is set,
+// until release closes: a call in flight on a slow server.
+type blocking struct {
+	hold    atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *blocking) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *blocking) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *blocking) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.hold.CompareAndSwap(true, false) {
+			h.entered <- struct{}{}
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// While the breaker is suspect, a waiter that the failure policy holds for
+// Redis wakes when the try in flight ends, not on a timer of its own: the
+// clock does not move here, and the waiter is granted as soon as the try
+// is answered. A step of its own (a millisecond) woke every waiter of every
+// process again and again through the try; on two cores shared by 64
+// processes starting together those wakings kept the calls past their
+// timeout until every breaker opened (fleet harness, reservations: 150-210
+// vendor 429s a run, none after).
+func TestBreakerSuspectWaiterWakesWithTheTry(t *testing.T) {
+	for _, reserve := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stepwise", true: "reservations"}[reserve], func(t *testing.T) {
+			r, m := miniRig(t)
+			c := miniClient(t, m)
+			h := &timeouts{}
+			bl := &blocking{entered: make(chan struct{}), release: make(chan struct{})}
+			c.(*redis.Client).AddHook(h)
+			c.(*redis.Client).AddHook(bl)
+			var more []redisbucket.Option
+			if reserve {
+				more = append(more, redisbucket.WithReservations())
+			}
+			b, err := redisbucket.New(c, "trywake", 100, throttle.Per(100, time.Second), r.opts(more...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			if ok, err := b.TryAcquire(1); !ok || err != nil {
+				t.Fatalf("Redis answering: %v %v", ok, err)
+			}
+			h.on.Store(true)
+			b.TryAcquire(1) // times out: suspect
+			h.on.Store(false)
+			if !redisbucket.BreakerSuspect(b) {
+				t.Fatalf("breaker %s after a timeout, want suspect", redisbucket.BreakerState(b))
+			}
+			bl.hold.Store(true)
+			// No deadline: the fake clock runs a year ahead. The guard
+			// ends a test that would otherwise hang.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			guard := time.AfterFunc(10*time.Second, cancel)
+			defer guard.Stop()
+			try := make(chan error, 1)
+			go func() { try <- b.Acquire(ctx, 1) }() // the try, held in flight
+			<-bl.entered
+			waiter := make(chan error, 1)
+			go func() { waiter <- b.Acquire(ctx, 1) }()
+			parked := make(chan error, 1)
+			go func() { parked <- r.fc.BlockUntilContext(ctx, 1) }()
+			select {
+			case err := <-waiter:
+				t.Fatalf("the waiter returned (%v) while the try was in flight: %+v", err, b.Stats())
+			case err := <-parked: // the waiter sleeps
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(bl.release)
+			for name, ch := range map[string]chan error{"try": try, "waiter": waiter} {
+				select {
+				case err := <-ch:
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+				case <-ctx.Done():
+					t.Fatalf("%s still waiting after the try was answered, the clock standing still", name)
+				}
+			}
+		})
+	}
+}

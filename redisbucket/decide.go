@@ -26,6 +26,9 @@ type decision struct {
 	// (estimates.go): the caller waits and decides again as permits settle
 	hoping bool
 	local  throttle.Permit // under FailLocal, what the local buckets granted, to settle there
+	// tried, when not nil, ends the wait: the failure policy waits for
+	// the suspect breaker's try in flight (breaker.tryEnds).
+	tried <-chan struct{}
 }
 
 // decide takes one decision: by the script when the breaker lets it call,

@@ -50,6 +50,9 @@ func BreakerOpen(b *Bucket) bool { return !b.e.br.openUntil().IsZero() }
 // LimiterBreakerOpen is BreakerOpen for a Limiter.
 func LimiterBreakerOpen(l *Limiter) bool { return !l.e.br.openUntil().IsZero() }
 
+// BreakerSuspect reports whether b's circuit breaker is suspect.
+func BreakerSuspect(b *Bucket) bool { return b.e.br.isSuspect() }
+
 // BreakerState describes b's breaker, for test failures.
 func BreakerState(b *Bucket) string {
 	br := b.e.br

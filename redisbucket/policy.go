@@ -165,7 +165,7 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 			// grants and as many vendor 429s). The wait lasts at most
 			// the breaker's patience; then it opens and the share
 			// applies.
-			d.wait = untilProbe
+			d.wait, d.tried = untilProbe, e.br.tryEnds()
 			break
 		}
 		p, ok, err := e.local.TryAcquirePermit(costs...)
