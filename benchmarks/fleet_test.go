@@ -572,6 +572,10 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 		r.failureDecisions += cr.Stats.FailureDecisions
 		if cr.FailureEvents > 0 {
 			r.procsFailure++
+			if os.Getenv("THROTTLE_FLEET_DEBUG") != "" {
+				t.Logf("proc %d: %d failure events from +%v to +%v", cr.Proc, cr.FailureEvents,
+					time.Duration(cr.FirstFailure-t0.UnixNano()).Round(time.Millisecond), time.Duration(cr.LastFailure-t0.UnixNano()).Round(time.Millisecond))
+			}
 		}
 		// Back on Redis: a process in failure mode after the fault, from
 		// the instant Redis answered again to its first Redis decision

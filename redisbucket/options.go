@@ -18,7 +18,7 @@ const (
 	DefaultProbeMax    = 500 * time.Millisecond
 	// DefaultBreakerPatience is how long calls must keep failing before
 	// the breaker opens (WithBreakerPatience).
-	DefaultBreakerPatience = 300 * time.Millisecond
+	DefaultBreakerPatience = 500 * time.Millisecond
 	// DefaultWireHeadroom is the send delay a reservation leaves room for
 	// (WithWireHeadroom).
 	DefaultWireHeadroom = 10 * time.Millisecond
