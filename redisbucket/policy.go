@@ -3,6 +3,7 @@ package redisbucket
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -128,22 +129,32 @@ func (e *engine) shareChanged(live int64) {
 }
 
 // opened runs when the breaker opens: the local buckets start no fuller
-// than this process's share of the levels it last saw in Redis, so that a
-// fleet whose Redis just spent its capacity does not spend it again
-// locally.
+// than this process's share of the levels its last view gives Redis now
+// (refilled since at the configured rate), so that a fleet whose Redis
+// just spent its capacity does not spend it again locally. A level below
+// zero is the fleet's queue of reservations, whose sleepers go at their
+// instants whether Redis answers or not: the share starts as deep in
+// debt (as far as a local bucket's debt goes, one capacity), so that
+// local grants begin as the queue would have drained. Started at zero,
+// they came on top of the queue (8 processes with reservations through a
+// kill: one vendor 429 a run, and the 429s of the others, which a pause
+// in failure mode does not reach, after it).
 func (e *engine) opened() {
 	if e.local == nil {
 		return
 	}
+	lv, ok := e.seen.levels(e.limits, e.o.clock.Now(), anyAge)
+	if !ok {
+		return
+	}
 	for i, b := range e.localBs {
-		tok, ok := e.seen.level(i)
-		if !ok {
-			continue
-		}
 		c := e.limits[i].capacity
-		e.local.Lower(i, int64(float64(max(tok, 0))*float64(b.Status().Capacity)/float64(c)))
+		e.local.Lower(i, int64(math.Floor(lv[i]*float64(b.Status().Capacity)/float64(c))))
 	}
 }
+
+// anyAge is a view's age that levels accepts from any view.
+const anyAge = time.Duration(1<<63 - 1)
 
 // fallback decides by the failure policy.
 func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {

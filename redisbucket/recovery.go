@@ -187,17 +187,6 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, f
 	}
 }
 
-// level returns the whole tokens of limit i in the last view, and whether
-// there is one.
-func (s *seen) level(i int) (int64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.ok || i >= len(s.toks) {
-		return 0, false
-	}
-	return s.toks[i], true
-}
-
 // spent records tokens the failure policy granted (or, negative, took
 // back at a local settlement).
 func (s *seen) spent(costs []int64) {

@@ -44,3 +44,14 @@ func TestSeenKeepsTheLatestView(t *testing.T) {
 		t.Fatalf("view %d tokens, want 6", tok)
 	}
 }
+
+// level returns the whole tokens of limit i in the last view, and whether
+// there is one.
+func (s *seen) level(i int) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok || i >= len(s.toks) {
+		return 0, false
+	}
+	return s.toks[i], true
+}

@@ -82,3 +82,41 @@ func TestReserveAfterFailureTakesItsPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// When the breaker opens, the local share starts as deep in debt as its
+// share of the fleet's queue of reservations: their sleepers go at their
+// instants whether Redis answers or not, and local grants begin only as
+// the queue would have drained. Started at zero, they came on top of the
+// queue (8 processes through a kill: a vendor 429 in every run).
+func TestFailLocalStartsInTheQueuesDebt(t *testing.T) {
+	r, m := miniRig(t)
+	b, err := redisbucket.New(miniClient(t, m), "qdebt", 10, throttle.Per(10, time.Second),
+		r.opts(redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0),
+			redisbucket.WithFailurePolicy(redisbucket.FailLocal(throttle.Per(10, time.Second))),
+			redisbucket.WithProbeBackoff(time.Minute, time.Minute))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if ok, err := b.TryAcquire(10); !ok || err != nil {
+		t.Fatalf("empty the bucket: %v %v", ok, err)
+	}
+	slept := make(chan error, 1)
+	go func() { slept <- b.Acquire(context.Background(), 5) }() // reserved for +500ms
+	untilAsleep(t, r)
+	m.SetError("LOADING")
+	var at time.Duration
+	for _, step := range []struct {
+		at time.Duration
+		ok bool
+	}{{0, false}, {100 * time.Millisecond, false}, {400 * time.Millisecond, false}, {600 * time.Millisecond, true}} {
+		r.advance(step.at - at)
+		at = step.at
+		if ok, err := b.TryAcquire(1); ok != step.ok || err != nil {
+			t.Fatalf("+%v with Redis down and 5 tokens reserved: TryAcquire(1) = %v, %v, want %v (stats %+v)", at, ok, err, step.ok, b.Stats())
+		}
+	}
+	if err := <-slept; err != nil {
+		t.Fatalf("the reserved sleeper: %v", err)
+	}
+}
