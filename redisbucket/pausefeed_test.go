@@ -45,11 +45,7 @@ func TestPauseFeedHoldsReservedSleepers(t *testing.T) {
 	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case at := <-granted:
-		t.Fatalf("granted at +%v, inside the pause", at.Sub(start))
-	default:
-	}
+	notGranted(t, granted, start, "inside the pause")
 	// The pause holds the refill too: the instant moves by its length.
 	r.advance(time.Second)
 	if at := <-granted; at.Sub(start) < time.Second {
@@ -78,11 +74,7 @@ func TestPauseFeedClosedSleepersAsk(t *testing.T) {
 	a.PauseUntil(start.Add(time.Second))
 	r.advance(100 * time.Millisecond)
 	untilAsleep(t, r) // asked, and sleeps on
-	select {
-	case at := <-granted:
-		t.Fatalf("granted at +%v, inside the pause", at.Sub(start))
-	default:
-	}
+	notGranted(t, granted, start, "inside the pause")
 	// The pause holds the refill too: the instant moves by its length.
 	r.advance(time.Second)
 	if at := <-granted; at.Sub(start) < time.Second {
@@ -140,6 +132,17 @@ func acquireAsleep(t *testing.T, r *rig, b *redisbucket.Limiter) <-chan time.Tim
 	return granted
 }
 
+// notGranted fails the test if the sleeper behind granted has gone
+// already: it was to wait, what says why.
+func notGranted(t *testing.T, granted <-chan time.Time, start time.Time, what string) {
+	t.Helper()
+	select {
+	case at := <-granted:
+		t.Fatalf("granted at +%v, %s", at.Sub(start), what)
+	default:
+	}
+}
+
 // untilAsleep waits, within 10 s, until one caller sleeps on the rig's
 // fake clock.
 func untilAsleep(t *testing.T, r *rig) {
@@ -163,39 +166,19 @@ func TestPauseMovesReservedSleepersByItsLength(t *testing.T) {
 	opts := []redisbucket.Option{redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0)}
 	a := r.limiter("feedmove", limits, opts...)
 	b := r.limiter("feedmove", limits, opts...)
-	ctx := context.Background()
 	if ok, err := a.TryAcquire(2); !ok || err != nil {
 		t.Fatalf("empty the bucket: %v %v", ok, err)
 	}
 	start := r.fc.Now()
-	granted := make(chan time.Time, 1)
-	go func() {
-		if _, err := b.Acquire(ctx, 1); err != nil { // reserved for +100ms
-			t.Error(err)
-		}
-		granted <- r.fc.Now()
-	}()
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	granted := acquireAsleep(t, r, b) // reserved for +100ms
 	r.advance(50 * time.Millisecond)
 	a.PauseUntil(r.fc.Now().Add(time.Second)) // stored at +50ms, ends at +1050ms
 	waitUntil(t, "the pause on the other process's feed", func() bool { return redisbucket.PauseHeard(b) != 0 })
-	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	untilAsleep(t, r)
 	// The queue's refill moved by the pause's 1 s: the instant is +1100ms.
 	r.advance(1050*time.Millisecond - time.Microsecond)
-	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case at := <-granted:
-		t.Fatalf("granted at +%v, before its moved instant", at.Sub(start))
-	default:
-	}
+	untilAsleep(t, r)
+	notGranted(t, granted, start, "before its moved instant")
 	r.advance(time.Microsecond)
 	select {
 	case at := <-granted:

@@ -56,12 +56,11 @@ func (p *pauses) sawFrom(until, from int64) {
 func (p *pauses) heardFrom(until, from int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case until == p.until && p.from == 0:
-		p.from = from
-	case until > p.until:
+	if until > p.until {
 		p.nextUntil, p.nextFrom = until, from
+		return
 	}
+	p.setLocked(until, from) // fills in the from of the pause in force only
 }
 
 func (p *pauses) setLocked(until, from int64) {

@@ -44,11 +44,7 @@ func TestSlowFeedStretchesReservedSleepers(t *testing.T) {
 	if err := r.fc.BlockUntilContext(bctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case at := <-granted:
-		t.Fatalf("granted at +%v, at the instant the configured rate gave", at.Sub(start))
-	default:
-	}
+	notGranted(t, granted, start, "at the instant the configured rate gave")
 	r.advance(100 * time.Millisecond)
 	if at := <-granted; at.Sub(start) < 200*time.Millisecond {
 		t.Fatalf("granted at +%v, before the lowered rate covers it (+200ms)", at.Sub(start))
