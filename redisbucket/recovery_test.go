@@ -45,7 +45,12 @@ func TestRecoveryNoBurst(t *testing.T) {
 		})
 		b, err := redisbucket.New(c, "recover", capacity, throttle.Per(rate, time.Second), redisbucket.WithPrefix("rec:"),
 			redisbucket.WithObserver(obs), redisbucket.WithFleetTTL(2*time.Second), redisbucket.WithCallTimeout(50*time.Millisecond),
-			redisbucket.WithProbeBackoff(50*time.Millisecond, 400*time.Millisecond))
+			redisbucket.WithProbeBackoff(50*time.Millisecond, 400*time.Millisecond),
+			// The patience this test was written for: a 600 ms outage
+			// must reach every process's failure policy, and the 500 ms
+			// default let a process whose first failure came late wait
+			// the outage out as suspect (3 openings of 4, once in CI).
+			redisbucket.WithBreakerPatience(300*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
