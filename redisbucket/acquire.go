@@ -206,9 +206,10 @@ func (e *engine) hopeless(ctx context.Context, d *decision, costs []int64) error
 
 // waitTurn sleeps d.wait on the injected clock, or until ctx ends. It
 // ends early at the first settlement in this process after the one
-// numbered gen (taken before the decision): a permit's, or Settle's of
-// costs taken without one, either of which may give tokens back, so that
-// the caller decides again with what that gave.
+// numbered gen (taken before the decision): a permit's, Settle's of costs
+// taken without one, or the landing of give-backs that another call
+// carried, any of which may give tokens back, so that the caller decides
+// again with what that gave.
 func (e *engine) waitTurn(ctx context.Context, d decision, gen uint64) error {
 	ch, now := e.est.changed()
 	if now != gen {

@@ -74,7 +74,13 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		e.pz.saw(res.paused)
 	}
 	e.heard.Store(local.UnixNano())
+	landed := paid.refund != nil && e.seen.sentSince(sent)
 	e.seen.set(e.limits, local, res.now, res.levels, true, paid, sent)
+	if landed {
+		// A call sent after this one took the give-backs it carried may
+		// have been decided without them: its waiter decides again.
+		e.est.settled()
+	}
 	e.tuned.Store(res.tunedMask())
 	if res.reset() {
 		e.st.stateResets.Add(1)

@@ -195,9 +195,9 @@ func (e *engine) sendBatch(ms []*member) {
 	ctx := context.Background()
 	local := e.o.clock.Now()
 	now := e.timeArg()
-	// Only the view: a charge or a registration due goes with the next
-	// call that is not a fast one.
-	hint, _, _, sent := e.seen.get(local)
+	// Only the view: a charge, a give-back or a registration due goes
+	// with the next call that is not a fast one.
+	hint, sent := e.seen.view(local)
 	if len(live) == 1 {
 		m := live[0]
 		m.res, m.err = e.callFast(ctx, local, now, hint, sent, m.cost)
@@ -225,7 +225,7 @@ func (e *engine) sendBatch(ms []*member) {
 		for _, m := range live {
 			// Each with the view the one before it left.
 			local := e.o.clock.Now()
-			hint, _, _, sent := e.seen.get(local)
+			hint, sent := e.seen.view(local)
 			m.res, m.err = e.callFast(ctx, local, now, hint, sent, m.cost)
 			close(m.done)
 		}

@@ -79,7 +79,8 @@ func (h *heldPermit) release() {
 }
 
 // settled wakes the waits, as a permit's release does, for a settlement
-// of costs taken without a permit (Limiter.Settle).
+// of costs taken without a permit (Limiter.Settle), and for give-backs
+// that landed in Redis after a call sent later was decided (callAt).
 func (s *estimates) settled() {
 	s.mu.Lock()
 	s.gen.Add(1)

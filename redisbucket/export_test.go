@@ -98,6 +98,13 @@ func BatchWaiting(b *Bucket) int64 {
 	return int64(len(b.e.batch.next))
 }
 
+// LimiterBatchWaiting is BatchWaiting for a Limiter.
+func LimiterBatchWaiting(l *Limiter) int64 {
+	l.e.batch.mu.Lock()
+	defer l.e.batch.mu.Unlock()
+	return int64(len(l.e.batch.next))
+}
+
 // SetBatchGap fixes b's bound on calls in flight: one (the coalescing
 // with one call in flight) for d > 0, half the client's pool for d == 0,
 // whatever the round trip.

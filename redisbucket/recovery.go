@@ -57,18 +57,7 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 	defer s.mu.Unlock()
 	s.ticks++
 	sent = s.ticks
-	if s.ok && s.away {
-		hint = s.emptyHint(local)
-	} else if s.ok && !(s.full && !local.Before(s.fullAt)) {
-		// Bytes, not a string: go-redis writes either, and the conversion
-		// would be a second allocation per call.
-		hint = make([]byte, 0, 20+12*len(s.toks))
-		hint = strconv.AppendInt(hint, s.now, 10)
-		for _, t := range s.toks {
-			hint = append(hint, ' ')
-			hint = strconv.AppendInt(hint, t, 10)
-		}
-	}
+	hint = s.hintLocked(local)
 	if !s.owing && !s.refunding {
 		return hint, "", carried{}, sent
 	}
@@ -99,6 +88,35 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 		buf = strconv.AppendInt(buf, v, 10)
 	}
 	return hint, string(buf), c, sent
+}
+
+// view is get for a call that carries no charge (the fast path's): the
+// view to send and the call's tick, the charges and give-backs left for
+// the next call that carries them.
+func (s *seen) view(local time.Time) (hint []byte, sent uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ticks++
+	return s.hintLocked(local), s.ticks
+}
+
+// hintLocked is the view get sends, with s.mu held.
+func (s *seen) hintLocked(local time.Time) []byte {
+	if s.ok && s.away {
+		return s.emptyHint(local)
+	}
+	if !s.ok || (s.full && !local.Before(s.fullAt)) {
+		return nil
+	}
+	// Bytes, not a string: go-redis writes either, and the conversion
+	// would be a second allocation per call.
+	hint := make([]byte, 0, 20+12*len(s.toks))
+	hint = strconv.AppendInt(hint, s.now, 10)
+	for _, t := range s.toks {
+		hint = append(hint, ' ')
+		hint = strconv.AppendInt(hint, t, 10)
+	}
+	return hint
 }
 
 // emptyHint is the view a process back from failure mode sends: every
@@ -185,6 +203,14 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, f
 	for i := range limits {
 		s.toks[i], s.rems[i] = levels[2*i], levels[2*i+1]
 	}
+}
+
+// sentSince reports whether another call was sent, or answered, after
+// the call that get gave the tick sent.
+func (s *seen) sentSince(sent uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ticks != sent
 }
 
 // spent records tokens the failure policy granted (or, negative, took

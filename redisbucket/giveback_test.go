@@ -1,0 +1,141 @@
+package redisbucket_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/redisbucket"
+)
+
+// A give-back reaches Redis with whichever call of the process carries it
+// next, and calls in flight at once are decided in the order they arrive:
+// a waiter's call sent after the carrier may be refused before the
+// give-back lands. The waiter then decides again when it lands, not at its
+// timer. (TestTransportLLMBurstOnEstimates hung in CI on this: a peek of
+// the Transport carried three settlements and landed just after the
+// waiting head's refusal, and nothing settled after it.)
+func TestGiveBackLandingWakesTheWaiter(t *testing.T) {
+	r := newRig(t)
+	client := r.be.Client()
+	hold := &holdHook{held: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(hold)
+	l, err := redisbucket.NewLimiter(client, "giveback-landing", []redisbucket.Limit{
+		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
+	}, r.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ctx := context.Background()
+	if _, err := l.Take(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Settle([]int64{10}, []int64{0}); err != nil {
+		t.Fatal(err)
+	}
+	// The carrier: a read of the levels, held before it is sent.
+	peeked := make(chan error, 1)
+	go func() {
+		_, err := l.Tokens(context.WithValue(ctx, holdKey{}, true))
+		peeked <- err
+	}()
+	<-hold.held
+	taken := make(chan error, 1)
+	go func() {
+		_, err := l.Take(ctx, 5)
+		taken <- err
+	}()
+	untilAsleep(t, r) // refused at level 0: five minutes to wait
+	close(hold.release)
+	if err := <-peeked; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-taken:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the give-back landed after the waiter's refusal and the waiter still sleeps, the clock standing still")
+	}
+	if got := levels(t, l)[0]; got != 5 {
+		t.Fatalf("level %v after the give-back of 10 and a take of 5, want 5", got)
+	}
+}
+
+// A batch of the fast path carries no give-back: one pending when it
+// leaves stays for the next call that carries charges, not taken off and
+// dropped with the batch's reply (which left the tokens spent for good).
+func TestBatchLeavesTheGiveBack(t *testing.T) {
+	r := newRig(t)
+	client := r.be.Client()
+	hold := &holdHook{held: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(hold)
+	l, err := redisbucket.NewLimiter(client, "giveback-batch", []redisbucket.Limit{
+		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
+	}, r.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ctx := context.Background()
+	if _, err := l.Take(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	// One call in flight, held; the next acquisition joins the batch
+	// behind it.
+	took := make(chan error, 2)
+	go func() {
+		_, err := l.Take(context.WithValue(ctx, holdKey{}, true), 1)
+		took <- err
+	}()
+	<-hold.held
+	go func() {
+		_, err := l.Take(ctx, 1)
+		took <- err
+	}()
+	waitUntil(t, "the second take to join the batch", func() bool { return redisbucket.LimiterBatchWaiting(l) == 1 })
+	if err := l.Settle([]int64{8}, []int64{0}); err != nil {
+		t.Fatal(err)
+	}
+	close(hold.release)
+	for range 2 {
+		if err := <-took; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := levels(t, l)[0]; got != 8 {
+		t.Fatalf("level %v: 8 given back after the takes of 8, 1 and 1, want 8", got)
+	}
+}
+
+type holdKey struct{}
+
+// holdHook holds the first call made on a context marked with holdKey
+// until release is closed, signalling held when it does.
+type holdHook struct{ held, release chan struct{} }
+
+func (h *holdHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return next(ctx, network, addr)
+	}
+}
+
+func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if ctx.Value(holdKey{}) != nil {
+			close(h.held)
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
