@@ -76,6 +76,78 @@ func TestTransportQueuesOnEstimates(t *testing.T) {
 	}
 }
 
+// slowTaker is a Limiter whose Take, on a context marked with slowKey,
+// takes the costs and then waits for release before it returns: a Gate
+// whose levels show a take before its caller knows of it (redisbucket's
+// Limiter, between Redis's reply and the caller's return, is one).
+type slowTaker struct {
+	*throttle.Limiter
+	took, release chan struct{}
+}
+
+type slowKey struct{}
+
+func (s *slowTaker) Take(ctx context.Context, costs ...int64) (time.Duration, error) {
+	d, err := s.Limiter.Take(ctx, costs...)
+	if ctx.Value(slowKey{}) != nil {
+		close(s.took)
+		<-s.release
+	}
+	return d, err
+}
+
+// TestTransportCountsTakesUnderWay: a call refused while another call's
+// take shows in the levels but has not returned counts that take among
+// what may be given back, as it would once the call is in flight: the
+// bucket holds one estimate, the first call has taken it, and the second,
+// whose wait past its deadline rests on that estimate, queues and is
+// served when the first settles, where it failed at once (in 2% of the
+// runs of redisbucket's TestTransportLLMBurstOnEstimates).
+func TestTransportCountsTakesUnderWay(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	const body = `{"model":"m","max_tokens":400,"messages":[{"role":"user","content":"Say ok."}]}`
+	cfg := llm.Config{}
+	in, out, _ := cfg.Estimate([]byte(body))
+	estimate := in + out
+	rec := newRecorder(t, fc, func(n int, w http.ResponseWriter, r *http.Request) {
+		respondJSON(w, http.StatusOK, nil, `{"usage":{"prompt_tokens":0,"completion_tokens":0}}`)
+	})
+	b := must(throttle.New(estimate, throttle.Per(estimate, 10*time.Minute), throttle.WithName("tokens"), throttle.WithClock(fc)))
+	g := &slowTaker{Limiter: must(throttle.NewLimiter(b)), took: make(chan struct{}), release: make(chan struct{})}
+	tr := must(httpthrottle.NewTransport(newBase(t), httpthrottle.Shared(g), httpthrottle.WithAccounting(cfg)))
+	call := func(ctx context.Context) error {
+		ctx, cancel := clockwork.WithTimeout(ctx, fc, 15*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rec.srv.URL, strings.NewReader(body))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	first := make(chan error, 1)
+	go func() { first <- call(context.WithValue(context.Background(), slowKey{}, true)) }()
+	<-g.took
+	second := make(chan error, 1)
+	go func() { second <- call(context.Background()) }()
+	waitFor(t, "the second call to queue or fail", func() bool {
+		return httpthrottle.QueuedFor(g.Limiter) == 1 || len(second) == 1
+	})
+	if len(second) == 1 {
+		t.Fatalf("the second call ended while the first one's take was under way: %v", <-second)
+	}
+	close(g.release)
+	for _, ch := range []chan error{first, second} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fc.Since(epoch); got != 0 {
+		t.Errorf("took %v on the fake clock, want 0: the first call's settlement serves the second", got)
+	}
+}
+
 // TestTransportRefusesCertainWaits: a wait that no settlement can shorten
 // still fails at once, naming the limit and the wait: a settled token
 // bucket that needs longer than the deadline to refill the estimate, and a

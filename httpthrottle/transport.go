@@ -81,8 +81,12 @@ type Transport struct {
 	secondary atomic.Int64
 	resets    ledger.Resets
 	inFlight  ledger.Flights
-	gates     gateCache
-	bursts    ledger.Bursts
+	// taking books what calls under an Accounting are taking, from before
+	// their take until they are booked in flight or give their costs
+	// back: a Gate's levels show a take before its caller can book it.
+	taking ledger.Flights
+	gates  gateCache
+	bursts ledger.Bursts
 	// pauses are the refusals without a usable wait.
 	pauses *ledger.Refusals
 	// routes are for Gates that are pools (transport_pool.go).
@@ -324,6 +328,9 @@ type exchange struct {
 	// burst is the mask of the buckets whose bursts from full the attempt
 	// under way joined (see ledger.Bursts), until it is answered or given back.
 	burst uint64
+	// takingOn is the Gate whose t.taking books the costs (startTaking);
+	// a pool's Gate, which the member that serves the call replaces.
+	takingOn throttle.Gate
 	// via is the member under way of a Gate that is a pool.Pool.
 	via poolVia
 }
@@ -369,6 +376,7 @@ func (x *exchange) send() (*http.Response, error) {
 	if booked {
 		t.inFlight.Add(x.g.g, x.costs)
 	}
+	x.untake()
 	resp, err := t.base.RoundTrip(req)
 	if x.burst != 0 {
 		t.bursts.Answered(x.g.burst, x.burst)
@@ -450,17 +458,43 @@ func (x *exchange) expired() error {
 // takeTurn takes the request's costs, waiting its turn: a recognised retry
 // of a refused call as takeRetry says, any other as the Gate decides,
 // refused before its deadline only on a wait that is certain (takeLater).
-func (x *exchange) takeTurn() (int64, error) {
+func (x *exchange) takeTurn() (w int64, err error) {
+	x.startTaking()
+	defer func() {
+		if err != nil {
+			x.untake()
+		}
+	}()
 	if x.t.pauses.Active.Load() != 0 {
 		if until, retry := x.t.pauses.RetryOf(x.req); retry {
 			return x.takeRetry(until)
 		}
 	}
-	w, err := x.take(x.turnContext())
+	w, err = x.take(x.turnContext())
 	if err != nil {
 		return x.takeLater(err)
 	}
 	return w, nil
+}
+
+// startTaking books the costs the call is about to take in t.taking, under an
+// Accounting on a keyed Gate, until untake: a call refused meanwhile
+// counts them among what could be given back, since the Gate's levels
+// may show them taken before this call books them in flight.
+func (x *exchange) startTaking() {
+	if x.t.acct != nil && x.g.keyed && x.takingOn == nil {
+		x.t.taking.Add(x.g.g, x.costs)
+		x.takingOn = x.g.g
+	}
+}
+
+// untake ends startTaking's booking: the call is booked in flight, or took
+// nothing, or gave its costs back.
+func (x *exchange) untake() {
+	if x.takingOn != nil {
+		x.t.taking.Settled(x.takingOn, x.costs)
+		x.takingOn = nil
+	}
 }
 
 // retryPriority is the priority a Transport's own retry queues with (see
@@ -613,7 +647,7 @@ func (x *exchange) takeLater(err error) (int64, error) {
 	if !errors.As(err, &wait) {
 		return 0, err
 	}
-	if err := x.t.sureWait(x.ctx, x.g, x.costs, x.g.clock, err); err != nil {
+	if err := x.t.sureWait(x.ctx, x.g, x.costs, x.takingOn == x.g.g, x.g.clock, err); err != nil {
 		return 0, err
 	}
 	return x.takeHoping()
@@ -648,6 +682,7 @@ func (x *exchange) joinBurst(full uint64) error {
 
 // giveBack returns the costs taken for a request that was not sent.
 func (x *exchange) giveBack(taken bool) {
+	x.untake()
 	if x.burst != 0 {
 		x.t.bursts.Leave(x.g.g, x.costs, x.burst)
 		x.burst = 0

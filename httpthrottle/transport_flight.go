@@ -16,13 +16,15 @@ import (
 // Accounting's reservations, a rate Auto is still learning) only the
 // least the wait can be counts: the pause, then the refill at the
 // server's rate of what the request needs beyond the level and every
-// unsettled reservation, a scheduled window reset counted from then on.
+// unsettled reservation (those of calls still taking theirs included), a
+// scheduled window reset counted from then on.
 
 // sureWait returns the refusal of costs on g, which the Gate refused for a
 // wait past ctx's deadline, when the certain part of the wait passes the
 // deadline too; nil when the request may still be served in time. refused,
 // the Gate's error, is returned as it is when the decision cannot be made.
-func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, clock interface{ Now() time.Time }, refused error) error {
+// booked says that the caller's costs are booked in t.taking.
+func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, booked bool, clock interface{ Now() time.Time }, refused error) error {
 	dl, ok := ctx.Deadline()
 	if !ok || g.meter == nil || len(costs) != len(g.limits) {
 		return refused
@@ -77,9 +79,14 @@ func (t *Transport) sureWait(ctx context.Context, g *gate, costs []int64, clock 
 			if !st.Paused.IsZero() {
 				pause = max(st.Paused.Sub(now), 0)
 			}
-			var flying int64
+			var flying, mine int64
+			if booked {
+				mine = c
+			}
 			if g.keyed {
-				flying = t.inFlight.Unsettled(r)
+				// And what others are taking: a take shows in the
+				// levels before its caller books it in flight.
+				flying = ledger.SatAdd(t.inFlight.Unsettled(r), t.taking.Unsettled(r)-mine)
 			}
 			need := c - ledger.SatAdd(st.Remaining, flying)
 			sure = pause
