@@ -20,17 +20,7 @@ import (
 // the Transport carried three settlements and landed just after the
 // waiting head's refusal, and nothing settled after it.)
 func TestGiveBackLandingWakesTheWaiter(t *testing.T) {
-	r := newRig(t)
-	client := r.be.Client()
-	hold := &holdHook{held: make(chan struct{}), release: make(chan struct{})}
-	client.AddHook(hold)
-	l, err := redisbucket.NewLimiter(client, "giveback-landing", []redisbucket.Limit{
-		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
-	}, r.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	r, l, hold := heldLimiter(t, "giveback-landing")
 	ctx := context.Background()
 	if _, err := l.Take(ctx, 10); err != nil {
 		t.Fatal(err)
@@ -72,17 +62,7 @@ func TestGiveBackLandingWakesTheWaiter(t *testing.T) {
 // leaves stays for the next call that carries charges, not taken off and
 // dropped with the batch's reply (which left the tokens spent for good).
 func TestBatchLeavesTheGiveBack(t *testing.T) {
-	r := newRig(t)
-	client := r.be.Client()
-	hold := &holdHook{held: make(chan struct{}), release: make(chan struct{})}
-	client.AddHook(hold)
-	l, err := redisbucket.NewLimiter(client, "giveback-batch", []redisbucket.Limit{
-		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
-	}, r.opts()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
+	_, l, hold := heldLimiter(t, "giveback-batch")
 	ctx := context.Background()
 	if _, err := l.Take(ctx, 8); err != nil {
 		t.Fatal(err)
@@ -112,6 +92,24 @@ func TestBatchLeavesTheGiveBack(t *testing.T) {
 	if got := levels(t, l)[0]; got != 8 {
 		t.Fatalf("level %v: 8 given back after the takes of 8, 1 and 1, want 8", got)
 	}
+}
+
+// heldLimiter returns a Limiter of 10 tokens refilling at 1 a minute, on
+// a client of its own whose first call made on a context marked with
+// holdKey the returned holdHook holds.
+func heldLimiter(t *testing.T, id string) (*rig, *redisbucket.Limiter, *holdHook) {
+	r := newRig(t)
+	client := r.be.Client()
+	hold := &holdHook{held: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(hold)
+	l, err := redisbucket.NewLimiter(client, id, []redisbucket.Limit{
+		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
+	}, r.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return r, l, hold
 }
 
 type holdKey struct{}
