@@ -36,10 +36,6 @@ type seen struct {
 	// reply's server time can trail its call's sending.
 	away   bool
 	margin time.Duration
-	// fellAt is when this process fell back, on the server's clock as
-	// the last view gives it (0 without a view): a charge sent while away
-	// carries it (see bucket.lua, ARGV[7]).
-	fellAt int64
 	// ticks counts gets and sets; held is the count when the view was set.
 	// A call sent (got) before the view arrived was in flight with the one
 	// that brought it: if its server time is older, so are its levels.
@@ -49,12 +45,7 @@ type seen struct {
 // carried is what one call brought to Redis besides its decision: the
 // failure policy's grants it charges and the settlements' give-backs it
 // returns, per limit.
-type carried struct {
-	owed, refund []int64
-	// back: the charge is a return's (seen.fellAt), which the script
-	// reads with the limiter's back key.
-	back bool
-}
+type carried struct{ owed, refund []int64 }
 
 // get returns the view to send (none once it has refilled to full on this
 // client's clock, with a margin: it would say what a missing key says
@@ -70,10 +61,6 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 	if !s.owing && !s.refunding {
 		return hint, "", carried{}, sent
 	}
-	// A return with grants to charge (bucket.lua, ARGV[7]). One that
-	// granted nothing while away (a try that timed out, a wait held for
-	// Redis) is no evidence that the fleet spent the key.
-	back := s.away && s.owing && s.fellAt > 0
 	n := max(len(s.owed), len(s.refund))
 	if s.owing {
 		c.owed = append([]int64(nil), s.owed...)
@@ -86,11 +73,7 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 		}
 		s.refunding = false
 	}
-	buf := make([]byte, 0, 24+8*n)
-	if back {
-		buf = append(strconv.AppendInt(append(buf, 'b'), s.fellAt, 10), ' ')
-		c.back = true
-	}
+	buf := make([]byte, 0, 8*n)
 	for i := range n {
 		if i > 0 {
 			buf = append(buf, ' ')
@@ -156,11 +139,8 @@ func (s *seen) emptyHint(local time.Time) []byte {
 
 // fellBack records that the failure policy took this process's decisions:
 // until a reply arrives, a key Redis lost is rebuilt empty (emptyHint).
-func (s *seen) fellBack(local time.Time) {
+func (s *seen) fellBack() {
 	s.mu.Lock()
-	if !s.away && s.ok {
-		s.fellAt = max(s.now+local.Sub(s.at).Microseconds(), s.now)
-	}
 	s.away = true
 	s.mu.Unlock()
 }

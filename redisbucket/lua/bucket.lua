@@ -25,8 +25,7 @@
 --
 -- Keys and arguments:
 --   - KEYS[2]: the permit key when ARGV[4] is not "" (modes a and r with a
---     permit, modes c, l and s). The last key is the fleet key when ARGV[8] is not "";
---     before it (or last), the back key when ARGV[7] begins with b.
+--     permit, modes c, l and s). The last key is the fleet key when ARGV[8] is not "".
 --   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
 --     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
 --     a charge and the fleet's registration), s settle, d drain (a server's
@@ -56,9 +55,7 @@
 --     spent meanwhile. The charge stops at a debt of one capacity (one
 --     below the queued reservations: owe). A negative c_i gives -c_i back,
 --     as mode s does (never above the capacity): settlements a process
---     carries on its next call instead of a call of their own. A process
---     back from its failure policy sends "b<from> c_1 ... c_n", from the
---     server time it fell back at (see the charges below).
+--     carries on its next call instead of a call of their own.
 --   - ARGV[8], ARGV[9]: a fleet member id and the registration's lifetime
 --     in ms, or "": the member is registered in the fleet key (a sorted
 --     set scored by expiry) and the reply counts the live members.
@@ -445,53 +442,12 @@ else
   last = now
 end
 
--- stored: when the key was last written (now for a key lost or reset).
-local stored = last
-
 if A[7] ~= '' then
-  -- A charge from a process back from its failure policy: "b<from> c_1 ..."
-  -- (from: when it fell back, on the server's clock; its back key, same
-  -- slot, before the fleet key). While the whole fleet had no Redis, each
-  -- process granted its share of what the key refilled: the first back
-  -- (the key untouched since it fell back, or lost) records the instant
-  -- in the back key and takes the key as at most empty, which counts what
-  -- the fleet's shares granted until then; the part of each charge for
-  -- grants made before that instant (the charge spread evenly over the
-  -- process's time away) is forgiven, or it would count that refill
-  -- twice; the rest, granted while others were back on Redis, is charged
-  -- in full. A process that alone lost Redis (the key written since it
-  -- fell back, no return recorded) is charged in full.
-  local from, before, span
-  local charges = A[7]
-  if string.byte(charges) == 98 then
-    from = int(string.match(charges, '^b(%d+)'), true)
-    charges = string.gsub(charges, '^b%d+', '')
-    if from then
-      local bk = KEYS[#KEYS]
-      if A[8] ~= '' then bk = KEYS[#KEYS - 1] end
-      local back = int(redis.pcall('GET', bk), true)
-      if back == nil or back <= from or back > now then
-        back = from
-        if not raw or stored <= from then
-          back = now
-          redis.call('SET', bk, now, 'PX', 600000)
-          for i = 1, n do
-            local l = L[i]
-            if l.tok > 0 or (l.tok == 0 and l.rem > 0) then l.tok, l.rem = 0, 0 end
-          end
-        end
-      end
-      span, before = now - from, back - from
-    end
-  end
   local i = 0
-  for x in string.gmatch(charges, '%S+') do
+  for x in string.gmatch(A[7], '%S+') do
     i = i + 1
     local l, c = L[i], int(x)
     if l and c and c > 0 then
-      if span and span > 0 and before > 0 then
-        c = c - math.floor(c * before / span)
-      end
       l.tok = math.max(l.tok - c, owe(l))
     elseif l and c and c < 0 then
       -- A give-back, as mode s gives it: never above the capacity.
