@@ -2,11 +2,8 @@ package redisbucket_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/redisbucket"
@@ -29,12 +26,13 @@ func TestGiveBackLandingWakesTheWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The carrier: a read of the levels, held before it is sent.
+	hold.hold.Store(true)
 	peeked := make(chan error, 1)
 	go func() {
-		_, err := l.Tokens(context.WithValue(ctx, holdKey{}, true))
+		_, err := l.Tokens(ctx)
 		peeked <- err
 	}()
-	<-hold.held
+	<-hold.entered
 	taken := make(chan error, 1)
 	go func() {
 		_, err := l.Take(ctx, 5)
@@ -69,12 +67,13 @@ func TestBatchLeavesTheGiveBack(t *testing.T) {
 	}
 	// One call in flight, held; the next acquisition joins the batch
 	// behind it.
+	hold.hold.Store(true)
 	took := make(chan error, 2)
 	go func() {
-		_, err := l.Take(context.WithValue(ctx, holdKey{}, true), 1)
+		_, err := l.Take(ctx, 1)
 		took <- err
 	}()
-	<-hold.held
+	<-hold.entered
 	go func() {
 		_, err := l.Take(ctx, 1)
 		took <- err
@@ -95,12 +94,12 @@ func TestBatchLeavesTheGiveBack(t *testing.T) {
 }
 
 // heldLimiter returns a Limiter of 10 tokens refilling at 1 a minute, on
-// a client of its own whose first call made on a context marked with
-// holdKey the returned holdHook holds.
-func heldLimiter(t *testing.T, id string) (*rig, *redisbucket.Limiter, *holdHook) {
+// a client of its own whose next call, once armed, the returned blocking
+// hook holds.
+func heldLimiter(t *testing.T, id string) (*rig, *redisbucket.Limiter, *blocking) {
 	r := newRig(t)
 	client := r.be.Client()
-	hold := &holdHook{held: make(chan struct{}), release: make(chan struct{})}
+	hold := &blocking{entered: make(chan struct{}), release: make(chan struct{})}
 	client.AddHook(hold)
 	l, err := redisbucket.NewLimiter(client, id, []redisbucket.Limit{
 		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
@@ -110,30 +109,4 @@ func heldLimiter(t *testing.T, id string) (*rig, *redisbucket.Limiter, *holdHook
 	}
 	t.Cleanup(func() { l.Close() })
 	return r, l, hold
-}
-
-type holdKey struct{}
-
-// holdHook holds the first call made on a context marked with holdKey
-// until release is closed, signalling held when it does.
-type holdHook struct{ held, release chan struct{} }
-
-func (h *holdHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return next(ctx, network, addr)
-	}
-}
-
-func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if ctx.Value(holdKey{}) != nil {
-			close(h.held)
-			<-h.release
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
