@@ -372,7 +372,7 @@ func (x *exchange) send() (*http.Response, error) {
 	}
 	x.n++
 	t.sent.Add(1)
-	booked := t.acct != nil && taken && x.g.keyed
+	booked := taken && x.books()
 	if booked {
 		t.inFlight.Add(x.g.g, x.costs)
 	}
@@ -482,11 +482,15 @@ func (x *exchange) takeTurn() (w int64, err error) {
 // counts them among what could be given back, since the Gate's levels
 // may show them taken before this call books them in flight.
 func (x *exchange) startTaking() {
-	if x.t.acct != nil && x.g.keyed && x.takingOn == nil {
+	if x.books() && x.takingOn == nil {
 		x.t.taking.Add(x.g.g, x.costs)
 		x.takingOn = x.g.g
 	}
 }
+
+// books reports whether the call's costs are booked while it takes them
+// and in flight: under an Accounting, on a Gate that can key the books.
+func (x *exchange) books() bool { return x.t.acct != nil && x.g.keyed }
 
 // untake ends startTaking's booking: the call is booked in flight, or took
 // nothing, or gave its costs back.
