@@ -74,6 +74,16 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 		e.pz.saw(res.paused)
 	}
 	e.heard.Store(local.UnixNano())
+	if e.o.reserve {
+		// Reserved sleepers go sooner for what this call gave back.
+		g := netBack(paid)
+		if mode == modeSettle && res.status == statusGranted {
+			g = settledBack(g, a, b)
+		}
+		if g != nil {
+			e.pz.gaveBack(sent, g)
+		}
+	}
 	landed := paid.refund != nil && e.seen.sentSince(sent)
 	e.seen.set(e.limits, local, res.now, res.levels, true, paid, sent)
 	if landed {

@@ -55,6 +55,9 @@ type engine struct {
 	// sleeping counts this process's reserved sleepers: the calls queued
 	// ahead of one refused now (WaitError.Ahead)
 	sleeping atomic.Int64
+	// carrying is set while a call sends give-backs for sleepers
+	// (carryBacks).
+	carrying atomic.Bool
 	heard    atomic.Int64 // when the last reply's call was sent, local Unix ns
 	batch    batcher      // coalesces concurrent fast-path calls (coalesce.go)
 	est      estimates    // what this process's unsettled permits could give back

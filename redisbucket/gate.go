@@ -153,6 +153,9 @@ func (l *Limiter) Settle(taken, actual []int64) error {
 		l.observeSettled(taken, actual)
 		e.seen.giveBack(back)
 		e.est.settled()
+		if e.sleeping.Load() > 0 {
+			e.pz.nudge() // a sleeper may go sooner with it (carryBacks)
+		}
 		return nil
 	}
 	p := &Permit{e: e, id: newPermitID(), costs: slices.Clone(taken), mode: ModeRedis}

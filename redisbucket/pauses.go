@@ -10,7 +10,8 @@ import (
 // channel closed when either changes: a sleeper whose reservation was made
 // before hears of them without a call of its own. It keeps the pause's
 // cause too, when this process stored it or heard it on the feed, for
-// WaitError and Status.
+// WaitError and Status, and the give-backs this process's calls carried,
+// which bring those sleepers' instants forward (givebacks.go).
 type pauses struct {
 	mu    sync.Mutex
 	until int64 // server µs
@@ -28,6 +29,10 @@ type pauses struct {
 	gen    int64
 	factor float64
 	at     time.Time
+	// backs are the latest give-backs this process carried to Redis
+	// (givebacks.go), numbered from dropped.
+	backs   []back
+	dropped int
 }
 
 // saw records a pause end heard from a reply or the feed (0 for none),
@@ -117,6 +122,13 @@ func (p *pauses) slowed(factor float64, at time.Time) {
 	defer p.mu.Unlock()
 	p.gen++
 	p.factor, p.at = factor, at
+	p.wake()
+}
+
+// nudge wakes the sleepers to look again: a settlement left give-backs.
+func (p *pauses) nudge() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.wake()
 }
 

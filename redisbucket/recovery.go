@@ -100,6 +100,14 @@ func (s *seen) view(local time.Time) (hint []byte, sent uint64) {
 	return s.hintLocked(local), s.ticks
 }
 
+// tick returns the count of calls sent and replies set so far: a call
+// sent after it was applied after every reply this process had by then.
+func (s *seen) tick() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ticks
+}
+
 // hintLocked is the view get sends, with s.mu held.
 func (s *seen) hintLocked(local time.Time) []byte {
 	if s.ok && s.away {
@@ -244,6 +252,20 @@ func (s *seen) lost(c carried) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dropRefunds(c.refund)
+}
+
+// pending adds to g the give-backs no call has taken yet, and says
+// whether there were any.
+func (s *seen) pending(g []int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.refunding {
+		return false
+	}
+	for i, r := range s.refund {
+		g[i] += r
+	}
+	return true
 }
 
 // giveBack adds tokens for the next call to return.

@@ -2,6 +2,7 @@ package redisbucket
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -139,7 +140,8 @@ const heardFresh = time.Millisecond
 // stored. epoch and feedOK are the feed's token from before the
 // reservation was sent.
 func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, feedOK bool) error {
-	s := sleeper{base: e.o.clock.Now(), own: res.wait, res: res, applied: max(res.paused, res.now)}
+	s := sleeper{base: e.o.clock.Now(), own: res.wait, res: res, applied: max(res.paused, res.now),
+		tick: e.seen.tick(), back: make([]int64, len(e.limits))}
 	_, s.gen, _, _, _ = e.pz.get()
 	target := s.own
 	t := e.o.clock.NewTimer(target)
@@ -148,6 +150,10 @@ func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, fe
 	fired := false // the timer fired and the target still holds the caller
 	for {
 		next, changed := s.target(e)
+		if s.sooner(e, next) {
+			// Its landing closes changed: no loop while it cannot land.
+			e.carryBacks(ctx)
+		}
 		if next != target || fired {
 			target, fired = next, false
 			e.arm(t, s.base.Add(target))
@@ -212,12 +218,23 @@ func (e *engine) arm(t clockwork.Timer, at time.Time) {
 
 // sleeper is what a reserved sleeper knows of its instant, all after
 // base: the reservation's own instant (stretched by Tune), what pauses
-// added to it, and the end of the latest pause that holds it.
+// added to it, how soon this process's give-backs since cover it, and the
+// end of the latest pause that holds it.
 type sleeper struct {
-	base             time.Time
-	own, shift, hold time.Duration
-	res              result
-	applied, gen     int64
+	base                    time.Time
+	own, shift, hold, cover time.Duration
+	res                     result
+	applied, gen            int64
+	// tick is the process's tick after the reply: give-backs sent after
+	// it were applied after the reservation. back sums them per limit,
+	// from the one numbered nextBack on, and cover is when they cover the
+	// reservation, once covered; stretched stops it once Tune has
+	// stretched own, which its arithmetic does not follow.
+	tick      uint64
+	back      []int64
+	nextBack  int
+	covered   bool
+	stretched bool
 }
 
 // target folds the pauses and rate changes heard since the last look into
@@ -245,9 +262,41 @@ func (s *sleeper) target(e *engine) (time.Duration, <-chan struct{}) {
 		s.gen = g
 		if left := s.own - at.Sub(s.base); left > 0 {
 			s.own = at.Sub(s.base) + time.Duration(float64(left)*factor)
+			s.stretched = true
 		}
 	}
-	return max(s.own+s.shift, s.hold), changed
+	if !s.stretched && e.tuned.Load() == 0 {
+		// Settlements this process carried back after the reservation
+		// raised the level its queue drains from: the instant comes when
+		// that level covers it, if sooner (a pause stored since still
+		// adds to it). Other processes' give-backs are not heard: their
+		// sleepers' instants hold, later than need be, never early.
+		if n := e.pz.backsAfter(s.tick, s.nextBack, s.back); n != s.nextBack {
+			s.nextBack = n
+			if c, ok := e.backCover(s.res, s.back); ok && slices.ContainsFunc(s.back, func(v int64) bool { return v > 0 }) {
+				s.cover, s.covered = c, true
+			}
+		}
+	}
+	own := s.own
+	if s.covered && !s.stretched {
+		own = min(own, s.cover)
+	}
+	return max(own+s.shift, s.hold), changed
+}
+
+// sooner says whether the give-backs this process has not sent yet would
+// bring the sleeper's instant before target.
+func (s *sleeper) sooner(e *engine, target time.Duration) bool {
+	if s.stretched || e.tuned.Load() != 0 {
+		return false
+	}
+	g := slices.Clone(s.back)
+	if !e.seen.pending(g) {
+		return false
+	}
+	c, ok := e.backCover(s.res, g)
+	return ok && c+s.shift < target
 }
 
 // confirm reads the limiter's state once (mode p, no cost), for the pause
