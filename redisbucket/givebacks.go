@@ -100,17 +100,19 @@ func (e *engine) carryBacks(ctx context.Context) {
 // the clock, make the rest) and plus its refill from the level with g
 // added, and not before a pause in force ends. Covers are rounded up:
 // never earlier than the give-backs make it.
-// False when the levels are not known exactly, or when more than one limit
-// is in debt: a limit that does not bind is taken as at the instant,
-// lowered by what it would refill past its capacity before then, and its
-// level before the instant is not in the reply.
+// A limit that does not bind is taken as at the instant, lowered by what
+// it would refill past its capacity by then, which may put it below zero:
+// one that held the cost before (the reply's amount marks it) holds
+// nothing back sooner. False when the levels are not known exactly, or
+// when more than one limit is in debt otherwise: what a lowered limit
+// held before is not in the reply.
 func (e *engine) backCover(res result, g []int64) (time.Duration, bool) {
 	if res.status != statusGranted || res.wholeOnly || len(res.levels) < 2*len(e.limits) {
 		return 0, false
 	}
 	debt := -1
 	for j, l := range e.limits {
-		if res.levels[2*j] < 0 {
+		if res.levels[2*j] < 0 && (j >= 50 || res.amount&(1<<j) == 0) {
 			if debt >= 0 || l.num == 0 {
 				return 0, false
 			}

@@ -9,11 +9,14 @@ import (
 	"github.com/throttlekit/throttle/redisbucket"
 )
 
-// backLimits is a token a minute. (A second limit that does not bind is
-// taken as at the instant, lowered by what it would refill past its
-// capacity: its level then holds a sleeper nearly as long, whatever is
-// given back on the first.)
-var backLimits = []redisbucket.Limit{{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)}}
+// backLimits bind on tokens, a token a minute. Requests never bind: a
+// reservation takes them as at its instant, lowered by what they would
+// refill past their capacity by then, below zero for minutes, though they
+// held the cost all along.
+var backLimits = []redisbucket.Limit{
+	{Name: "requests", Capacity: 100, Rate: throttle.Per(100, time.Minute)},
+	{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
+}
 
 // reserveAsleep starts a reservation of tokens tokens and
 // returns once it sleeps; the channel gets its error when it goes.
@@ -21,9 +24,9 @@ func reserveAsleep(t *testing.T, r *rig, l *redisbucket.Limiter, tokens int64) <
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		p, err := l.Acquire(context.Background(), tokens)
+		p, err := l.Acquire(context.Background(), 1, tokens)
 		if err == nil {
-			err = p.Settle(tokens)
+			err = p.Settle(1, tokens)
 		}
 		done <- err
 	}()
@@ -60,23 +63,23 @@ func TestReservedSleeperGoesWithGiveBacks(t *testing.T) {
 			ctx := context.Background()
 			var giveBack func() error
 			if name == "Limiter.Settle" {
-				if _, err := l.Take(ctx, 10); err != nil {
+				if _, err := l.Take(ctx, 1, 10); err != nil {
 					t.Fatal(err)
 				}
-				giveBack = func() error { return l.Settle([]int64{10}, []int64{2}) }
+				giveBack = func() error { return l.Settle([]int64{1, 10}, []int64{1, 2}) }
 			} else {
-				p, err := l.Acquire(ctx, 10)
+				p, err := l.Acquire(ctx, 1, 10)
 				if err != nil {
 					t.Fatal(err)
 				}
-				giveBack = func() error { return p.Settle(2) }
+				giveBack = func() error { return p.Settle(1, 2) }
 			}
 			done := reserveAsleep(t, r, l, 5)  // 5 minutes at a token a minute
 			if err := giveBack(); err != nil { // 8 back: covered
 				t.Fatal(err)
 			}
 			goes(t, done, "a give-back of 8 covers the 5 it waits for")
-			if got := levels(t, l)[0]; got != 3 {
+			if got := levels(t, l)[1]; got != 3 {
 				t.Fatalf("tokens %v after 10 taken, 8 back and 5 taken, want 3", got)
 			}
 		})
@@ -90,19 +93,19 @@ func TestReservedSleeperGoesNoSoonerThanCovered(t *testing.T) {
 	r := newRig(t)
 	l := r.limiter("rbackpart", backLimits, redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))
 	ctx := context.Background()
-	if _, err := l.Take(ctx, 10); err != nil {
+	if _, err := l.Take(ctx, 1, 10); err != nil {
 		t.Fatal(err)
 	}
 	start := r.fc.Now()
 	granted := make(chan time.Time, 1)
 	go func() {
-		if _, err := l.Acquire(ctx, 5); err != nil { // 5 minutes
+		if _, err := l.Acquire(ctx, 1, 5); err != nil { // 5 minutes
 			t.Error(err)
 		}
 		granted <- r.fc.Now()
 	}()
 	untilAsleep(t, r)
-	if err := l.Settle([]int64{10}, []int64{7}); err != nil { // 3 back: 2 minutes left
+	if err := l.Settle([]int64{1, 10}, []int64{1, 7}); err != nil { // 3 back: 2 minutes left
 		t.Fatal(err)
 	}
 	if _, err := l.Tokens(ctx); err != nil { // the give-back has landed by its reply
@@ -125,5 +128,46 @@ func TestReservedSleeperGoesNoSoonerThanCovered(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("still asleep 2 minutes on, with the give-back of 3 covering the rest")
+	}
+}
+
+// A limit that did not hold the cost when the reservation was made, though
+// it would be full by the instant, still holds the sleeper after a
+// give-back on another: lowered to be taken as at the instant, its level
+// before then is not known, and the sleeper keeps its instant.
+func TestReservedSleeperHeldByALimitShortAtTheReservation(t *testing.T) {
+	r := newRig(t)
+	l := r.limiter("rbackshort", []redisbucket.Limit{
+		{Name: "requests", Capacity: 2, Rate: throttle.Per(2, time.Minute)},
+		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
+	}, redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))
+	ctx := context.Background()
+	if _, err := l.Take(ctx, 2, 10); err != nil {
+		t.Fatal(err)
+	}
+	start := r.fc.Now()
+	granted := make(chan time.Time, 1)
+	go func() {
+		if _, err := l.Acquire(ctx, 1, 5); err != nil { // tokens 5 minutes, requests 30 s
+			t.Error(err)
+		}
+		granted <- r.fc.Now()
+	}()
+	untilAsleep(t, r)
+	if err := l.Settle([]int64{2, 10}, []int64{2, 0}); err != nil { // tokens covered; requests not
+		t.Fatal(err)
+	}
+	if _, err := l.Tokens(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(30*time.Second - time.Millisecond)
+	select {
+	case at := <-granted:
+		t.Fatalf("granted at +%v, before a request refilled at +30s", at.Sub(start))
+	case <-time.After(200 * time.Millisecond):
+	}
+	r.advance(5 * time.Minute)
+	if at := <-granted; at.Before(start.Add(30 * time.Second)) {
+		t.Fatalf("granted at +%v", at.Sub(start))
 	}
 }

@@ -71,7 +71,9 @@
 -- most could be had), -1 denied forever (a limit without refill cannot
 -- cover its cost), 2 the permit was already applied (idempotent retry).
 -- amount is the lease size (for mode s, the first limit, from 1, whose
--- charge stopped at a debt of one capacity; 0 for none), now the time the
+-- charge stopped at a debt of one capacity; 0 for none; for mode r, 1 <<
+-- (i-1) for each limit i (i <= 50) lowered to be taken as at the instant
+-- that held the cost before), now the time the
 -- script used, flags 1 when a
 -- garbage state was reset and 2 when the key was rebuilt from the client's
 -- view, plus 4 << (i-1) when limit i (i <= 50) runs at a server's quota
@@ -795,6 +797,10 @@ if mode == 'r' and w >= 0 then
   local fits = w <= tonumber(A[5])
   local margin = int(A[10 + 6 * n], true) or 0
   local span = math.max(w + margin - ahead, 0)
+  -- free marks (1, 2, 4, ... for limit 1, 2, 3, ...) the limits lowered
+  -- that held the cost before: below zero only as taken at the instant,
+  -- they hold nothing back sooner (the reply's amount).
+  local free = 0
   for i = 1, n do
     local l = L[i]
     if l.a > 0 and l.num > 0 then
@@ -809,6 +815,7 @@ if mode == 'r' and w >= 0 then
         if mu > lim then
           fits = false
         else
+          if l.tok >= l.a and i <= 50 then free = free + 2 ^ (i - 1) end
           l.tok, l.rem = divmod(l.cap * l.den - l.num * mu, l.den)
         end
       end
@@ -824,7 +831,7 @@ if mode == 'r' and w >= 0 then
   if permit then
     redis.call('SET', KEYS[2], string.format('%d', now + w), 'PX', tonumber(A[4]))
   end
-  return reply(1, w, 0)
+  return reply(1, w, free)
 end
 
 if w ~= 0 then
