@@ -117,13 +117,17 @@ func TestPauseFeedTunedPauseBeforeTarget(t *testing.T) {
 	}
 }
 
-// acquireAsleep starts b.Acquire(1) and returns once it sleeps on the
-// rig's fake clock; the channel gets the clock's time at the grant.
-func acquireAsleep(t *testing.T, r *rig, b *redisbucket.Limiter) <-chan time.Time {
+// acquireAsleep starts b.Acquire of costs (1 if none) and returns once
+// it sleeps on the rig's fake clock; the channel gets the clock's time at
+// the grant.
+func acquireAsleep(t *testing.T, r *rig, b *redisbucket.Limiter, costs ...int64) <-chan time.Time {
 	t.Helper()
+	if len(costs) == 0 {
+		costs = []int64{1}
+	}
 	granted := make(chan time.Time, 1)
 	go func() {
-		if _, err := b.Acquire(context.Background(), 1); err != nil {
+		if _, err := b.Acquire(context.Background(), costs...); err != nil {
 			t.Error(err)
 		}
 		granted <- r.fc.Now()

@@ -34,6 +34,31 @@ func reserveAsleep(t *testing.T, r *rig, l *redisbucket.Limiter, tokens int64) <
 	return done
 }
 
+// settleLanded settles costs l took without a permit and returns once the
+// give-back has landed: a read of the levels carries it if no call has.
+func settleLanded(t *testing.T, l *redisbucket.Limiter, taken, actual []int64) {
+	t.Helper()
+	if err := l.Settle(taken, actual); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Tokens(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// notGrantedSoon fails the test if the sleeper behind granted goes within
+// 200 ms, the fake clock standing still: nothing marks a sleeper that
+// stays asleep, so this cannot fail one that waits as it should, only
+// miss one that went early.
+func notGrantedSoon(t *testing.T, granted <-chan time.Time, start time.Time, what string) {
+	t.Helper()
+	select {
+	case at := <-granted:
+		t.Fatalf("granted at +%v, %s", at.Sub(start), what)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 // goes fails the test unless the sleeper behind done goes within 10 s,
 // the fake clock standing still.
 func goes(t *testing.T, done <-chan error, what string) {
@@ -97,29 +122,10 @@ func TestReservedSleeperGoesNoSoonerThanCovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := r.fc.Now()
-	granted := make(chan time.Time, 1)
-	go func() {
-		if _, err := l.Acquire(ctx, 1, 5); err != nil { // 5 minutes
-			t.Error(err)
-		}
-		granted <- r.fc.Now()
-	}()
-	untilAsleep(t, r)
-	if err := l.Settle([]int64{1, 10}, []int64{1, 7}); err != nil { // 3 back: 2 minutes left
-		t.Fatal(err)
-	}
-	if _, err := l.Tokens(ctx); err != nil { // the give-back has landed by its reply
-		t.Fatal(err)
-	}
+	granted := acquireAsleep(t, r, l, 1, 5)           // 5 minutes
+	settleLanded(t, l, []int64{1, 10}, []int64{1, 7}) // 3 back: 2 minutes left
 	r.advance(2*time.Minute - time.Second)
-	// Not gone a second early. Nothing marks a sleeper that stays asleep,
-	// so this looks for a grant for a bounded time: it cannot fail a
-	// sleeper that waits as it should, only miss one that went early.
-	select {
-	case at := <-granted:
-		t.Fatalf("granted at +%v, before the give-back of 3 and the refill covered it at +2m0s", at.Sub(start))
-	case <-time.After(200 * time.Millisecond):
-	}
+	notGrantedSoon(t, granted, start, "before the give-back of 3 and the refill covered it at +2m0s")
 	r.advance(time.Second)
 	select {
 	case at := <-granted:
@@ -146,26 +152,10 @@ func TestReservedSleeperHeldByALimitShortAtTheReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := r.fc.Now()
-	granted := make(chan time.Time, 1)
-	go func() {
-		if _, err := l.Acquire(ctx, 1, 5); err != nil { // tokens 5 minutes, requests 30 s
-			t.Error(err)
-		}
-		granted <- r.fc.Now()
-	}()
-	untilAsleep(t, r)
-	if err := l.Settle([]int64{2, 10}, []int64{2, 0}); err != nil { // tokens covered; requests not
-		t.Fatal(err)
-	}
-	if _, err := l.Tokens(ctx); err != nil {
-		t.Fatal(err)
-	}
+	granted := acquireAsleep(t, r, l, 1, 5)           // tokens 5 minutes, requests 30 s
+	settleLanded(t, l, []int64{2, 10}, []int64{2, 0}) // tokens covered; requests not
 	r.advance(30*time.Second - time.Millisecond)
-	select {
-	case at := <-granted:
-		t.Fatalf("granted at +%v, before a request refilled at +30s", at.Sub(start))
-	case <-time.After(200 * time.Millisecond):
-	}
+	notGrantedSoon(t, granted, start, "before a request refilled at +30s")
 	r.advance(5 * time.Minute)
 	if at := <-granted; at.Before(start.Add(30 * time.Second)) {
 		t.Fatalf("granted at +%v", at.Sub(start))
