@@ -74,9 +74,7 @@ func (e *engine) binding(levels []int64, costs []int64) int {
 		if l.num == 0 {
 			return i
 		}
-		// Values below 2^52 (shape.go): the product fits an int64.
-		need := (costs[i]-tok)*l.den - rem
-		w := (need + l.num - 1) / l.num * l.unit
+		w := l.refill((costs[i]-tok)*l.den - rem)
 		if w > bestWait {
 			best, bestWait = i, w
 		}

@@ -162,9 +162,7 @@ func (e *engine) sureWait(d decision, costs []int64) (time.Duration, int) {
 		}
 		w := time.Duration(1<<63 - 1)
 		if l.num > 0 {
-			// Values below 2^52 (shape.go): the products fit an int64.
-			units := ((c-tok)*l.den - rem + l.num - 1) / l.num
-			w = time.Duration(units*l.unit-(l.unit-1)) * time.Microsecond
+			w = time.Duration(l.refill((c-tok)*l.den-rem)-(l.unit-1)) * time.Microsecond
 		}
 		// A limit at a server's quota refills over a pause; others from
 		// its end. (Beyond the 50 limits the reply marks, the shorter.)

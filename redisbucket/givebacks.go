@@ -124,11 +124,10 @@ func (e *engine) backCover(res result, g []int64) (time.Duration, bool) {
 	}
 	l := e.limits[debt]
 	need := -(res.levels[2*debt]*l.den + res.levels[2*debt+1])
-	before := (need + l.num - 1) / l.num * l.unit
-	after := int64(0)
+	before, after := l.refill(need), int64(0)
 	if back := g[debt]; back < need/l.den+1 {
 		if left := need - back*l.den; left > 0 {
-			after = (left + l.num - 1) / l.num * l.unit
+			after = l.refill(left)
 		}
 	}
 	// The same offset from the start of the unit is in the wait and in

@@ -273,7 +273,7 @@ func (s *sleeper) target(e *engine) (time.Duration, <-chan struct{}) {
 		// sleepers' instants hold, later than need be, never early.
 		if n := e.pz.backsAfter(s.tick, s.nextBack, s.back); n != s.nextBack {
 			s.nextBack = n
-			if c, ok := e.backCover(s.res, s.back); ok && slices.ContainsFunc(s.back, func(v int64) bool { return v > 0 }) {
+			if c, ok := e.backCover(s.res, s.back); ok {
 				s.cover, s.covered = c, true
 			}
 		}

@@ -88,6 +88,11 @@ func (s *shape) fill() {
 // Granularity returns the time unit the limit is counted in on the server.
 func (s *shape) granularity() time.Duration { return time.Duration(s.unit) * time.Microsecond }
 
+// refill returns the µs, counted in whole units as the script counts them,
+// until the limit refills need parts of a token (den to a token); num
+// must be above 0. Values below 2^52: the products fit an int64.
+func (s *shape) refill(need int64) int64 { return (need + s.num - 1) / s.num * s.unit }
+
 // value is a level as a float, for reporting.
 func (s *shape) value(tok, rem int64) float64 {
 	return float64(tok) + float64(rem)/float64(s.den)
