@@ -42,7 +42,7 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 	case unavailable(ctx, err):
 		slow := timedOut(err)
 		err = e.unavailableErr(err)
-		e.seen.fellBack()
+		e.seen.fellBack(now)
 		switch e.br.failure(now, err, probe, slow) {
 		case failOpened:
 			e.st.breakerOpens.Add(1)

@@ -14,6 +14,10 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 	return e.callAt(ctx, e.o.clock.Now(), mode, permit, a, b, share, ttl, extra...)
 }
 
+// backSuffix names, after the limiter's key, the key that records when
+// the fleet came back on Redis after an outage (awayGrants).
+const backSuffix = ":back"
+
 // timeArg is the script's time argument: "" for the server's TIME, or the
 // time a test set (see serverTime) in µs.
 func (e *engine) timeArg() string {
@@ -39,6 +43,9 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 	now := e.timeArg()
 	hint, charge, paid, sent := e.seen.get(local)
 	member, fleetTTL := "", ""
+	if paid.back {
+		keys = append(keys[:len(keys):len(keys)], e.key+backSuffix)
+	}
 	if e.fl != nil && e.fl.due(local) {
 		member, fleetTTL = e.fl.member, e.fl.ttlArg
 		keys = append(keys[:len(keys):len(keys)], e.fl.key)

@@ -174,7 +174,7 @@ func (p *Permit) settleLocal(actual []int64) (capped, err error) {
 	for i := range actual {
 		d[i] = actual[i] - p.costs[i]
 	}
-	p.e.seen.spent(d)
+	p.e.seen.spent(p.e.o.clock.Now(), d)
 	if p.local == nil {
 		return nil, nil
 	}

@@ -165,7 +165,7 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 	switch d.mode {
 	case ModeFailOpen:
 		d.granted = true
-		e.seen.spent(costs)
+		e.seen.spent(now, costs)
 	case ModeFailClosed:
 		d.wait = untilProbe
 	case ModeFailLocal:
@@ -185,7 +185,7 @@ func (e *engine) fallback(costs []int64, cause error, now time.Time) decision {
 		switch {
 		case ok:
 			d.granted, d.local = true, p
-			e.seen.spent(costs)
+			e.seen.spent(now, costs)
 		case err != nil:
 			// Above a local capacity: refused until Redis is back.
 			d.wait = untilProbe

@@ -36,6 +36,9 @@ type seen struct {
 	// reply's server time can trail its call's sending.
 	away   bool
 	margin time.Duration
+	// grants is what the failure policy granted since this process fell
+	// back, by when: a return carries it (awayGrants).
+	grants awayGrants
 	// ticks counts gets and sets; held is the count when the view was set.
 	// A call sent (got) before the view arrived was in flight with the one
 	// that brought it: if its server time is older, so are its levels.
@@ -45,7 +48,12 @@ type seen struct {
 // carried is what one call brought to Redis besides its decision: the
 // failure policy's grants it charges and the settlements' give-backs it
 // returns, per limit.
-type carried struct{ owed, refund []int64 }
+type carried struct {
+	owed, refund []int64
+	// back: the call is a return's (awayGrants), which the script reads
+	// with the limiter's back key.
+	back bool
+}
 
 // get returns the view to send (none once it has refilled to full on this
 // client's clock, with a margin: it would say what a missing key says
@@ -58,10 +66,13 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 	s.ticks++
 	sent = s.ticks
 	hint = s.hintLocked(local)
-	if !s.owing && !s.refunding {
+	// A return: the key it finds lost, or unwritten since this process
+	// fell back with grants to charge, is taken as the fleet's return.
+	c.back = s.away && s.grants.fellAt > 0
+	if !s.owing && !s.refunding && !c.back {
 		return hint, "", carried{}, sent
 	}
-	n := max(len(s.owed), len(s.refund))
+	n := max(len(s.owed), len(s.refund), len(s.toks))
 	if s.owing {
 		c.owed = append([]int64(nil), s.owed...)
 	}
@@ -74,6 +85,9 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 		s.refunding = false
 	}
 	buf := make([]byte, 0, 8*n)
+	if c.back {
+		buf = append(s.grants.appendArg(buf, n), ' ')
+	}
 	for i := range n {
 		if i > 0 {
 			buf = append(buf, ' ')
@@ -145,12 +159,23 @@ func (s *seen) emptyHint(local time.Time) []byte {
 	return hint
 }
 
-// fellBack records that the failure policy took this process's decisions:
-// until a reply arrives, a key Redis lost is rebuilt empty (emptyHint).
-func (s *seen) fellBack() {
+// fellBack records that the failure policy took this process's decisions
+// from local on: until a reply arrives, a key Redis lost is rebuilt empty
+// (emptyHint), and the grants made are recorded by when (awayGrants).
+func (s *seen) fellBack(local time.Time) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.away {
+		return
+	}
 	s.away = true
-	s.mu.Unlock()
+	var at int64
+	if s.ok {
+		// Late, if anything: the server decided the view's call after it
+		// was sent, and a later estimate charges more.
+		at = max(s.now+local.Sub(s.at).Microseconds(), s.now)
+	}
+	s.grants.start(local, at)
 }
 
 // set records a reply's levels (tok, rem per limit) at server time now,
@@ -188,6 +213,11 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, f
 		}
 	}
 	s.dropRefunds(paid.refund)
+	if paid.back {
+		// Recorded grants made since the call was sent are still owed,
+		// charged in full by the next call.
+		s.grants.fellAt = 0
+	}
 	s.away = false
 	if s.ok && now < s.now && sent < s.held {
 		return
@@ -221,11 +251,14 @@ func (s *seen) sentSince(sent uint64) bool {
 	return s.ticks != sent
 }
 
-// spent records tokens the failure policy granted (or, negative, took
-// back at a local settlement).
-func (s *seen) spent(costs []int64) {
+// spent records tokens the failure policy granted at local (or, negative,
+// took back at a local settlement).
+func (s *seen) spent(local time.Time, costs []int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.away {
+		s.grants.add(local, costs)
+	}
 	if s.owed == nil {
 		s.owed = make([]int64, len(costs))
 	}

@@ -32,7 +32,7 @@ func TestSeenKeepsTheLatestView(t *testing.T) {
 		t.Fatalf("view %d tokens at %d, want 7 at 50 (a call sent after the view)", tok, s.now)
 	}
 	// A charge is paid whatever the view.
-	s.spent([]int64{3})
+	s.spent(local, []int64{3})
 	_, charge, owed, d := s.get(local)
 	_, _, _, e := s.get(local)
 	s.set(limits, local, 60, []int64{6, 0}, true, carried{}, e)

@@ -25,7 +25,8 @@
 --
 -- Keys and arguments:
 --   - KEYS[2]: the permit key when ARGV[4] is not "" (modes a and r with a
---     permit, modes c, l and s). The last key is the fleet key when ARGV[8] is not "".
+--     permit, modes c, l and s). The last key is the fleet key when ARGV[8] is not "";
+--     before it (or last), the back key when ARGV[7] begins with b.
 --   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
 --     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
 --     a charge and the fleet's registration), s settle, d drain (a server's
@@ -55,7 +56,11 @@
 --     spent meanwhile. The charge stops at a debt of one capacity (one
 --     below the queued reservations: owe). A negative c_i gives -c_i back,
 --     as mode s does (never above the capacity): settlements a process
---     carries on its next call instead of a call of their own.
+--     carries on its next call instead of a call of their own. A process
+--     back from its failure policy puts a head before them, "b<from>
+--     <width> <k>" and k slots of n grants: when it fell back (server µs),
+--     and what it granted in each width µs from then (see the charges
+--     below).
 --   - ARGV[8], ARGV[9]: a fleet member id and the registration's lifetime
 --     in ms, or "": the member is registered in the fleet key (a sorted
 --     set scored by expiry) and the reply counts the live members.
@@ -444,11 +449,61 @@ else
   last = now
 end
 
+-- stored: when the key was last written (now for a key lost or reset).
+local stored = last
+
 if A[7] ~= '' then
-  local i = 0
-  for x in string.gmatch(A[7], '%S+') do
-    i = i + 1
-    local l, c = L[i], int(x)
+  local cs = {}
+  for x in string.gmatch(A[7], '%S+') do cs[#cs + 1] = x end
+  -- A return: while the whole fleet had no Redis, each process granted
+  -- its share of what the key refilled. The first back (the key lost, or
+  -- not written since it fell back, and grants to charge) records the
+  -- instant in the back key (same slot, before the fleet key) and takes
+  -- the key as at most empty, which counts what the fleet's shares granted
+  -- until then; grants in slots that ended by then are forgiven, or that
+  -- refill would count twice, and the rest, granted while others were
+  -- back on Redis, is charged. A process that alone lost Redis (the key
+  -- written since it fell back, no return recorded) is charged in full.
+  local forgive, first = {}, 1
+  if string.byte(A[7]) == 98 then
+    local from, width, k = int(string.sub(cs[1], 2), true), int(cs[2], true), int(cs[3], true)
+    if from == nil or width == nil or k == nil or #cs < 3 + k * n then
+      cs = {}
+    else
+      first = 4 + k * n
+      local granted = false
+      for j = 4, first - 1 do
+        if (int(cs[j]) or 0) > 0 then granted = true end
+      end
+      local bk = KEYS[#KEYS]
+      if A[8] ~= '' then bk = KEYS[#KEYS - 1] end
+      local back = int(redis.pcall('GET', bk), true)
+      if back == nil or back <= from or back > now then
+        back = nil
+        if from <= now and (not raw or (stored <= from and granted)) then
+          back = now
+          redis.call('SET', bk, now, 'PX', 600000)
+          for i = 1, n do
+            local l = L[i]
+            if l.tok > 0 or (l.tok == 0 and l.rem > 0) then l.tok, l.rem = 0, 0 end
+          end
+        end
+      end
+      if back and width > 0 then
+        for j = 1, k do
+          if from + j * width <= back then
+            for i = 1, n do
+              forgive[i] = (forgive[i] or 0) + math.max(int(cs[3 + (j - 1) * n + i]) or 0, 0)
+            end
+          end
+        end
+      end
+    end
+  end
+  for j = first, #cs do
+    local i = j - first + 1
+    local l, c = L[i], int(cs[j])
+    if l and c and c > 0 and forgive[i] then c = c - math.min(forgive[i], c) end
     if l and c and c > 0 then
       l.tok = math.max(l.tok - c, owe(l))
     elseif l and c and c < 0 then
