@@ -2,6 +2,7 @@ package redisbucket
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 )
@@ -29,8 +30,21 @@ func (e *engine) timeArg() string {
 
 // callAt is call for a caller that has just read the clock: local (the
 // clock is read once per decision and passed down). extra follows the
-// per-limit arguments (mode t's).
+// per-limit arguments (mode t's). A decision carries the server time past
+// which this client has given it up (bucket.lua, ARGV[2]), as the last
+// view estimates it; a script that finds it past replies errLate, and
+// the call goes once more without one: the estimate was wrong (a server
+// whose clock jumped, a failover), since this client is still waiting.
 func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permit string, a, b []int64, share int64, ttl time.Duration, extra ...any) (result, error) {
+	res, err := e.callOnce(ctx, local, true, mode, permit, a, b, share, ttl, extra...)
+	if errors.Is(err, errLate) {
+		res, err = e.callOnce(ctx, local, false, mode, permit, a, b, share, ttl, extra...)
+	}
+	return res, err
+}
+
+// callOnce is callAt's call, with a deadline when late is set.
+func (e *engine) callOnce(ctx context.Context, local time.Time, late bool, mode string, permit string, a, b []int64, share int64, ttl time.Duration, extra ...any) (result, error) {
 	keys := e.keys
 	permitTTL := ""
 	if permit != "" {
@@ -53,6 +67,14 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 	if mode == modeAcquire && permit == "" && charge == "" && member == "" && len(e.limits) == 1 && e.limits[0].unit == 1 {
 		return e.decideFast(ctx, local, now, hint, sent, a[0])
 	}
+	if late && (mode == modeAcquire || mode == modeReserve || mode == modeLease || mode == modePeek) {
+		// Late, if anything: the view's server time was read after its
+		// call was sent; and the shared call deadline can end a window
+		// after the call timeout (callCtx).
+		if dl, ok := e.seen.serverAt(local, e.o.callTimeout+deadlineWindow(e.o.callTimeout)); ok {
+			now += "/" + strconv.FormatInt(dl, 10)
+		}
+	}
 	args := e.argv(keys, generalHead+perLimit*len(e.limits)+len(extra))
 	args = append(args, mode, now, len(e.limits), permitTTL, share, hint, charge, member, fleetTTL)
 	args = e.appendLimits(args, a, b)
@@ -68,6 +90,10 @@ func (e *engine) callAt(ctx context.Context, local time.Time, mode string, permi
 	if err != nil {
 		e.st.callErrors.Add(1)
 		e.seen.lost(paid)
+		if errors.Is(err, errLate) {
+			// Nothing was applied: the give-backs go with the next call.
+			e.seen.giveBack(paid.refund)
+		}
 		if member != "" {
 			e.fl.failed()
 		}

@@ -399,6 +399,18 @@ func (s *seen) local(us int64) (t time.Time, ok bool) {
 	return s.at.Add(time.Duration(us-s.now) * time.Microsecond), true
 }
 
+// serverAt returns the server's time d after local by the last view, in
+// µs: late, if anything, by the call's round trip (as local is early);
+// ok is false without a view.
+func (s *seen) serverAt(local time.Time, d time.Duration) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok {
+		return 0, false
+	}
+	return s.now + (local.Sub(s.at) + d).Microseconds(), true
+}
+
 // pairs returns the levels of the last view as a reply carries them (tok,
 // rem per limit), nil without a view.
 func (s *seen) pairs() []int64 {

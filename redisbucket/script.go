@@ -2,6 +2,7 @@ package redisbucket
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,6 +48,9 @@ const (
 	statusGranted = 1 // or settled, or reserved
 	statusNever   = -1
 	statusApplied = 2 // the permit was applied before: an idempotent retry
+	// statusLate is a decision's whole reply, {3, now}, when it reached
+	// the script past its deadline: nothing was applied (errLate).
+	statusLate = 3
 	// statusGeneral is a batch's whole reply when the state needs the
 	// general path: each member is then sent alone.
 	statusGeneral = -2
@@ -86,8 +90,15 @@ func (r result) reset() bool { return r.flags&flagReset != 0 }
 // server's quota.
 func (r result) tunedMask() int64 { return r.flags >> flagTunedShift }
 
+// errLate is a decision the script did not apply: it arrived past the
+// deadline its client gave it.
+var errLate = errors.New("redisbucket: the call reached Redis past its deadline, and nothing was applied")
+
 // decodeReply reads a general-path reply for n limits.
 func decodeReply(v []int64, n int) (result, error) {
+	if len(v) == 2 && v[0] == statusLate {
+		return result{}, errLate
+	}
 	if len(v) != replyHead+2*n {
 		return result{}, fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), replyHead+2*n)
 	}

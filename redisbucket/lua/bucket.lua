@@ -40,7 +40,9 @@
 --     reservation back (see mode c below). With five or six
 --     arguments the call is the fast path's (below), not this layout;
 --     with more and a number first, a batch of fast-path calls (below).
---   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only).
+--   - ARGV[2]: the time in µs to use instead of TIME, or "" (tests only);
+--     then, for a decision (modes a, r, l, p), "/" and the server time in
+--     µs past which the client has given the call up, if it knows one.
 --   - ARGV[3]: the number of limits n.
 --   - ARGV[4]: the permit record lifetime in ms, or "" for no permit key.
 --   - ARGV[5]: mode r: the longest wait in µs a reservation may have.
@@ -83,7 +85,8 @@
 -- garbage state was reset and 2 when the key was rebuilt from the client's
 -- view, plus 4 << (i-1) when limit i (i <= 50) runs at a server's quota
 -- (mode t), live the fleet's live members (0 when not registering),
--- paused the end of a pause in force (mode d), in µs, or 0.
+-- paused the end of a pause in force (mode d), in µs, or 0. A decision
+-- past its deadline (ARGV[2]) replies {3, now} and changes nothing.
 
 local A = ARGV
 local mode = 'F'
@@ -227,12 +230,20 @@ if mode == 'F' or mode == 'f' then
 end
 
 local now
-if A[2] ~= '' then
-  now = tonumber(A[2])
+local ta, da = string.match(A[2], '^(%d*)/?(%d*)$')
+if ta and ta ~= '' then
+  now = tonumber(ta)
 else
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2]
 end
+-- A decision that reaches the script after its deadline was given up by
+-- its client, which decided without Redis meanwhile and will send again
+-- what it carries: applied now, it would take tokens for no call, and its
+-- write would hide that the fleet had no Redis (the back key, below).
+-- Calls a server held (SIGSTOP, a long fork) all arrive at once when it
+-- resumes. Nothing is read or written: {3, now}.
+if da and da ~= '' and now > tonumber(da) then return {3, now} end
 local n = tonumber(A[3])
 local flags = 0
 
