@@ -131,9 +131,14 @@ func (e *engine) shareChanged(live int64) {
 }
 
 // opened runs when the breaker opens: the local buckets start no fuller
-// than this process's share of the levels its last view gives Redis now
-// (refilled since at the configured rate), so that a fleet whose Redis
-// just spent its capacity does not spend it again locally. A level below
+// than this process's share of the levels its last view gave Redis, not
+// refilled since, so that a fleet whose Redis just spent its capacity does
+// not spend it again locally. The fleet's other processes may have spent
+// or reserved the refill since this one's last reply, and their
+// reservations' sleepers go at their instants whether Redis answers or
+// not: a share started from the view refilled came on top of them (8
+// processes with reservations through a kill: 1-3 vendor 429s a run, at
+// the first local grants, 0.4-0.6 s after the kill). A level below
 // zero is the fleet's queue of reservations, whose sleepers go at their
 // instants whether Redis answers or not: the share starts as deep in
 // debt (as far as a local bucket's debt goes, one capacity), so that
@@ -145,7 +150,11 @@ func (e *engine) opened() {
 	if e.local == nil {
 		return
 	}
-	lv, ok := e.seen.levels(e.limits, e.o.clock.Now(), anyAge)
+	at, ok := e.seen.viewSent()
+	if !ok {
+		return
+	}
+	lv, ok := e.seen.levels(e.limits, at, anyAge)
 	if !ok {
 		return
 	}

@@ -399,6 +399,14 @@ func (s *seen) local(us int64) (t time.Time, ok bool) {
 	return s.at.Add(time.Duration(us-s.now) * time.Microsecond), true
 }
 
+// viewSent returns the local instant the last view's call was sent, at
+// which levels gives the view's own levels; ok is false without a view.
+func (s *seen) viewSent() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at, s.ok
+}
+
 // serverAt returns the server's time d after local by the last view, in
 // µs: late, if anything, by the call's round trip (as local is early);
 // ok is false without a view.
