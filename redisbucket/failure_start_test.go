@@ -1,6 +1,7 @@
 package redisbucket_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -49,5 +50,74 @@ func TestFailLocalStartsFromTheViewNotRefilled(t *testing.T) {
 	r.advance(100 * time.Millisecond)
 	if ok, _ := b.TryAcquire(1); !ok {
 		t.Fatal("nothing granted on the local share 100 ms later, at its rate")
+	}
+}
+
+// A fleet's queue of reservations deeper than a local share's debt goes
+// holds the share as long as the queue takes to drain: the rest of the
+// debt is a pause of the local buckets. (32 processes with reservations
+// through a kill or a freeze: 5-17 vendor 429s a run, while the queue's
+// sleepers still went, without it.)
+func TestFailLocalWaitsOutADeepQueue(t *testing.T) {
+	r, m := miniRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Another process reserves 30 of 10 at 10/s: its sleepers go at +0,
+	// +1 s and +2 s, and the level is 20 in debt.
+	other, err := redisbucket.NewLimiter(miniClient(t, m), "deep", []redisbucket.Limit{{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Second)}},
+		r.opts(redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	var gone []<-chan time.Time
+	for k := range 3 {
+		granted := make(chan time.Time, 1)
+		go func() {
+			if _, err := other.Acquire(context.Background(), 10); err != nil {
+				t.Error(err)
+			}
+			granted <- r.fc.Now()
+		}()
+		gone = append(gone, granted)
+		if k > 0 {
+			if err := r.fc.BlockUntilContext(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			<-granted
+		}
+	}
+	c := redis.NewClient(&redis.Options{Addr: m.Addr(), DisableIdentity: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	h := &cutHook{}
+	c.AddHook(h)
+	var lim *redisbucket.Limiter
+	// This process's share: capacity 1 at 1/s, a tenth.
+	lim, err = redisbucket.NewLimiter(c, "deep", []redisbucket.Limit{{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Second)}},
+		append(r.opts(), redisbucket.WithFailurePolicy(redisbucket.FailLocal(throttle.Per(1, time.Second))))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lim.Close() })
+	if lv := levels(t, lim); lv[0] != -20 {
+		t.Fatalf("level %v after the reservations, want -20", lv)
+	}
+	start := r.fc.Now()
+	h.cut.Store(true)
+	// The queue drains at +2 s; the share's first token comes a second
+	// later, at its rate.
+	for _, at := range []time.Duration{0, time.Second, 2 * time.Second, 2500 * time.Millisecond} {
+		r.advance(at - r.fc.Since(start))
+		if ok, _ := lim.TryAcquire(1); ok {
+			t.Fatalf("granted on the local share at +%v, while the fleet's queue (drained at +2s) and the share's refill ran", at)
+		}
+	}
+	r.advance(3*time.Second - r.fc.Since(start))
+	if ok, _ := lim.TryAcquire(1); !ok {
+		t.Fatal("nothing granted on the local share at +3s")
+	}
+	for _, g := range gone[1:] {
+		<-g
 	}
 }

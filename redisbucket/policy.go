@@ -141,11 +141,15 @@ func (e *engine) shareChanged(live int64) {
 // the first local grants, 0.4-0.6 s after the kill). A level below
 // zero is the fleet's queue of reservations, whose sleepers go at their
 // instants whether Redis answers or not: the share starts as deep in
-// debt (as far as a local bucket's debt goes, one capacity), so that
-// local grants begin as the queue would have drained. Started at zero,
-// they came on top of the queue (8 processes with reservations through a
-// kill: one vendor 429 a run, and the 429s of the others, which a pause
-// in failure mode does not reach, after it).
+// debt, so that local grants begin as the queue would have drained.
+// Started at zero, they came on top of the queue (8 processes with
+// reservations through a kill: one vendor 429 a run, and the 429s of the
+// others, which a pause in failure mode does not reach, after it). A
+// local bucket's debt stops at one capacity, and a fleet's queue runs
+// deeper than its share's capacity (32 processes of 4 waiters each: up to
+// 2.5 s of the quota, against a share's 1.3 s): the rest is a pause of
+// the local buckets, which refill nothing while it lasts (at 32, 5-17
+// vendor 429s a run through a kill or a freeze without it).
 func (e *engine) opened() {
 	if e.local == nil {
 		return
@@ -158,9 +162,17 @@ func (e *engine) opened() {
 	if !ok {
 		return
 	}
+	var rest time.Duration
 	for i, b := range e.localBs {
-		c := e.limits[i].capacity
-		e.local.Lower(i, int64(math.Floor(lv[i]*float64(b.Status().Capacity)/float64(c))))
+		st := b.Status()
+		d := int64(math.Floor(lv[i] * float64(st.Capacity) / float64(e.limits[i].capacity)))
+		e.local.Lower(i, d)
+		if beyond := -st.Capacity - d; beyond > 0 && st.Rate.Tokens() > 0 {
+			rest = max(rest, time.Duration(float64(beyond)*float64(st.Rate.Period())/float64(st.Rate.Tokens())))
+		}
+	}
+	if rest > 0 {
+		e.local.PauseUntil(e.o.clock.Now().Add(rest))
 	}
 }
 
