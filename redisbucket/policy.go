@@ -59,10 +59,11 @@ var FailOpen = FailurePolicy{mode: ModeFailOpen}
 // overrides the count; with explicit rates, choose them so that the sum
 // over all processes stays within the shared limit. FailLocal() is the
 // default policy. When the breaker opens, each local bucket starts no
-// fuller than its share of the level its last view of Redis gives now
-// (refilled since), in debt while the fleet's reservations queue below
-// zero (at most one local capacity deep), and what it grants is charged
-// to Redis when Redis answers again.
+// fuller than its share of the level its last view of Redis gave (not
+// refilled since), in debt while the fleet's reservations queue below
+// zero (beyond one local capacity, the rest as a pause of the local
+// buckets), and what it grants after the fleet's first process is back
+// on Redis is charged there.
 func FailLocal(rates ...throttle.Rate) FailurePolicy {
 	return FailurePolicy{mode: ModeFailLocal, rates: rates}
 }
