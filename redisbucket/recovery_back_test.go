@@ -68,14 +68,8 @@ func TestRecoveryChargesOnlyWhatFollowedTheReturn(t *testing.T) {
 		if after < 2 {
 			t.Fatalf("B granted %d on its share after A came back", after)
 		}
-		// Since A's return the key refilled and B's grants since were
-		// charged (B's first grant back on Redis included).
-		refill := min(float64(r.fc.Since(back))/float64(100*time.Millisecond), 10)
-		want := refill - float64(after)
-		if lv := bucketLevel(t, a); lv < want-1.5 || lv > want+1.5 {
-			t.Fatalf("level %v once B is back, want %v: %v refilled since A came back, less B's %d grants since",
-				lv, want, refill, after)
-		}
+		// B's first grant back on Redis is among those charged.
+		levelSinceReturn(t, r, a, back, after)
 	})
 	// B grants nothing on its share until A is back, then on every
 	// step: all of it is charged. (Spread evenly over B's time away, as
@@ -116,12 +110,7 @@ func TestRecoveryChargesOnlyWhatFollowedTheReturn(t *testing.T) {
 				after++
 			}
 		}
-		refill := min(float64(r.fc.Since(back))/float64(100*time.Millisecond), 10)
-		want := refill - float64(after)
-		if lv := bucketLevel(t, a); lv < want-1.5 || lv > want+1.5 {
-			t.Fatalf("level %v once B is back, want %v: %v refilled since A came back, less B's %d grants since",
-				lv, want, refill, after)
-		}
+		levelSinceReturn(t, r, a, back, after)
 	})
 	t.Run("lone outage", func(t *testing.T) {
 		r, m := miniRig(t)
@@ -154,6 +143,19 @@ func TestRecoveryChargesOnlyWhatFollowedTheReturn(t *testing.T) {
 			t.Fatalf("level %v once B, alone away, came back with %d grants, want %v: charged in full", lv, away, want)
 		}
 	})
+}
+
+// levelSinceReturn checks, once B is back, the level of the cutBuckets'
+// key: what refilled since A came back at back, less B's grants since
+// (after), all charged.
+func levelSinceReturn(t *testing.T, r *rig, a *redisbucket.Bucket, back time.Time, after int) {
+	t.Helper()
+	refill := min(float64(r.fc.Since(back))/float64(100*time.Millisecond), 10)
+	want := refill - float64(after)
+	if lv := bucketLevel(t, a); lv < want-1.5 || lv > want+1.5 {
+		t.Fatalf("level %v once B is back, want %v: %v refilled since A came back, less B's %d grants since",
+			lv, want, refill, after)
+	}
 }
 
 // cutBucket returns a Bucket of 10 at 10 a second on a client of its own
