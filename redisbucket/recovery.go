@@ -151,7 +151,7 @@ func (s *seen) hintLocked(local time.Time) []byte {
 // key Redis lost meanwhile (a restart, a failover) rebuilt from an older
 // view, refilled, would be spent twice.
 func (s *seen) emptyHint(local time.Time) []byte {
-	at := s.now + (local.Sub(s.at) - s.margin).Microseconds()
+	at := s.serverAtLocked(local, -s.margin)
 	hint := strconv.AppendInt(make([]byte, 0, 20+2*len(s.toks)), max(at, s.now), 10)
 	for range s.toks {
 		hint = append(hint, " 0"...)
@@ -173,7 +173,7 @@ func (s *seen) fellBack(local time.Time) {
 	if s.ok {
 		// Late, if anything: the server decided the view's call after it
 		// was sent, and a later estimate charges more.
-		at = max(s.now+local.Sub(s.at).Microseconds(), s.now)
+		at = max(s.serverAtLocked(local, 0), s.now)
 	}
 	s.grants.start(local, at)
 }
@@ -416,7 +416,12 @@ func (s *seen) serverAt(local time.Time, d time.Duration) (int64, bool) {
 	if !s.ok {
 		return 0, false
 	}
-	return s.now + (local.Sub(s.at) + d).Microseconds(), true
+	return s.serverAtLocked(local, d), true
+}
+
+// serverAtLocked is serverAt with s.mu held and a view.
+func (s *seen) serverAtLocked(local time.Time, d time.Duration) int64 {
+	return s.now + (local.Sub(s.at) + d).Microseconds()
 }
 
 // pairs returns the levels of the last view as a reply carries them (tok,
