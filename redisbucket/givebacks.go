@@ -101,11 +101,11 @@ func (e *engine) carryBacks(ctx context.Context) {
 // added, and not before a pause in force ends. Covers are rounded up:
 // never earlier than the give-backs make it.
 // A limit that does not bind is taken as at the instant, lowered by what
-// it would refill past its capacity by then, which may put it below zero:
-// one that held the cost before (the reply's amount marks it) holds
-// nothing back sooner. False when the levels are not known exactly, or
-// when more than one limit is in debt otherwise: what a lowered limit
-// held before is not in the reply.
+// it would refill past its capacity by then, never below the cost; one
+// that would have gone below is left to be taken at the instant (the
+// reply's amount marks it), and holds nothing back sooner. False when
+// the levels are not known exactly, or when more than one limit is in
+// debt otherwise.
 func (e *engine) backCover(res result, g []int64) (time.Duration, bool) {
 	if res.status != statusGranted || res.wholeOnly || len(res.levels) < 2*len(e.limits) {
 		return 0, false

@@ -156,13 +156,16 @@ func TestReserveManyWaiters(t *testing.T) {
 // each at its exact instant, with at most two calls a decision (the
 // reservation and, in a process that heard nothing since, one look at its
 // instant) however many wait: deciding again after each sleep would cost
-// a call per waiter per grant.
+// a call per waiter per grant. The tokens hold a minute's worth, as
+// vendors' buckets do: a queue longer than a limit that does not bind
+// takes to fill would cost each reservation past it one more call
+// (TestReserveLeavesAnIdleLimitToItsInstant).
 func TestReserveCallsPerDecisionAcrossInstances(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	limits := []redisbucket.Limit{
 		{Name: "requests", Capacity: 10, Rate: throttle.Per(10, time.Second)},
-		{Name: "tokens", Capacity: 1000, Rate: throttle.Per(1000, time.Second)},
+		{Name: "tokens", Capacity: 60_000, Rate: throttle.Per(1000, time.Second)},
 	}
 	const instances, perInstance = 4, 40
 	const n = instances * perInstance
@@ -272,5 +275,38 @@ func TestReserveTakesAtTheInstant(t *testing.T) {
 	got, err := l.Tokens(ctx)
 	if err != nil || got[0] != 0 || got[1] != 50 {
 		t.Fatalf("levels at the instant %v %v, want [0 50]: the tokens refilled to 100 before the second call took 50", got, err)
+	}
+}
+
+// A limit that does not bind and would be full long before a reservation's
+// instant is left to be taken at the instant, with one more call, rather
+// than lowered below its cost now: lowered, it queued every later call
+// behind the reservation though nothing on it was short (a request alone
+// waited minutes for a bucket of 100 requests holding 99), and a sleeper
+// that a give-back on the binding limit covered was still held by it.
+func TestReserveLeavesAnIdleLimitToItsInstant(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	l := r.limiter("rlater", []redisbucket.Limit{
+		{Name: "requests", Capacity: 100, Rate: throttle.Per(100, time.Minute)},
+		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
+	}, redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))
+	if _, err := l.Take(ctx, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	start := r.fc.Now()
+	granted := acquireAsleep(t, r, l, 1, 5) // tokens: 5 minutes
+	if ok, err := l.TryAcquire(1, 0); !ok || err != nil {
+		t.Fatalf("a request alone refused (%v) behind a reservation that waits on tokens", err)
+	}
+	if got := levels(t, l); got[0] != 99 || got[1] != -5 {
+		t.Fatalf("levels %v while the reservation sleeps, want [99 -5]: its request is taken at its instant", got)
+	}
+	r.advance(5 * time.Minute)
+	if at := <-granted; at != start.Add(5*time.Minute) {
+		t.Fatalf("granted at +%v, want +5m", at.Sub(start))
+	}
+	if got := levels(t, l); got[0] != 99 || got[1] != 0 {
+		t.Fatalf("levels %v at the instant, want [99 0]", got)
 	}
 }

@@ -35,6 +35,11 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 		return e.acquire(ctx, costs, permit, dec)
 	}
 	a := asked{start: e.o.clock.Now()}
+	// all is what the caller asked for; costs, what is still to take: a
+	// reservation may leave a limit to its instant (reserveLater), and
+	// the loop then goes round once more for it, with no permit (the
+	// permit key remembers the first) and a decision of its own.
+	all := costs
 	for {
 		now := e.o.clock.Now()
 		gen := e.est.gen.Load()
@@ -56,7 +61,7 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			// acquire would, once Redis answers, decide step by step
 			// against a level that reservations keep below zero, and
 			// starve until its deadline.
-			d, done, err := e.step(ctx, costs, &a, dec)
+			d, done, err := e.step(ctx, all, &a, dec)
 			if done {
 				return d, err
 			}
@@ -80,21 +85,47 @@ func (e *engine) acquireQueued(ctx context.Context, costs []int64, permit string
 			}
 			continue
 		}
+		took, later := e.reserveLater(res, costs)
 		if res.wait > 0 {
-			e.reserved(&a, res, res.wait, costs)
+			e.reserved(&a, res, res.wait, took)
 			e.openFeed()
 			e.sleeping.Add(1)
 			err := e.sleepReserved(ctx, res, epoch, feedOK)
 			e.sleeping.Add(-1)
 			if err != nil {
-				e.giveBack(ctx, res, costs, permit)
-				e.count(d, costs, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), a.why)
+				e.giveBack(ctx, res, took, permit)
+				e.count(d, all, throttle.EventCancelled, e.o.clock.Now().Sub(a.start), a.why)
 				return d, err
 			}
 		}
-		e.count(d, costs, throttle.EventGranted, e.o.clock.Now().Sub(a.start), a.why)
+		if later != nil {
+			// If this take is cancelled, what the reservation took stays
+			// spent: its instant has come, and nothing reserved behind it
+			// could be given back.
+			costs, permit = later, ""
+			dec = func(ctx context.Context) (decision, error) { return e.decide(ctx, later, "") }
+			continue
+		}
+		e.count(d, all, throttle.EventGranted, e.o.clock.Now().Sub(a.start), a.why)
 		return d, nil
 	}
+}
+
+// reserveLater splits the costs of a granted reservation into those it
+// took and those it left to be taken at its instant (the reply's amount
+// marks their limits: bucket.lua's mode r); later is nil when it took
+// them all.
+func (e *engine) reserveLater(res result, costs []int64) (took, later []int64) {
+	if res.amount == 0 {
+		return costs, nil
+	}
+	took, later = slices.Clone(costs), make([]int64, len(costs))
+	for i := range costs {
+		if i < 50 && res.amount&(1<<i) != 0 {
+			took[i], later[i] = 0, costs[i]
+		}
+	}
+	return took, later
 }
 
 // giveBack returns a reservation whose wait was cut short (mode c): the

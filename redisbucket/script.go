@@ -73,7 +73,7 @@ const replyHead = 7
 type result struct {
 	status int64 // 1 granted, 0 denied, -1 never, 2 already applied
 	wait   time.Duration
-	amount int64   // a lease's size; for a reservation, the limits lowered that held the cost (bit i: limit i)
+	amount int64   // a lease's size; for a reservation, the limits left to take at its instant (bit i: limit i)
 	now    int64   // the server time the script used, µs
 	flags  int64   // 1 garbage state reset, 2 key rebuilt from the client's view
 	live   int64   // live fleet members, when this call registered

@@ -811,12 +811,14 @@ end
 if permit and redis.call('EXISTS', KEYS[2]) == 1 then
   if flags ~= 0 or A[7] ~= '' then save() end
   -- A retried reservation learns its instant again.
-  local w = 0
+  local w, later = 0, 0
   if mode == 'r' then
-    local at = tonumber(redis.call('GET', KEYS[2]))
+    local at, bits = string.match(redis.call('GET', KEYS[2]) or '', '^(%d+):?(%d*)$')
+    at = tonumber(at)
     if at and at > now then w = at - now end
+    later = tonumber(bits) or 0
   end
-  return reply(2, w, 0)
+  return reply(2, w, later)
 end
 
 local w = 0
@@ -863,10 +865,16 @@ if mode == 'r' and w >= 0 then
   local fits = w <= tonumber(A[5])
   local margin = int(A[10 + 6 * n], true) or 0
   local span = math.max(w + margin - ahead, 0)
-  -- free marks (1, 2, 4, ... for limit 1, 2, 3, ...) the limits lowered
-  -- that held the cost before: below zero only as taken at the instant,
-  -- they hold nothing back sooner (the reply's amount).
-  local free = 0
+  -- later marks (1, 2, 4, ... for limit 1, 2, 3, ...) the limits left to
+  -- be taken at the instant (the reply's amount). A limit that does not
+  -- bind and would be full long before the instant would have to be
+  -- lowered below the cost to hold the take there: a queue that nothing
+  -- on this limit makes, behind which every later call would wait, and
+  -- which no give-back of the binding limit could shorten (a sleeper
+  -- moved sooner by one would still be held by it). Such a limit is not
+  -- taken now: the caller takes it with one more call at its instant,
+  -- when it is a plain decision on a full bucket.
+  local later = 0
   for i = 1, n do
     local l = L[i]
     if l.a > 0 and l.num > 0 then
@@ -878,26 +886,32 @@ if mode == 'r' and w >= 0 then
         -- (Past lim units the level would go below the deepest debt; up
         -- to it every product stays below 2^52, as deep bounds them.)
         local lim = divmod((l.cap - l.a + deep(l)) * l.den, l.num)
-        if mu > lim then
+        local pt, pr
+        if mu <= lim then pt, pr = divmod(l.cap * l.den - l.num * mu, l.den) end
+        if w > 0 and i <= 50 and (not pt or pt < l.a) then
+          l.later = true
+          later = later + 2 ^ (i - 1)
+        elseif not pt then
           fits = false
         else
-          if l.tok >= l.a and i <= 50 then free = free + 2 ^ (i - 1) end
-          l.tok, l.rem = divmod(l.cap * l.den - l.num * mu, l.den)
+          l.tok, l.rem = pt, pr
         end
       end
     end
-    if l.a > 0 and l.tok - l.a < -deep(l) then fits = false end
+    if l.a > 0 and not l.later and l.tok - l.a < -deep(l) then fits = false end
   end
   if not fits then
     if flags ~= 0 or A[7] ~= '' then save() end
     return reply(0, w, 0)
   end
-  for i = 1, n do L[i].tok = L[i].tok - L[i].a end
+  for i = 1, n do
+    if not L[i].later then L[i].tok = L[i].tok - L[i].a end
+  end
   save()
   if permit then
-    redis.call('SET', KEYS[2], string.format('%d', now + w), 'PX', tonumber(A[4]))
+    redis.call('SET', KEYS[2], string.format('%d:%d', now + w, later), 'PX', tonumber(A[4]))
   end
-  return reply(1, w, free)
+  return reply(1, w, later)
 end
 
 if w ~= 0 then
