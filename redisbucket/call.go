@@ -19,6 +19,12 @@ func (e *engine) call(ctx context.Context, mode string, permit string, a, b []in
 // the fleet came back on Redis after an outage (awayGrants).
 const backSuffix = ":back"
 
+// seqSuffix names, after the limiter's key, the id's sequence: with
+// reservations, each reservation and each call that gives back takes the
+// next number, so that a sleeper counts exactly the give-backs applied
+// after its reservation (givebacks.go).
+const seqSuffix = ":seq"
+
 // timeArg is the script's time argument: "" for the server's TIME, or the
 // time a test set (see serverTime) in µs.
 func (e *engine) timeArg() string {
@@ -57,6 +63,9 @@ func (e *engine) callOnce(ctx context.Context, local time.Time, late bool, mode 
 	now := e.timeArg()
 	hint, charge, paid, sent := e.seen.get(local)
 	member, fleetTTL := "", ""
+	if e.o.reserve && (mode == modeReserve || mode == modeSettle || paid.refund != nil) {
+		keys = append(keys[:len(keys):len(keys)], e.key+seqSuffix)
+	}
 	if paid.back {
 		keys = append(keys[:len(keys):len(keys)], e.key+backSuffix)
 	}
@@ -113,8 +122,8 @@ func (e *engine) callOnce(ctx context.Context, local time.Time, late bool, mode 
 		if mode == modeSettle && res.status == statusGranted {
 			g = settledBack(g, a, b)
 		}
-		if g != nil {
-			e.pz.gaveBack(sent, g)
+		if g != nil && res.seq > 0 {
+			e.pz.gaveBack(res.seq, g)
 		}
 	}
 	landed := paid.refund != nil && e.seen.sentSince(sent)

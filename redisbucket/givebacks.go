@@ -10,20 +10,19 @@ import (
 const maxBacks = 256
 
 // back is what a call carried back to Redis for settlements (per limit,
-// less the charges it carried), with the tick it was sent at: it was
-// applied after every reservation whose reply this process had before
-// that tick.
+// less the charges it carried), with the call's number in the id's
+// sequence: it was applied after every reservation with a lower one.
 type back struct {
-	sent uint64
-	g    []int64
+	seq int64
+	g   []int64
 }
 
-// gaveBack records a give-back that Redis applied and wakes the sleepers:
-// a reserved sleeper's queue ahead is that much shorter.
-func (p *pauses) gaveBack(sent uint64, g []int64) {
+// gaveBack records a give-back that Redis applied as number seq and wakes
+// the sleepers: a reserved sleeper's queue ahead is that much shorter.
+func (p *pauses) gaveBack(seq int64, g []int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.backs = append(p.backs, back{sent: sent, g: g})
+	p.backs = append(p.backs, back{seq: seq, g: g})
 	if n := len(p.backs) - maxBacks; n > 0 {
 		p.backs = append([]back(nil), p.backs[n:]...)
 		p.dropped += n
@@ -31,14 +30,15 @@ func (p *pauses) gaveBack(sent uint64, g []int64) {
 	p.wake()
 }
 
-// backsAfter adds to g the give-backs sent after tick, from the one
-// numbered next on, and returns the number to look from next time.
-func (p *pauses) backsAfter(tick uint64, next int, g []int64) int {
+// backsAfter adds to g the give-backs applied after the reservation
+// numbered seq (none for 0: a reply without a number), from the one
+// recorded as next on, and returns the index to look from next time.
+func (p *pauses) backsAfter(seq int64, next int, g []int64) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := max(next, p.dropped); i < p.dropped+len(p.backs); i++ {
 		b := p.backs[i-p.dropped]
-		if b.sent <= tick {
+		if seq == 0 || b.seq <= seq {
 			continue
 		}
 		for j, v := range b.g {

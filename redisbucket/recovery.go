@@ -114,14 +114,6 @@ func (s *seen) view(local time.Time) (hint []byte, sent uint64) {
 	return s.hintLocked(local), s.ticks
 }
 
-// tick returns the count of calls sent and replies set so far: a call
-// sent after it was applied after every reply this process had by then.
-func (s *seen) tick() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ticks
-}
-
 // hintLocked is the view get sends, with s.mu held.
 func (s *seen) hintLocked(local time.Time) []byte {
 	if s.ok && s.away {

@@ -172,7 +172,7 @@ const heardFresh = time.Millisecond
 // reservation was sent.
 func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, feedOK bool) error {
 	s := sleeper{base: e.o.clock.Now(), own: res.wait, res: res, applied: max(res.paused, res.now),
-		tick: e.seen.tick(), back: make([]int64, len(e.limits))}
+		back: make([]int64, len(e.limits))}
 	_, s.gen, _, _, _ = e.pz.get()
 	target := s.own
 	t := e.o.clock.NewTimer(target)
@@ -256,12 +256,11 @@ type sleeper struct {
 	own, shift, hold, cover time.Duration
 	res                     result
 	applied, gen            int64
-	// tick is the process's tick after the reply: give-backs sent after
-	// it were applied after the reservation. back sums them per limit,
-	// from the one numbered nextBack on, and cover is when they cover the
-	// reservation, once covered; stretched stops it once Tune has
-	// stretched own, which its arithmetic does not follow.
-	tick      uint64
+	// back sums per limit the give-backs applied after the reservation
+	// (numbered after res.seq), from the one recorded as nextBack on, and
+	// cover is when they cover the reservation, once covered; stretched
+	// stops it once Tune has stretched own, which its arithmetic does not
+	// follow.
 	back      []int64
 	nextBack  int
 	covered   bool
@@ -302,7 +301,7 @@ func (s *sleeper) target(e *engine) (time.Duration, <-chan struct{}) {
 		// that level covers it, if sooner (a pause stored since still
 		// adds to it). Other processes' give-backs are not heard: their
 		// sleepers' instants hold, later than need be, never early.
-		if n := e.pz.backsAfter(s.tick, s.nextBack, s.back); n != s.nextBack {
+		if n := e.pz.backsAfter(s.res.seq, s.nextBack, s.back); n != s.nextBack {
 			s.nextBack = n
 			if c, ok := e.backCover(s.res, s.back); ok {
 				s.cover, s.covered = c, true

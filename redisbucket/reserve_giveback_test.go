@@ -161,3 +161,44 @@ func TestReservedSleeperHeldByALimitShortAtTheReservation(t *testing.T) {
 		t.Fatalf("granted at +%v", at.Sub(start))
 	}
 }
+
+// A give-back that a call carried while a reservation was in flight, and
+// that Redis applied after the reservation, counts for its sleeper: the
+// id's sequence numbers both as Redis ran them. Counted by when they were
+// sent, it did not (sent before the reservation's reply came back), and
+// the sleeper slept to its instant: concurrent calls of one process
+// carrying settlements stalled a Transport's burst of LLM calls reserved
+// behind their estimates (TestTransportLLMBurstOnEstimates with
+// reservations, 5 runs of 30).
+func TestReservedSleeperCountsAGiveBackAppliedAfterIt(t *testing.T) {
+	r := newRig(t)
+	client := r.be.Client()
+	hold := &blocking{entered: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(hold)
+	l, err := redisbucket.NewLimiter(client, "rbackseq", backLimits,
+		r.opts(redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ctx := context.Background()
+	if _, err := l.Take(ctx, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Settle([]int64{1, 10}, []int64{1, 5}); err != nil { // 5 back, with the next call
+		t.Fatal(err)
+	}
+	hold.hold.Store(true)
+	looked := make(chan error, 1)
+	go func() {
+		_, err := l.Tokens(ctx) // carries the give-back, held on its way
+		looked <- err
+	}()
+	<-hold.entered
+	done := reserveAsleep(t, r, l, 5) // tokens at -5: five minutes, or the give-back
+	close(hold.release)
+	if err := <-looked; err != nil {
+		t.Fatal(err)
+	}
+	goes(t, done, "the give-back applied after the reservation covers it")
+}

@@ -79,6 +79,7 @@ type result struct {
 	live   int64   // live fleet members, when this call registered
 	paused int64   // the end of a pause in force, server µs, or 0
 	levels []int64 // tok, rem per limit
+	seq    int64   // the call's number in the id's sequence (seqSuffix), or 0
 	// wholeOnly: a fast-path reply, whose levels leave the fraction out
 	wholeOnly bool
 }
@@ -99,11 +100,15 @@ func decodeReply(v []int64, n int) (result, error) {
 	if len(v) == 2 && v[0] == statusLate {
 		return result{}, errLate
 	}
+	var seq int64
+	if len(v) == replyHead+2*n+1 {
+		seq, v = v[len(v)-1], v[:len(v)-1]
+	}
 	if len(v) != replyHead+2*n {
 		return result{}, fmt.Errorf("redisbucket: script replied %d values, want %d", len(v), replyHead+2*n)
 	}
 	return result{status: v[0], wait: time.Duration(v[1]) * time.Microsecond, amount: v[2], now: v[3], flags: v[4],
-		live: v[5], paused: v[6], levels: v[replyHead:]}, nil
+		live: v[5], paused: v[6], levels: v[replyHead:], seq: seq}, nil
 }
 
 // readFast reads a fast-path reply into r: status, wait, now and whole

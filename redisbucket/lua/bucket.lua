@@ -26,7 +26,8 @@
 -- Keys and arguments:
 --   - KEYS[2]: the permit key when ARGV[4] is not "" (modes a and r with a
 --     permit, modes c, l and s). The last key is the fleet key when ARGV[8] is not "";
---     before it (or last), the back key when ARGV[7] begins with b.
+--     before it (or last), the back key when ARGV[7] begins with b. The
+--     sequence key, if any, follows the permit key (or the state key).
 --   - ARGV[1]: mode: a acquire all-or-nothing, l lease (one limit: at least
 --     a, at most b tokens), p peek (it writes only a reset, a rebuilt key,
 --     a charge and the fleet's registration), s settle, d drain (a server's
@@ -79,13 +80,14 @@
 -- cover its cost), 2 the permit was already applied (idempotent retry).
 -- amount is the lease size (for mode s, the first limit, from 1, whose
 -- charge stopped at a debt of one capacity; 0 for none; for mode r, 1 <<
--- (i-1) for each limit i (i <= 50) lowered to be taken as at the instant
--- that held the cost before), now the time the
+-- (i-1) for each limit i (i <= 50) left to be taken at the instant), now
+-- the time the
 -- script used, flags 1 when a
 -- garbage state was reset and 2 when the key was rebuilt from the client's
 -- view, plus 4 << (i-1) when limit i (i <= 50) runs at a server's quota
 -- (mode t), live the fleet's live members (0 when not registering),
--- paused the end of a pause in force (mode d), in µs, or 0. A decision
+-- paused the end of a pause in force (mode d), in µs, or 0; then, when
+-- the keys hold the sequence key (below), the call's number. A decision
 -- past its deadline (ARGV[2]) replies {3, now} and changes nothing.
 
 local A = ARGV
@@ -246,6 +248,27 @@ end
 if da and da ~= '' and now > tonumber(da) then return {3, now} end
 local n = tonumber(A[3])
 local flags = 0
+
+-- The sequence key, when the keys hold one more than the permit, back and
+-- fleet keys call for (after the state and the permit key): the call
+-- takes the next number, and the reply ends with it. A reservation's and
+-- a give-back's numbers order them as the script ran them, which a client
+-- with both in flight at once cannot tell from its side, so that its
+-- sleepers move for exactly the give-backs applied after their
+-- reservations. Lost with the key (a restart, a day idle), the numbers
+-- start again below the sleepers': they then move for nothing, as before.
+local seq = 0
+do
+  local k = 2
+  if A[4] ~= '' then k = 3 end
+  local want = k - 1
+  if string.sub(A[7], 1, 1) == 'b' then want = want + 1 end
+  if A[8] ~= '' then want = want + 1 end
+  if #KEYS > want then
+    seq = redis.call('INCR', KEYS[k])
+    redis.call('PEXPIRE', KEYS[k], 86400000)
+  end
+end
 
 local function divmod(a, b)
   local q = math.floor(a / b)
@@ -589,6 +612,7 @@ local function reply(status, w, amount)
     -- it in (rounded down: a report, not a level).
     if l.den == l.cfg[3] then out[#out + 1] = l.rem else out[#out + 1] = math.floor(l.rem / l.den * l.cfg[3]) end
   end
+  if seq > 0 then out[#out + 1] = seq end
   return out
 end
 
