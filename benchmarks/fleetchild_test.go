@@ -239,8 +239,11 @@ func runFleetChild(v string) {
 // the one Limiter, or over a pool of cfg.Keys of them routed to their keys.
 func fleetClient(rdb *redis.Client, obs redisbucket.Observer, cfg fleetChildConfig, res *fleetChildResult) ([]*redisbucket.Limiter, *fleetTransport, error) {
 	opts := []redisbucket.Option{redisbucket.WithObserver(obs)}
-	if os.Getenv("THROTTLE_FLEET_RESERVE") == "1" { // the opt-in reservations of issue 38
+	switch os.Getenv("THROTTLE_FLEET_RESERVE") {
+	case "1": // reservations, the default since issue 38, said outright
 		opts = append(opts, redisbucket.WithReservations())
+	case "0": // deciding step by step, the default before
+		opts = append(opts, redisbucket.WithoutReservations())
 	}
 	if h := os.Getenv("THROTTLE_FLEET_HEADROOM"); h != "" { // a reservation's headroom for the wire, as a Go duration
 		d, err := time.ParseDuration(h)

@@ -42,6 +42,7 @@ func BenchmarkHostDecision(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				defer l.Close()
 				g = l
 			}
 			b.ResetTimer()

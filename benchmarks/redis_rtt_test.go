@@ -207,6 +207,7 @@ func rtDecider(b *testing.B, direct, c *redis.Client, impl string, capacity, per
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { bk.Close() })
 		decide = func() (bool, error) { return bk.TryAcquire(1) }
 		failures = func() int64 { return bk.Stats().FailureDecisions }
 	case "redis_rate":

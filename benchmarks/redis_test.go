@@ -110,6 +110,7 @@ func BenchmarkRedisDecision(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
+					b.Cleanup(func() { bk.Close() })
 					decide = func() (bool, error) { return bk.TryAcquire(1) }
 				case "noop_script":
 					// The floor both pay: EVALSHA with our arguments, no

@@ -25,10 +25,13 @@ func waitQueued(t *testing.T, waiting func() int64, n int64) {
 	}
 }
 
+// The tests named TestAcquire check deciding step by step
+// (WithoutReservations), where waiters queue in their process's line; the
+// tests named TestReserve check the default.
 func TestAcquireFIFO(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	b := r.bucket("fifo", 5, throttle.Per(1, time.Second))
+	b := r.bucket("fifo", 5, throttle.Per(1, time.Second), redisbucket.WithoutReservations())
 	if ok, _ := b.TryAcquire(5); !ok {
 		t.Fatal("full bucket refused")
 	}
@@ -97,7 +100,7 @@ func TestAcquireDeadlineFailsFast(t *testing.T) {
 
 func TestAcquireCancelledWaiterSpendsNothing(t *testing.T) {
 	r := newRig(t)
-	b := r.bucket("cancel", 2, throttle.Per(1, time.Second))
+	b := r.bucket("cancel", 2, throttle.Per(1, time.Second), redisbucket.WithoutReservations())
 	b.TryAcquire(2)
 	bg := context.Background()
 	ctxA, cancelA := context.WithCancel(bg)
@@ -145,7 +148,7 @@ func TestAcquireNoRefill(t *testing.T) {
 // Many local waiters are all served, in order, at the bucket's rate.
 func TestAcquireManyWaiters(t *testing.T) {
 	r := newRig(t)
-	b := r.bucket("many", 1, throttle.Per(100, time.Second))
+	b := r.bucket("many", 1, throttle.Per(100, time.Second), redisbucket.WithoutReservations())
 	b.TryAcquire(1)
 	ctx := context.Background()
 	const n = 50

@@ -112,6 +112,7 @@ func TestBreakerNeverStuckProperty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { l.Close() })
 		subs = append(subs, subject{name: "lim-" + p.name, l: l})
 	}
 	seed := uint64(time.Now().UnixNano())

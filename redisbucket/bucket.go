@@ -185,9 +185,10 @@ func (b *Bucket) TokensContext(ctx context.Context) (float64, error) {
 }
 
 // Close returns the tokens the bucket holds in lease mode to Redis and
-// stops its lease timers; WithReservations, it ends the bucket's
-// subscription to the fleet's pauses (see Limiter.Close). Otherwise it
-// does nothing. The bucket must not be used after Close.
+// stops its lease timers; with reservations (the default, without lease)
+// it ends the bucket's subscription to the fleet's pauses (see
+// Limiter.Close). Built WithoutReservations, it does nothing. The bucket
+// must not be used after Close.
 func (b *Bucket) Close() error {
 	b.e.closeFeed()
 	if b.lease != nil {

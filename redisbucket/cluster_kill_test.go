@@ -76,6 +76,7 @@ func TestClusterPrimaryKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { buckets[i].Close() })
 	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})

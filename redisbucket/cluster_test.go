@@ -37,6 +37,7 @@ func TestCluster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { l.Close() })
 			p, err := l.Acquire(ctx, 1, 10) // state key and permit key in one script: no CROSSSLOT
 			if err != nil {
 				t.Fatal(err)
@@ -72,6 +73,7 @@ func TestCluster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { l.Close() })
 			ls[i] = l
 		}
 		ls[0].Tune(0, 300, time.Minute) // 5 a second, capacity 5
@@ -98,6 +100,7 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { b.Close() })
 		b.TryAcquire(1)
 		if err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.ScriptFlush(ctx).Err() }); err != nil {
 			t.Fatal(err)
@@ -149,6 +152,7 @@ func TestClusterFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { buckets[i].Close() })
 	}
 	var stopOnce sync.Once
 	halt := func() { stopOnce.Do(func() { close(stop); wg.Wait() }) }

@@ -171,6 +171,7 @@ func TestCoalescedTryAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
 	// After New: its check of the server is no decision to hold.
 	c.AddHook(h)
 	redisbucket.SetBatchGap(b, time.Hour) // one call in flight: TestSeveralBatchesInFlight has more
@@ -258,6 +259,7 @@ func TestCoalescedWaiterTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
 	// After New: its check of the server is no decision to hold.
 	c.AddHook(h)
 	redisbucket.SetBatchGap(b, time.Hour) // the waiter waits behind the hung call
@@ -304,6 +306,7 @@ func TestCoalescedFallsBackAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
 	// After New: its check of the server is no decision to hold.
 	c.AddHook(h)
 	redisbucket.SetBatchGap(b, time.Hour)

@@ -30,6 +30,7 @@ func hammer(t *testing.T, be *redistest.Backend, id string, capacity int64, rate
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { b.Close() })
 		buckets[i] = b
 	}
 	start := time.Now()

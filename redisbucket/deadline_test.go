@@ -50,6 +50,7 @@ func TestDeadlinesHoldWhateverTheClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { b.Close() })
 		if ok, err := b.TryAcquire(1); !ok || err != nil {
 			t.Fatalf("%s: healthy: %v %v", name, ok, err)
 		}

@@ -53,12 +53,15 @@
 // the probe backoff), processes still on their local shares grant beside
 // those back on Redis, and their grants are charged only as each returns,
 // so a short window right after a recovery can see about twice what it
-// should (docs/redis.md has the figures). WithReservations makes Acquire
-// reserve: one call takes the costs in the fleet's arrival order and
+// should (docs/redis.md has the figures). Acquire reserves (unless built
+// WithoutReservations, which decides again after each sleep): one call
+// takes the costs in the fleet's arrival order and
 // returns the instant they are covered, and the caller sleeps locally, so
 // waiting costs one call per decision whatever the number of waiters (a
-// subscription to the id's pauses, until Close, tells sleepers of a pause
-// another process stored; without it, a sleeper asks at its instant).
+// subscription to the id's pauses tells sleepers of a pause another
+// process stored; without it, a sleeper asks at its instant). The
+// subscription lasts until Close: close every Limiter and Bucket you are
+// done with.
 // A reservation takes each limit as at its instant, with headroom for the
 // calls' way to the API (WithWireHeadroom), so that a fleet sized to an
 // API's exact quota does not trip it with a burst from full.

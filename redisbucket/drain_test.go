@@ -89,6 +89,7 @@ func TestPauseInFailureMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
 	if ok, err := l.TryAcquire(1, 10); !ok || err != nil {
 		t.Fatalf("before the pause: %v, %v", ok, err)
 	}

@@ -34,6 +34,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	defer b.Close() // ends its subscription to the fleet's pauses
 	for range 4 {
 		ok, err := b.TryAcquire(1)
 		fmt.Println(ok, err)
@@ -66,6 +67,7 @@ func ExampleLimiter() {
 		fmt.Println(err)
 		return
 	}
+	defer lim.Close()
 	ctx := context.Background()
 	permit, err := lim.Acquire(ctx, 1, 12_000) // estimate: prompt + max_tokens
 	if err != nil {
@@ -77,7 +79,11 @@ func ExampleLimiter() {
 		fmt.Println(err)
 	}
 	levels, _ := lim.Tokens(ctx)
-	fmt.Println(levels)
+	// 1 request and 3,000 tokens spent, and a little more: the first call
+	// from a full bucket is counted as if it reached the API up to the
+	// headroom for the wire later (WithWireHeadroom, 10 ms by default),
+	// which the bucket would have refilled over.
+	fmt.Printf("%.2f\n", levels)
 	// Output:
-	// [499 197000]
+	// [498.92 196966.67]
 }

@@ -38,8 +38,8 @@ func TestWaitExplainedAcrossFleet(t *testing.T) {
 	})
 	// Each r.limiter has a go-redis client of its own: three processes.
 	one := r.limiter("explain", limits, redisbucket.WithObserver(obs))
-	other := r.limiter("explain", limits, redisbucket.WithReservations())
-	deaf := r.limiter("explain", limits)
+	other := r.limiter("explain", limits)
+	deaf := r.limiter("explain", limits, redisbucket.WithoutReservations())
 	v := newVendor(t, func(_ int, _ string, w http.ResponseWriter) {
 		w.Header().Set("Retry-After", "20")
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -155,10 +155,12 @@ func TestWaitErrorAheadCountsReservedSleepers(t *testing.T) {
 // A call that would queue in the local line behind a call held by a pause
 // that outlasts its deadline is refused at once with the pause's
 // explanation, as the line's head is, instead of timing out in the line
-// with only the context's error.
+// with only the context's error. (Deciding step by step: with
+// reservations there is no local line, and the queue is in the wait.)
 func TestWaitErrorInLineNamesPause(t *testing.T) {
 	r := newRig(t)
-	l := r.limiter("inline", []redisbucket.Limit{{Name: "requests", Capacity: 1, Rate: throttle.Per(1, time.Second)}})
+	l := r.limiter("inline", []redisbucket.Limit{{Name: "requests", Capacity: 1, Rate: throttle.Per(1, time.Second)}},
+		redisbucket.WithoutReservations())
 	end := r.fc.Now().Add(20 * time.Second)
 	l.PauseUntil(end)
 	done := make(chan error, 1)

@@ -42,6 +42,7 @@ func TestBreakerFailLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
 	if ok, err := b.TryAcquire(1); !ok || err != nil {
 		t.Fatalf("healthy: %v %v", ok, err)
 	}
@@ -99,6 +100,7 @@ func TestFailClosedAndOpen(t *testing.T) {
 	c := miniClient(t, m)
 	closed, _ := redisbucket.New(c, "closed", 5, throttle.Per(1, time.Second), append(r.opts(), redisbucket.WithFailurePolicy(redisbucket.FailClosed))...)
 	open, _ := redisbucket.New(c, "open", 5, throttle.Per(1, time.Second), append(r.opts(), redisbucket.WithFailurePolicy(redisbucket.FailOpen))...)
+	t.Cleanup(func() { closed.Close(); open.Close() })
 	m.SetError("MASTERDOWN Link with MASTER is down")
 	for range 20 {
 		if ok, err := closed.TryAcquire(1); ok || err != nil {
@@ -136,6 +138,7 @@ func TestHardErrorsAreReturned(t *testing.T) {
 	r, m := miniRig(t)
 	c := miniClient(t, m)
 	b, _ := redisbucket.New(c, "wrong", 5, throttle.Per(1, time.Second), append(r.opts(), redisbucket.WithFailurePolicy(redisbucket.FailOpen))...)
+	t.Cleanup(func() { b.Close() })
 	m.SetError("NOPERM this user has no permissions to run the 'evalsha' command")
 	defer m.SetError("")
 	if ok, err := b.TryAcquire(1); ok || err == nil || !strings.Contains(err.Error(), "NOPERM") {
@@ -158,6 +161,7 @@ func TestAcquireFailLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
 	m.SetError("LOADING")
 	// Local limits: capacity 1 at 1/min and 50 at 50/min.
 	p, err := l.Acquire(ctx, 1, 50)
@@ -239,6 +243,7 @@ func TestKillAndRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var stopOnce sync.Once

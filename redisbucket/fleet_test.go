@@ -235,6 +235,7 @@ func TestFleetChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	// Ready; the parent answers with the fleet's start time.
 	fmt.Println(fleetReady)
 	var ns int64

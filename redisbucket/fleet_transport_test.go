@@ -349,6 +349,7 @@ func TestFleetTransportChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer lim.Close()
 	base := &http.Transport{MaxIdleConnsPerHost: ftWorkers}
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: must(httpthrottle.NewTransport(ftStamp{base}, httpthrottle.Shared(lim),

@@ -93,9 +93,10 @@ func TestBatchLeavesTheGiveBack(t *testing.T) {
 	}
 }
 
-// heldLimiter returns a Limiter of 10 tokens refilling at 1 a minute, on
-// a client of its own whose next call, once armed, the returned blocking
-// hook holds.
+// heldLimiter returns a Limiter of 10 tokens refilling at 1 a minute,
+// deciding step by step (a reserved sleeper's give-backs are
+// TestReservedSleeperCountsAGiveBackAppliedAfterIt's), on a client of its
+// own whose next call, once armed, the returned blocking hook holds.
 func heldLimiter(t *testing.T, id string) (*rig, *redisbucket.Limiter, *blocking) {
 	r := newRig(t)
 	client := r.be.Client()
@@ -103,7 +104,7 @@ func heldLimiter(t *testing.T, id string) (*rig, *redisbucket.Limiter, *blocking
 	client.AddHook(hold)
 	l, err := redisbucket.NewLimiter(client, id, []redisbucket.Limit{
 		{Name: "tokens", Capacity: 10, Rate: throttle.Per(1, time.Minute)},
-	}, r.opts()...)
+	}, r.opts(redisbucket.WithoutReservations())...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestReserveWireHeadroom(t *testing.T) {
 	bg := context.Background()
 	rate := throttle.Per(50, time.Second)
 	off := r.bucket("rwire0", 50, rate, redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0))
-	def := r.bucket("rwire", 50, rate, redisbucket.WithReservations())
+	def := r.bucket("rwire", 50, rate, redisbucket.WithWireHeadroom(redisbucket.DefaultWireHeadroom)) // the rig turns it off
 
 	tight, cancel := clockwork.WithTimeout(bg, r.fc, redisbucket.DefaultWireHeadroom-time.Microsecond)
 	for i := range 50 {

@@ -89,6 +89,7 @@ func TestSeveralBatchesInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
 	// After New: its check of the server is no decision to hold.
 	c.AddHook(g)
 	redisbucket.SetBatchGap(b, 0)
@@ -234,6 +235,7 @@ func TestInFlightFollowsTheRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { b.Close() })
 	// After New: its check of the server is no decision to hold.
 	c.AddHook(h)
 	if n := redisbucket.BatchBound(b); n != 1 {

@@ -68,11 +68,12 @@ func NewLimiter(client redis.UniversalClient, id string, limits []Limit, opts ..
 	return &Limiter{e: e}, nil
 }
 
-// Close ends what a Limiter built WithReservations keeps running: its
-// subscription to the fleet's pauses (a goroutine and a connection of
-// its own). Without WithReservations there is nothing to end. A closed
-// Limiter still decides; its reserved sleepers then ask Redis at their
-// instants whether a pause was stored, as before it subscribed.
+// Close ends what a Limiter keeps running: its subscription to the
+// fleet's pauses (a goroutine and a connection of its own), which
+// reservations (the default) use. Close every Limiter you are done with;
+// built WithoutReservations there is nothing to end. A closed Limiter
+// still decides; its reserved sleepers then ask Redis at their instants
+// whether a pause was stored, as before it subscribed.
 func (l *Limiter) Close() error {
 	l.e.closeFeed()
 	return nil

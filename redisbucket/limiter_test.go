@@ -228,6 +228,7 @@ func TestSettleDebtBoundedLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
 	// The local buckets hold a tenth: 1 and 10.
 	p, err := l.Acquire(context.Background(), 1, 10)
 	if err != nil {

@@ -59,7 +59,7 @@ func (r *rig) opts(more ...redisbucket.Option) []redisbucket.Option {
 	// A generous call timeout: these tests check exact decisions, which a
 	// slow miniredis or the race detector must not hand to the failure policy.
 	o := []redisbucket.Option{redisbucket.WithPrefix(r.be.Prefix), redisbucket.WithClock(r.fc),
-		redisbucket.WithCallTimeout(10 * time.Second)}
+		redisbucket.WithCallTimeout(10 * time.Second), redisbucket.WithWireHeadroom(0)}
 	if r.be.Mini == nil {
 		o = append(o, redisbucket.WithServerTime(r.fc.Now))
 	}

@@ -75,6 +75,7 @@ func buildOptions(opts []Option) (options, error) {
 		patience:    DefaultBreakerPatience,
 		fleetTTL:    DefaultFleetTTL,
 		headroom:    DefaultWireHeadroom,
+		reserve:     true,
 	}
 	for i, opt := range opts {
 		if opt == nil {
@@ -206,25 +207,37 @@ func WithBreakerPatience(d time.Duration) Option { return func(o *options) { o.p
 // not cure (an ACL refusal, say) fail the constructors either way.
 func WithStartWithoutRedis() Option { return func(o *options) { o.startWithout = true } }
 
-// WithReservations makes Acquire (a Bucket's without lease, and every
-// permit's) reserve its place in the fleet's queue: one script call takes
-// the costs in arrival order, below zero if need be, and returns the
-// instant they are covered; the caller sleeps locally until then. Waiting
-// then costs one call per decision whatever the number of waiters in the
-// fleet, and one more when a wait is cancelled (it gives back what nobody
-// reserved behind it). A pause, or a rate lowered by Limiter.Tune, that
-// another process stores while a caller sleeps reaches it over a Redis
-// pub/sub subscription that the constructor opens and Close ends; while
-// the subscription is down, a sleeper whose process has heard nothing
-// from Redis in the last millisecond asks once at its instant. The
-// subscription also brings the cause of a pause another process stored
-// (Limiter.Observe), which WaitError and Status report. A waiter
-// the failure policy refused reserves again once Redis answers. Without
-// it, a refused Acquire sleeps and decides again, one call per waiter per
-// grant. Every window still admits at most capacity + rate × w at the
-// reserved instants. While a limit runs at a server's quota
-// (Limiter.Tune), Acquire decides step by step as without the option.
+// WithReservations is how Acquire waits by default (WithoutReservations
+// is the other way): it reserves its place in the fleet's queue. One
+// script call takes the costs in arrival order, below zero if need be,
+// and returns the instant they are covered; the caller sleeps locally
+// until then. Waiting then costs one call per decision whatever the
+// number of waiters in the fleet (two when a limit that does not bind is
+// left to the instant: docs/redis.md), and one more when a wait is
+// cancelled (it gives back what nobody reserved behind it). A pause, or a
+// rate lowered by Limiter.Tune, that another process stores while a
+// caller sleeps reaches it over a Redis pub/sub subscription that the
+// constructor opens and Close ends (close every Limiter and Bucket you
+// are done with); while the subscription is down, a sleeper whose process
+// has heard nothing from Redis in the last millisecond asks once at its
+// instant. The subscription also brings the cause of a pause another
+// process stored (Limiter.Observe), which WaitError and Status report. A
+// waiter the failure policy refused reserves again once Redis answers.
+// Every window still admits at most capacity + rate × w at the reserved
+// instants. While a limit runs at a server's quota (Limiter.Tune),
+// Acquire decides step by step, as WithoutReservations does.
 func WithReservations() Option { return func(o *options) { o.reserve = true } }
+
+// WithoutReservations makes a refused Acquire sleep until the wait its
+// refusal named and decide again, as limiters did before reservations
+// were the default: one script call per waiter per grant, so that the
+// calls a decision costs grow with the number of processes waiting
+// (about 10 at 8 processes, 57 at 64, in the fleet harness). Nothing
+// subscribes to the fleet's pauses: a waiter hears of one when it decides
+// again. For a single process with few waiters the cost is the same, and
+// a waiter decides on the levels at its turn rather than on the queue at
+// its arrival.
+func WithoutReservations() Option { return func(o *options) { o.reserve = false } }
 
 // WithWireHeadroom sets the send delay that reservations (WithReservations)
 // leave room for; the default is DefaultWireHeadroom, 0 turns it off. A

@@ -16,7 +16,7 @@ import (
 // break since, from before its reservation was sent to its wake: a message
 // published while the subscription was down is lost, and a sleeper that
 // cannot tell asks as before. The feed runs for a Limiter or Bucket built
-// WithReservations, from its constructor to Close.
+// with reservations (the default), from its constructor to Close.
 type pauseFeed struct {
 	mu     sync.Mutex
 	live   bool   // subscribed, no error since
@@ -38,7 +38,7 @@ const feedRetry = 100 * time.Millisecond
 
 // startFeed opens the feed (openFeed) and waits up to the call timeout
 // for the subscription to be confirmed, after which the feed is live for
-// the first reservations too (WithReservations).
+// the first reservations too.
 func (e *engine) startFeed() {
 	first := e.openFeed()
 	if first == nil {

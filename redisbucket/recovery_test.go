@@ -54,6 +54,7 @@ func TestRecoveryNoBurst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { b.Close() })
 		buckets[i] = b
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3400*time.Millisecond)

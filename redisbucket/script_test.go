@@ -266,6 +266,7 @@ func TestRangeAndUnits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d at %v: %v", cs.cap, cs.rate, err)
 		}
+		t.Cleanup(func() { b.Close() })
 		if b.Granularity() != cs.unit {
 			t.Errorf("%d at %v: unit %v, want %v", cs.cap, cs.rate, b.Granularity(), cs.unit)
 		}

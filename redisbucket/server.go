@@ -35,7 +35,7 @@ const MaxPause = time.Minute
 // pause already empties every level, and a level the fleet shares is
 // never raised by one process. A cause told for t before (Observe) is the
 // pause's Cause, published with its end to the processes that hear the
-// pause feed (WithReservations).
+// pause feed (every process with reservations, the default).
 func (l *Limiter) PauseUntil(t time.Time, _ ...int64) {
 	e := l.e
 	d := t.Sub(e.o.clock.Now())

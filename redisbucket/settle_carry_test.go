@@ -54,6 +54,7 @@ func TestSettleGiveBackGivenUpWhenItsCallFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
 	ctx := context.Background()
 	if _, err := l.Take(ctx, 1, 100); err != nil {
 		t.Fatal(err)

@@ -93,6 +93,7 @@ func TestStartWithoutRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() })
 	if !redisbucket.LimiterBreakerOpen(l) {
 		t.Fatal("the breaker is closed after a failed start")
 	}

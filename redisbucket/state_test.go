@@ -212,6 +212,7 @@ func TestWrongTypeKeyResetsEmpty(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					t.Cleanup(func() { l.Close() })
 					try = func() (bool, error) { return l.TryAcquire(1, 1) }
 					wait = func() (time.Duration, error) { return l.WaitTime(1, 1) }
 					key, stats = l.Key(), l.Stats

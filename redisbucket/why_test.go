@@ -152,11 +152,12 @@ func TestEventWhyOfWait(t *testing.T) {
 
 // A call that waited in this process's line behind another counts it
 // ahead, and its wait runs from its call: its time in the line and the
-// wait of its first decision.
+// wait of its first decision. (Deciding step by step: with reservations
+// there is no line, and Ahead counts the reserved sleepers.)
 func TestEventWhyInLine(t *testing.T) {
 	r := newRig(t)
 	rec := &recorder{}
-	l := r.limiter("whyline", whyLimits, redisbucket.WithObserver(rec))
+	l := r.limiter("whyline", whyLimits, redisbucket.WithObserver(rec), redisbucket.WithoutReservations())
 	if ok, err := l.TryAcquire(1, 10); !ok || err != nil {
 		t.Fatalf("TryAcquire: %v %v", ok, err)
 	}
