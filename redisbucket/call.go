@@ -64,7 +64,7 @@ func (e *engine) callOnce(ctx context.Context, local time.Time, late bool, mode 
 	hint, charge, paid, sent := e.seen.get(local)
 	member, fleetTTL := "", ""
 	if e.o.reserve && (mode == modeReserve || mode == modeSettle || paid.refund != nil) {
-		keys = append(keys[:len(keys):len(keys)], e.key+seqSuffix)
+		keys = append(keys[:len(keys):len(keys)], e.seqKey)
 	}
 	if paid.back {
 		keys = append(keys[:len(keys):len(keys)], e.key+backSuffix)

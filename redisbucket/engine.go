@@ -21,6 +21,7 @@ type engine struct {
 	id     string
 	key    string // <prefix>{<id>}
 	keys   []string
+	seqKey string // key + seqSuffix, built once: reservations send it with every call
 	limits []shape
 	o      options
 	br     *breaker
@@ -101,6 +102,7 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 		br: newBreaker(o.probeMin, o.probeMax, o.patience),
 	}
 	e.keys = []string{e.key}
+	e.seqKey = e.key + seqSuffix
 	e.seen.margin = o.callTimeout
 	e.headroomArg = strconv.FormatInt(o.headroom.Microseconds(), 10)
 	e.batch.max, e.batch.spacing = maxInFlight(client), callSpacing
