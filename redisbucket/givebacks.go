@@ -112,7 +112,7 @@ func (e *engine) backCover(res result, g []int64) (time.Duration, bool) {
 	}
 	debt := -1
 	for j, l := range e.limits {
-		if res.levels[2*j] < 0 && (j >= 50 || res.amount&(1<<j) == 0) {
+		if res.levels[2*j] < 0 && !res.leftLater(j) {
 			if debt >= 0 || l.num == 0 {
 				return 0, false
 			}

@@ -121,7 +121,7 @@ func (e *engine) reserveLater(res result, costs []int64) (took, later []int64) {
 	}
 	took, later = slices.Clone(costs), make([]int64, len(costs))
 	for i := range costs {
-		if i < 50 && res.amount&(1<<i) != 0 {
+		if res.leftLater(i) {
 			took[i], later[i] = 0, costs[i]
 		}
 	}

@@ -84,6 +84,10 @@ type result struct {
 	wholeOnly bool
 }
 
+// leftLater reports whether a reservation's reply marks limit i as left to
+// be taken at its instant (bucket.lua's mode r; bit i of amount).
+func (r result) leftLater(i int) bool { return i < 50 && r.amount&(1<<i) != 0 }
+
 // reset reports whether the script found garbage state.
 func (r result) reset() bool { return r.flags&flagReset != 0 }
 
