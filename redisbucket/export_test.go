@@ -179,3 +179,9 @@ func PauseCauseHeard(l *Limiter) string {
 	_, cause := l.e.pz.latest()
 	return cause
 }
+
+// FeedBreaks counts the breaks of b's pause feed.
+func FeedBreaks(b *Bucket) uint64 {
+	epoch, _ := b.e.feed.token()
+	return epoch
+}

@@ -91,6 +91,10 @@ func (e *engine) runFeed(ctx context.Context, ps *redis.PubSub, first chan struc
 		}
 		if err != nil {
 			f.broke()
+			// A kill breaks the feed at once, where a sleeping process
+			// makes no call to find out: the loss's date for a queue
+			// rebuilt (queuedLocked).
+			e.seen.gone(e.o.clock.Now())
 			once()
 			t := time.NewTimer(feedRetry)
 			select {

@@ -39,6 +39,11 @@ type seen struct {
 	// grants is what the failure policy granted since this process fell
 	// back, by when: a return carries it (awayGrants).
 	grants awayGrants
+	// lostLocal is the first sign since the last reply that Redis was
+	// gone (a failed call, a broken pause feed), on this process's clock;
+	// zero for none. shapes are the limits of the last view.
+	lostLocal time.Time
+	shapes    []shape
 	// ticks counts gets and sets; held is the count when the view was set.
 	// A call sent (got) before the view arrived was in flight with the one
 	// that brought it: if its server time is older, so are its levels.
@@ -116,7 +121,10 @@ func (s *seen) view(local time.Time) (hint []byte, sent uint64) {
 
 // hintLocked is the view get sends, with s.mu held.
 func (s *seen) hintLocked(local time.Time) []byte {
-	if s.ok && s.away {
+	if s.ok && (s.away || !s.lostLocal.IsZero()) {
+		// A broken pause feed is a loss too: a process whose calls
+		// all sleep through a kill makes its first call after Redis
+		// is back, never having fallen back.
 		return s.emptyHint(local)
 	}
 	if !s.ok || (s.full && !local.Before(s.fullAt)) {
@@ -134,21 +142,66 @@ func (s *seen) hintLocked(local time.Time) []byte {
 }
 
 // emptyHint is the view a process back from failure mode sends: every
-// limit empty as of the server's time now, estimated from the last view
-// (its server time plus the local time since its call was sent, less
+// limit at most empty as of the server's time now, estimated from the last
+// view (its server time plus the local time since its call was sent, less
 // margin: the script ignores a view ahead of its clock, and refills one
 // behind it only over the difference). While Redis was away every process
 // of the fleet granted from its local share, what the key's level would
 // have refilled to, and their charges reach Redis only as each returns: a
 // key Redis lost meanwhile (a restart, a failover) rebuilt from an older
-// view, refilled, would be spent twice.
+// view, refilled, would be spent twice. A limit the view left in debt, a
+// queue of reservations whose sleepers go at their instants without Redis,
+// is sent with the queue still ahead (queued).
 func (s *seen) emptyHint(local time.Time) []byte {
-	at := s.serverAtLocked(local, -s.margin)
-	hint := strconv.AppendInt(make([]byte, 0, 20+2*len(s.toks)), max(at, s.now), 10)
-	for range s.toks {
-		hint = append(hint, " 0"...)
+	at := max(s.serverAtLocked(local, -s.margin), s.now)
+	hint := strconv.AppendInt(make([]byte, 0, 20+8*len(s.toks)), at, 10)
+	for i := range s.toks {
+		hint = append(hint, ' ')
+		hint = strconv.AppendInt(hint, s.queuedLocked(i, at), 10)
 	}
 	return hint
+}
+
+// queuedLocked returns limit i's level at server time at (µs) if the queue
+// of reservations the view holds there kept its depth until Redis was lost,
+// in whole tokens rounded down, and 0 for a queue gone by then or a view
+// not in debt. The view is as old as this process's last reply; the fleet's
+// other processes reserved after it, each reservation behind the queue's
+// end, until Redis went away: with the fleet's demand steady, the queue's
+// end moved with the clock, as deep as this process last saw it. Taken
+// from its last reply instead, a key Redis lost was rebuilt without the
+// reservations made since, whose sleepers then went with the first grants
+// of the rebuilt key (fleet harness at 32 processes: a vendor 429 at the
+// first grant after a kill, and the fleet paused a second). A queue the
+// fleet's demand was draining is counted longer than it ran: the fleet
+// waits for nothing, at most as long as the view's queue, on the quota's
+// side.
+func (s *seen) queuedLocked(i int, at int64) int64 {
+	if i >= len(s.shapes) || s.toks[i] >= 0 {
+		return 0
+	}
+	l, tok, rem := s.shapes[i], s.toks[i], s.rems[i]
+	if l.num == 0 {
+		return tok
+	}
+	lost := s.now
+	if !s.lostLocal.IsZero() {
+		lost = max(lost, s.serverAtLocked(s.lostLocal, 0))
+	}
+	// Units begun between the loss and at, on the script's grid (its
+	// refill): the same count the script would refill a view stored at
+	// the loss, no more.
+	units := max(at/l.unit-lost/l.unit, 0)
+	need := -(tok*l.den + rem)
+	if need <= 0 || units >= (need+l.num-1)/l.num {
+		return 0
+	}
+	total := tok*l.den + rem + l.num*units // below 0, above -2^52
+	q := total / l.den
+	if total%l.den != 0 {
+		q-- // down: a token's fraction of debt is a token of debt
+	}
+	return q
 }
 
 // fellBack records that the failure policy took this process's decisions
@@ -161,6 +214,7 @@ func (s *seen) fellBack(local time.Time) {
 		return
 	}
 	s.away = true
+	s.goneLocked(local)
 	var at int64
 	if s.ok {
 		// Late, if anything: the server decided the view's call after it
@@ -168,6 +222,20 @@ func (s *seen) fellBack(local time.Time) {
 		at = max(s.serverAtLocked(local, 0), s.now)
 	}
 	s.grants.start(local, at)
+}
+
+// gone records a sign at local that Redis is gone (the pause feed broke):
+// the earliest since the last reply dates the loss for queuedLocked.
+func (s *seen) gone(local time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.goneLocked(local)
+}
+
+func (s *seen) goneLocked(local time.Time) {
+	if s.lostLocal.IsZero() || local.Before(s.lostLocal) {
+		s.lostLocal = local
+	}
 }
 
 // set records a reply's levels (tok, rem per limit) at server time now,
@@ -211,12 +279,14 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, f
 		s.grants.fellAt = 0
 	}
 	s.away = false
+	s.lostLocal = time.Time{}
 	if s.ok && now < s.now && sent < s.held {
 		return
 	}
 	s.ticks++
 	s.held = s.ticks
 	s.ok, s.now, s.full, s.at, s.frac = true, now, full, local, frac
+	s.shapes = limits
 	if full {
 		// A margin for a client clock that runs fast: a tenth, and 1 ms.
 		d := time.Duration(min(until, 1<<40)) * time.Microsecond

@@ -52,8 +52,9 @@
 --   - ARGV[6]: the client's view, used only when the key is missing:
 --     "t tok_1 ... tok_n", the levels it last saw and the server time it
 --     saw them at; the key comes back at those levels refilled since, no
---     fuller (a restart or an eviction must not mint a full bucket). "" for
---     none.
+--     fuller (a restart or an eviction must not mint a full bucket), and
+--     no deeper in debt than reservations may queue (a lost queue of
+--     reservations comes back with the key). "" for none.
 --   - ARGV[7]: tokens granted without Redis to charge first, "c_1 ... c_n",
 --     or "": a process back from its failure policy reconciles what it
 --     spent meanwhile. The charge stops at a debt of one capacity (one
@@ -476,7 +477,7 @@ else
     l.tok, l.rem = l.cap, 0
     if h[i + 1] ~= nil and h[i + 1] < l.cap then
       flags = 2
-      l.tok = math.max(h[i + 1], -l.cap)
+      l.tok = math.max(h[i + 1], -deep(l))
       refill(l, ht)
     end
   end

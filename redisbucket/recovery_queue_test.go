@@ -1,0 +1,126 @@
+package redisbucket_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/throttlekit/throttle"
+	"github.com/throttlekit/throttle/redisbucket"
+)
+
+// A key Redis lost while reservations were queued on it is rebuilt with
+// the queue still ahead: the sleepers go at their instants without Redis,
+// and a key rebuilt empty granted on top of them (fleet harness at 32
+// processes: a vendor 429 at the first grant after a kill). Here B
+// reserves two sleepers 1 s and 2 s ahead; A sees the queue, loses Redis,
+// and comes back 0.3 s later to a restarted server without the key: the
+// level it rebuilds is the queue's, refilled since, not empty.
+func TestRecoveryLostKeyKeepsTheQueue(t *testing.T) {
+	r, m := miniRig(t)
+	a, cut := cutBucket(t, r, m) // took 1 of 10
+	b, err := redisbucket.New(miniClient(t, m), "back", 10, throttle.Per(10, time.Second),
+		r.opts(redisbucket.WithCallTimeout(50*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if ok, err := b.TryAcquire(9); !ok || err != nil {
+		t.Fatalf("B's 9 of 9 left: %v %v", ok, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for range 2 {
+		wg.Go(func() { b.Acquire(ctx, 10) })
+	}
+	// Both reserved (the level shows them), in A's view too.
+	for deadline := time.Now().Add(10 * time.Second); bucketLevel(t, a) > -20; {
+		if time.Now().After(deadline) {
+			t.Fatalf("B's sleepers not reserved: level %v", bucketLevel(t, a))
+		}
+	}
+	cut.Store(true)
+	a.TryAcquire(1) // A's breaker opens
+	m.FlushAll()    // the server restarted without the key
+	cut.Store(false)
+	start := r.fc.Now()
+	for redisbucket.BreakerOpen(a) {
+		if r.fc.Since(start) > 500*time.Millisecond {
+			t.Fatal("A not back on Redis")
+		}
+		r.advance(100 * time.Millisecond)
+		if ok, _ := a.TryAcquire(1); ok {
+			t.Fatalf("A granted at +%v, B's sleepers queued until +2s", r.fc.Since(start))
+		}
+	}
+	since := r.fc.Since(start)
+	lv := bucketLevel(t, a)
+	want := -20 + 10*since.Seconds()
+	t.Logf("A back at +%v: level %v", since, lv)
+	if lv > want+1 {
+		t.Fatalf("level %v after A's return at +%v on a key Redis lost, want the queue refilled since, %v", lv, since, want)
+	}
+}
+
+// The queue is taken as deep as last seen until Redis was lost, not until
+// the last reply: the fleet's other processes reserved behind it
+// meanwhile. A process whose calls all sleep learns of a kill from its
+// pause feed, which breaks at once. Here A sees a 1 s queue, B reserves
+// 0.5 s later (the queue still 1 s deep), the server restarts without the
+// key, and A's first call 0.1 s later rebuilds it: from A's reply the
+// queue would have drained half (level -4); from the break, -9.
+func TestRecoveryLostQueueDatedByTheFeed(t *testing.T) {
+	r, m := miniRig(t)
+	opts := r.opts(redisbucket.WithCallTimeout(50 * time.Millisecond))
+	a, err := redisbucket.New(miniClient(t, m), "dated", 10, throttle.Per(10, time.Second), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := redisbucket.New(miniClient(t, m), "dated", 10, throttle.Per(10, time.Second), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if ok, err := b.TryAcquire(10); !ok || err != nil {
+		t.Fatalf("B's 10: %v %v", ok, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	waitLevel := func(of *redisbucket.Bucket, at float64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); bucketLevel(t, of) > at; {
+			if time.Now().After(deadline) {
+				t.Fatalf("not reserved: level %v", bucketLevel(t, of))
+			}
+		}
+	}
+	wg.Go(func() { b.Acquire(ctx, 10) })
+	waitLevel(a, -10) // A's last reply
+	r.advance(500 * time.Millisecond)
+	wg.Go(func() { b.Acquire(ctx, 5) })
+	waitLevel(b, -9)
+	breaks := redisbucket.FeedBreaks(a)
+	m.Close()
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	m.FlushAll()
+	for deadline := time.Now().Add(10 * time.Second); redisbucket.FeedBreaks(a) == breaks; {
+		if time.Now().After(deadline) {
+			t.Fatal("A's pause feed did not break at the restart")
+		}
+	}
+	r.advance(100 * time.Millisecond)
+	a.TryAcquire(1)
+	lv := bucketLevel(t, a)
+	t.Logf("level %v after A's first call on the rebuilt key", lv)
+	if lv > -8 {
+		t.Fatalf("level %v after A's first call on the rebuilt key, want the queue as deep as A saw it until the restart (-9)", lv)
+	}
+}
