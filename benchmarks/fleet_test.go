@@ -47,6 +47,11 @@ import (
 //	THROTTLE_FLEET_429      if set, the instant after the start at which the
 //	                        vendor answers one request 429 Retry-After: 1
 //	                        outside its quota (default none)
+//	THROTTLE_FLEET_LOG      a directory: each child writes there its script
+//	                        calls with their replies, its decisions and its
+//	                        vendor calls, by wall clock (proc-N.log)
+//	THROTTLE_FLEET_TRACE    a file: every arrival at the vendor, in ms from
+//	                        the start, with its process and status
 //
 // kill is SIGKILL, then a new server on the same port 2 s later; stop is
 // SIGSTOP, then SIGCONT 3 s later.

@@ -92,6 +92,7 @@ type fleetObserver struct {
 	firstFail, lastFail, redisAfter, lastAt int64
 	failures                                int64
 	lastMode                                redisbucket.Mode
+	log                                     *fleetLog
 }
 
 func (o *fleetObserver) Observe(e redisbucket.Event) {
@@ -99,6 +100,7 @@ func (o *fleetObserver) Observe(e redisbucket.Event) {
 		return
 	}
 	now := time.Now().UnixNano()
+	o.log.printf("event %v mode %v wait %v", e.Kind, e.Mode, e.Wait)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.lastAt, o.lastMode = now, e.Mode
@@ -136,9 +138,10 @@ func runFleetChild(v string) {
 		WriteTimeout: 50 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
 		ContextTimeoutEnabled: true,
 	})
-	modes := &fleetModes{n: map[string]int64{}}
+	flog := openFleetLog(cfg.Proc)
+	modes := &fleetModes{n: map[string]int64{}, log: flog}
 	rdb.AddHook(modes)
-	obs := &fleetObserver{}
+	obs := &fleetObserver{log: flog}
 	// A constructor that finds Redis unavailable fails, as the docs tell a
 	// new user to handle: the process exits, and its supervisor starts it
 	// again. Here it is tried again after fleetRestart, counted, up to
@@ -188,7 +191,7 @@ func runFleetChild(v string) {
 	for range cfg.Workers {
 		wg.Go(func() {
 			for range next {
-				status, late, err := fleetCall(client, cfg)
+				status, late, err := fleetCall(client, cfg, flog)
 				mu.Lock()
 				res.Calls++
 				if err != nil {
@@ -315,7 +318,7 @@ func fleetKey(k int) string { return "sk-fleet38-" + strconv.Itoa(k) }
 
 // fleetCall makes one small chat completion with max_tokens set; late is
 // how long after its deadline it returned (negative if before).
-func fleetCall(c *http.Client, cfg fleetChildConfig) (status int, late time.Duration, err error) {
+func fleetCall(c *http.Client, cfg fleetChildConfig, flog *fleetLog) (status int, late time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline)
 	defer cancel()
 	dl, _ := ctx.Deadline()
@@ -328,7 +331,11 @@ func fleetCall(c *http.Client, cfg fleetChildConfig) (status int, late time.Dura
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+fleetKey(0))
 	req.Header.Set(fleetProcHeader, strconv.Itoa(cfg.Proc))
+	flog.printf("call")
 	resp, err := c.Do(req)
+	if resp != nil {
+		flog.printf("status %d", resp.StatusCode)
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return 0, 0, fmt.Errorf("deadline: %w", err)
@@ -351,6 +358,7 @@ type fleetModes struct {
 	// error such as NOSCRIPT) after the last one that did not reach it, in
 	// Unix nanoseconds; 0 while the last one failed or none did.
 	failedAt, reached int64
+	log               *fleetLog
 }
 
 func (m *fleetModes) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -361,6 +369,9 @@ func (m *fleetModes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		if script {
 			m.outcome(err)
+			if m.log != nil {
+				m.log.printf("script %v -> %v", fleetArgv(cmd.Args()), cmd)
+			}
 		}
 		return err
 	}
@@ -427,4 +438,56 @@ func (m *fleetModes) counts() map[string]int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.n)
+}
+
+// fleetLog, with THROTTLE_FLEET_LOG set to a directory, writes a child's
+// script calls, decisions and vendor calls there, one line each with the
+// wall clock in µs (for reading a run's trace); nil logs nothing.
+type fleetLog struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func openFleetLog(proc int) *fleetLog {
+	dir := os.Getenv("THROTTLE_FLEET_LOG")
+	if dir == "" {
+		return nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s/proc-%d.log", dir, proc))
+	if err != nil {
+		return nil
+	}
+	l := &fleetLog{w: bufio.NewWriter(f)}
+	go func() {
+		for range time.Tick(100 * time.Millisecond) {
+			l.mu.Lock()
+			l.w.Flush()
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+func (l *fleetLog) printf(format string, args ...any) {
+	if l == nil {
+		return
+	}
+	now := time.Now().UnixMicro()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "%d ", now)
+	fmt.Fprintf(l.w, format, args...)
+	l.w.WriteByte('\n')
+}
+
+// fleetArgv is a script call's arguments after its keys.
+func fleetArgv(args []any) []any {
+	if len(args) < 3 {
+		return nil
+	}
+	nk, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil || len(args) <= 3+nk {
+		return nil
+	}
+	return args[3+nk:]
 }
