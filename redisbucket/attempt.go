@@ -47,8 +47,10 @@ func (e *engine) attempt(ctx context.Context, now time.Time, mode, permit string
 		case failOpened:
 			e.st.breakerOpens.Add(1)
 			e.opened()
+			e.seen.opened()
 		case failEscalated:
 			e.st.breakerOpens.Add(1)
+			e.seen.opened()
 		case failSuspect:
 			e.opened()
 		}

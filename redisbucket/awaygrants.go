@@ -72,9 +72,14 @@ func (a *awayGrants) widen() {
 }
 
 // appendArg appends the return's head of ARGV[7] for n limits:
-// "b<fellAt> <width µs> <k>" and k slots of n grants each.
-func (a *awayGrants) appendArg(buf []byte, n int) []byte {
-	buf = strconv.AppendInt(append(buf, 'b'), a.fellAt, 10)
+// "b<fellAt> <width µs> <k>" and k slots of n grants each, with a capital
+// B when the fleet's failure policy grants without Redis (spends).
+func (a *awayGrants) appendArg(buf []byte, n int, spends bool) []byte {
+	head := byte('b')
+	if spends {
+		head = 'B'
+	}
+	buf = strconv.AppendInt(append(buf, head), a.fellAt, 10)
 	buf = strconv.AppendInt(append(buf, ' '), a.width.Microseconds(), 10)
 	buf = strconv.AppendInt(append(buf, ' '), int64(len(a.slots)), 10)
 	for _, s := range a.slots {

@@ -32,7 +32,7 @@ func TestAwayGrantsWiden(t *testing.T) {
 	if sum != 150 {
 		t.Fatalf("%d grants in the slots, want 150", sum)
 	}
-	arg := string(a.appendArg(nil, 2))
+	arg := string(a.appendArg(nil, 2, false))
 	if !strings.HasPrefix(arg, "b5000000 40000 38 4 8 4 8 ") || !strings.HasSuffix(arg, " 2 4") {
 		t.Fatalf("return head %q", arg)
 	}

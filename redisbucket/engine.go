@@ -116,6 +116,7 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 		o.policy = FailLocal()
 	}
 	e.o.policy = o.policy
+	e.seen.spends = o.policy.mode != ModeFailClosed
 	if o.policy.mode == ModeFailLocal {
 		e.localBs, err = o.policy.localBuckets(limits, throttle.WithClock(o.clock))
 		if err != nil {

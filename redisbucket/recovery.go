@@ -44,6 +44,11 @@ type seen struct {
 	// zero for none. shapes are the limits of the last view.
 	lostLocal time.Time
 	shapes    []shape
+	// spends: this process's failure policy grants without Redis
+	// (FailLocal, FailOpen), and so, presumably, do the fleet's others;
+	// open: its breaker opened since it fell back (not merely suspect,
+	// which grants nothing), so the policy has been granting.
+	spends, open bool
 	// ticks counts gets and sets; held is the count when the view was set.
 	// A call sent (got) before the view arrived was in flight with the one
 	// that brought it: if its server time is older, so are its levels.
@@ -91,7 +96,7 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 	}
 	buf := make([]byte, 0, 8*n)
 	if c.back {
-		buf = append(s.grants.appendArg(buf, n), ' ')
+		buf = append(s.grants.appendArg(buf, n, s.spends && s.open), ' ')
 	}
 	for i := range n {
 		if i > 0 {
@@ -224,6 +229,15 @@ func (s *seen) fellBack(local time.Time) {
 	s.grants.start(local, at)
 }
 
+// opened records that the breaker opened while this process was away:
+// the failure policy decides, and every process's share has been
+// granting.
+func (s *seen) opened() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open = s.away
+}
+
 // gone records a sign at local that Redis is gone (the pause feed broke):
 // the earliest since the last reply dates the loss for queuedLocked.
 func (s *seen) gone(local time.Time) {
@@ -278,7 +292,7 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, f
 		// charged in full by the next call.
 		s.grants.fellAt = 0
 	}
-	s.away = false
+	s.away, s.open = false, false
 	s.lostLocal = time.Time{}
 	if s.ok && now < s.now && sent < s.held {
 		return

@@ -124,3 +124,51 @@ func TestRecoveryLostQueueDatedByTheFeed(t *testing.T) {
 		t.Fatalf("level %v after A's first call on the rebuilt key, want the queue as deep as A saw it until the restart (-9)", lv)
 	}
 }
+
+// A freeze keeps the key, which refills while Redis is away as the local
+// shares grant: the first process back takes it as at most empty even if
+// its own share granted nothing, when its policy grants without Redis (so
+// may the others'). Before, only a return with grants did, and a process
+// whose share was held (a fleet's queue deeper than its share) came back
+// first to the whole refill (32 processes through a 3 s freeze: the fleet
+// spent it at once on top of another's local grants, 1-5 vendor 429s).
+func TestRecoveryFrozenKeyTakenEmptyByAnyReturn(t *testing.T) {
+	r, m := miniRig(t)
+	a, cutA := cutBucket(t, r, m)
+	b, cutB := cutBucket(t, r, m)
+	if ok, err := a.TryAcquire(8); !ok || err != nil {
+		t.Fatalf("the last 8: %v %v", ok, err)
+	}
+	cutA.Store(true)
+	cutB.Store(true)
+	a.TryAcquire(1) // both breakers open, the shares empty
+	b.TryAcquire(1)
+	local := 0
+	for range 20 {
+		r.advance(100 * time.Millisecond)
+		for {
+			ok, _ := b.TryAcquire(1)
+			if !ok {
+				break
+			}
+			local++
+		}
+	}
+	if local == 0 {
+		t.Fatal("B granted nothing on its share in the outage")
+	}
+	cutA.Store(false) // the server thaws; A, which granted nothing, is back first
+	back := 0
+	for range 20 {
+		if ok, _ := a.TryAcquire(1); ok {
+			back++
+		}
+	}
+	if redisbucket.BreakerOpen(a) {
+		t.Fatalf("A not back on Redis: %s", redisbucket.BreakerState(a))
+	}
+	t.Logf("B granted %d on its share in the outage; A granted %d on its return", local, back)
+	if back > 1 {
+		t.Fatalf("A granted %d at once on a key that refilled while frozen, want at most 1", back)
+	}
+}

@@ -64,7 +64,7 @@
 --     back from its failure policy puts a head before them, "b<from>
 --     <width> <k>" and k slots of n grants: when it fell back (server µs),
 --     and what it granted in each width µs from then (see the charges
---     below).
+--     below); "B<from>" when its failure policy grants without Redis.
 --   - ARGV[8], ARGV[9]: a fleet member id and the registration's lifetime
 --     in ms, or "": the member is registered in the fleet key (a sorted
 --     set scored by expiry) and the reply counts the live members.
@@ -492,7 +492,8 @@ if A[7] ~= '' then
   for x in string.gmatch(A[7], '%S+') do cs[#cs + 1] = x end
   -- A return: while the whole fleet had no Redis, each process granted
   -- its share of what the key refilled. The first back (the key lost, or
-  -- not written since it fell back, and grants to charge) records the
+  -- not written since it fell back, and grants to charge or a policy
+  -- that grants without Redis) records the
   -- instant in the back key (same slot, before the fleet key) and takes
   -- the key as at most empty, which counts what the fleet's shares granted
   -- until then; grants in slots that ended by then are forgiven, or that
@@ -500,13 +501,17 @@ if A[7] ~= '' then
   -- back on Redis, is charged. A process that alone lost Redis (the key
   -- written since it fell back, no return recorded) is charged in full.
   local forgive, first = {}, 1
-  if string.byte(A[7]) == 98 then
+  local head = string.byte(A[7])
+  if head == 98 or head == 66 then
     local from, width, k = int(string.sub(cs[1], 2), true), int(cs[2], true), int(cs[3], true)
     if from == nil or width == nil or k == nil or #cs < 3 + k * n then
       cs = {}
     else
       first = 4 + k * n
-      local granted = false
+      -- B: the returning process's policy grants without Redis, and so
+      -- may the others': what refilled while the key was frozen may
+      -- have been spent, whether or not this process did.
+      local granted = head == 66
       for j = 4, first - 1 do
         if (int(cs[j]) or 0) > 0 then granted = true end
       end
