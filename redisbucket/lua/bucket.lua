@@ -263,7 +263,8 @@ do
   local k = 2
   if A[4] ~= '' then k = 3 end
   local want = k - 1
-  if string.sub(A[7], 1, 1) == 'b' then want = want + 1 end
+  local h = string.sub(A[7], 1, 1)
+  if h == 'b' or h == 'B' then want = want + 1 end
   if A[8] ~= '' then want = want + 1 end
   if #KEYS > want then
     seq = redis.call('INCR', KEYS[k])
