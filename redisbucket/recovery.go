@@ -77,8 +77,11 @@ func (s *seen) get(local time.Time) (hint []byte, charge string, c carried, sent
 	sent = s.ticks
 	hint = s.hintLocked(local)
 	// A return: the key it finds lost, or unwritten since this process
-	// fell back with grants to charge, is taken as the fleet's return.
-	c.back = s.away && s.grants.fellAt > 0
+	// fell back with grants to charge, is taken as the fleet's return. A
+	// process whose pause feed broke returns too, though its calls all
+	// slept through: its view may hold the lost queue longer than the
+	// first one back had it.
+	c.back = (s.away || !s.lostLocal.IsZero()) && s.grants.fellAt > 0
 	if !s.owing && !s.refunding && !c.back {
 		return hint, "", carried{}, sent
 	}
@@ -249,6 +252,11 @@ func (s *seen) gone(local time.Time) {
 func (s *seen) goneLocked(local time.Time) {
 	if s.lostLocal.IsZero() || local.Before(s.lostLocal) {
 		s.lostLocal = local
+	}
+	if !s.away && s.ok && s.grants.fellAt == 0 {
+		// No grants to record (the policy decides only once away),
+		// but the return's head needs the instant.
+		s.grants.start(local, max(s.serverAtLocked(local, 0), s.now))
 	}
 }
 

@@ -172,3 +172,74 @@ func TestRecoveryFrozenKeyTakenEmptyByAnyReturn(t *testing.T) {
 		t.Fatalf("A granted %d at once on a key that refilled while frozen, want at most 1", back)
 	}
 }
+
+// The first process back may hold an old view, from before the fleet's
+// queue grew: a later one whose view held the lost queue longer puts what
+// the first left out before every reservation still to come. (64
+// processes through a kill: the first back had a view from the start, 2 s
+// of queue against 5 s, and the rebuilt key's grants went with the lost
+// queue's last 2 s of sleepers until the vendor answered 429.) Here A saw
+// 1 s of queue, C saw 2 s; A comes back first, then C.
+func TestRecoveryLaterReturnLengthensTheLostQueue(t *testing.T) {
+	r, m := miniRig(t)
+	a, cutA := cutBucket(t, r, m) // 9 left
+	c, cutC := cutBucket(t, r, m) // 8 left
+	b, err := redisbucket.New(miniClient(t, m), "back", 10, throttle.Per(10, time.Second),
+		r.opts(redisbucket.WithCallTimeout(50*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if ok, err := b.TryAcquire(8); !ok || err != nil {
+		t.Fatalf("B's 8: %v %v", ok, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	reserve := func(view *redisbucket.Bucket, at float64) {
+		t.Helper()
+		wg.Go(func() { b.Acquire(ctx, 10) })
+		for deadline := time.Now().Add(10 * time.Second); bucketLevel(t, view) > at; {
+			if time.Now().After(deadline) {
+				t.Fatalf("not reserved: level %v", bucketLevel(t, view))
+			}
+		}
+	}
+	reserve(a, -10) // A's last view: 1 s of queue
+	reserve(c, -20) // C's: 2 s
+	cutA.Store(true)
+	cutC.Store(true)
+	// Calls that reach for Redis (a TryAcquire the view refuses does
+	// not): both breakers open.
+	a.TokensContext(ctx)
+	c.TokensContext(ctx)
+	if !redisbucket.BreakerOpen(a) || !redisbucket.BreakerOpen(c) {
+		t.Fatalf("breakers %s, %s with Redis cut", redisbucket.BreakerState(a), redisbucket.BreakerState(c))
+	}
+	m.FlushAll() // the server restarted without the key
+	start := r.fc.Now()
+	back := func(p *redisbucket.Bucket, cut interface{ Store(bool) }) {
+		t.Helper()
+		cut.Store(false)
+		// Until a call of p's reaches Redis: its breaker half-opens by
+		// itself once the probe is due.
+		for st := p.Stats(); p.Stats().Calls-p.Stats().CallErrors == st.Calls-st.CallErrors; {
+			if r.fc.Since(start) > 800*time.Millisecond {
+				t.Fatalf("not back on Redis: %+v, %s", p.Stats(), redisbucket.BreakerState(p))
+			}
+			r.advance(50 * time.Millisecond)
+			p.TokensContext(ctx)
+		}
+	}
+	back(a, cutA)
+	first := bucketLevel(t, a)
+	back(c, cutC)
+	since := r.fc.Since(start)
+	lv := bucketLevel(t, a)
+	want := -20 + 10*since.Seconds()
+	t.Logf("level %v after A's return, %v after C's at +%v", first, lv, since)
+	if lv > want+1 {
+		t.Fatalf("level %v after C's return at +%v, want C's queue refilled since, %v", lv, since, want)
+	}
+}

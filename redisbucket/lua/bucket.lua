@@ -488,6 +488,27 @@ end
 -- stored: when the key was last written (now for a key lost or reset).
 local stored = last
 
+-- hintTails returns, per limit, the server instant in µs at which the
+-- debt of the client's view (ARGV[6]) is refilled on the script's grid, 0
+-- for a limit the view leaves out of debt; nil for no usable view.
+local function hintTails()
+  local h = {}
+  for x in string.gmatch(A[6], '%S+') do h[#h + 1] = int(x, #h == 0) end
+  local ht = h[1]
+  if ht == nil or #h ~= n + 1 or ht > now then return nil end
+  local t = {}
+  for i = 1, n do
+    local l, v = L[i], h[i + 1]
+    if v == nil then return nil end
+    t[i] = 0
+    if v < 0 and l.num > 0 then
+      v = math.max(v, -deep(l))
+      t[i] = (divmod(ht, l.unit) + ceildiv(-v * l.den, l.num)) * l.unit
+    end
+  end
+  return t
+end
+
 if A[7] ~= '' then
   local cs = {}
   for x in string.gmatch(A[7], '%S+') do cs[#cs + 1] = x end
@@ -518,16 +539,51 @@ if A[7] ~= '' then
       end
       local bk = KEYS[#KEYS]
       if A[8] ~= '' then bk = KEYS[#KEYS - 1] end
-      local back = int(redis.pcall('GET', bk), true)
+      -- The back key: "<instant>", and for a key rebuilt from a view in
+      -- debt, " <tail_1> ... <tail_n>": when the queue that view held
+      -- was refilled, per limit (hintTails).
+      local bv, bf = redis.pcall('GET', bk), {}
+      if type(bv) == 'string' then
+        for x in string.gmatch(bv, '%S+') do bf[#bf + 1] = x end
+      end
+      local back = int(bf[1], true)
       if back == nil or back <= from or back > now then
         back = nil
         if from <= now and (not raw or (stored <= from and granted)) then
           back = now
-          redis.call('SET', bk, now, 'PX', 600000)
+          local rec = string.format('%d', now)
+          local t = flags == 2 and hintTails()
+          if t then
+            for i = 1, n do rec = rec .. string.format(' %d', t[i]) end
+          end
+          redis.call('SET', bk, rec, 'PX', 600000)
           for i = 1, n do
             local l = L[i]
             if l.tok > 0 or (l.tok == 0 and l.rem > 0) then l.tok, l.rem = 0, 0 end
           end
+        end
+      elseif #bf == n + 1 then
+        -- A later return to a key rebuilt from the first one's view: a
+        -- view that held the lost queue longer (the first one's may be
+        -- older, from before the fleet's queue grew) puts what the first
+        -- left out before every reservation still to come. Reservations
+        -- made since the rebuild keep their instants.
+        local t = hintTails()
+        if t then
+          local moved = false
+          for i = 1, n do
+            local l, old = L[i], int(bf[i + 1], true) or 0
+            if t[i] > old then
+              moved = true
+              bf[i + 1] = string.format('%d', t[i])
+              local units = divmod(t[i], l.unit) - divmod(math.max(old, now), l.unit)
+              if units > 0 then
+                local q, r = divmod(l.rem - l.num * units, l.den)
+                l.tok, l.rem = math.max(l.tok + q, -deep(l)), r
+              end
+            end
+          end
+          if moved then redis.call('SET', bk, table.concat(bf, ' '), 'KEEPTTL') end
         end
       end
       if back and width > 0 then
