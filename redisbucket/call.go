@@ -116,6 +116,7 @@ func (e *engine) callOnce(ctx context.Context, local time.Time, late bool, mode 
 		e.pz.saw(res.paused)
 	}
 	e.heard.Store(local.UnixNano())
+	e.rc.sample(e.o.clock.Now(), res.now)
 	if e.o.reserve {
 		// Reserved sleepers go sooner for what this call gave back.
 		g := netBack(paid)
@@ -171,6 +172,7 @@ func (e *engine) callFast(ctx context.Context, local time.Time, now string, hint
 	e.tuned.Store(res.tunedMask())
 	e.seen.set(e.limits, local, res.now, res.levels, false, carried{}, sent)
 	e.heard.Store(local.UnixNano())
+	e.rc.sample(e.o.clock.Now(), res.now)
 	if res.reset() {
 		e.st.stateResets.Add(1)
 	}

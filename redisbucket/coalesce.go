@@ -243,6 +243,7 @@ func (e *engine) sendBatch(ms []*member) {
 		m.res = br.member(i)
 	}
 	e.seen.set(e.limits, local, br.now(), br.last(), false, carried{}, sent)
+	e.rc.sample(e.o.clock.Now(), br.now())
 	for _, m := range live {
 		close(m.done)
 	}

@@ -60,6 +60,7 @@ type engine struct {
 	// (carryBacks).
 	carrying atomic.Bool
 	heard    atomic.Int64 // when the last reply's call was sent, local Unix ns
+	rc       replyClock   // where a server instant falls on this clock, for sleepers
 	batch    batcher      // coalesces concurrent fast-path calls (coalesce.go)
 	est      estimates    // what this process's unsettled permits could give back
 	feed     pauseFeed    // pauses and slowdowns other processes stored (pausefeed.go)
