@@ -117,6 +117,7 @@ func (e *engine) callOnce(ctx context.Context, local time.Time, late bool, mode 
 	}
 	e.heard.Store(local.UnixNano())
 	e.rc.sample(e.o.clock.Now(), res.now)
+	res.sent = local
 	if e.o.reserve {
 		// Reserved sleepers go sooner for what this call gave back.
 		g := netBack(paid)

@@ -9,7 +9,8 @@ import (
 // reserved sleeper: the offset between the clocks is the smallest seen
 // between a reply's arrival and the server time it carries, so that every
 // sleeper of the process counts from the same offset, late by the fastest
-// reply's return, never early. Counted from its own reply's arrival
+// reply's return while the clocks hold (base bounds it when they do not).
+// Counted from its own reply's arrival
 // instead, each sleeper was late by its reply's return, which a loaded
 // machine stretches: 64 processes starting together on two cores returned
 // their first replies 7 ms late on average, then 0.1 ms, and the sleepers
@@ -42,12 +43,17 @@ func (c *replyClock) agedLocked(now time.Time) int64 {
 	return c.off + max(now.Sub(c.at).Microseconds(), 0)/clockAge
 }
 
-// base returns the local instant of server time us, no later than now (a
-// reply's arrival, which is what a sleeper counted from before).
-func (c *replyClock) base(us int64, now time.Time) time.Time {
+// base returns the local instant of server time us, which a call sent at
+// sent was answered with: no later than now (its arrival, which is what a
+// sleeper counted from before), and no earlier than sent, since the server
+// decided after the call left. That bound holds whatever the clocks do: a
+// server whose clock stepped back, or a failover to a node whose clock is
+// behind, puts the fastest reply's offset ahead of the truth until the
+// offset ages, and the sleeper then goes at most a round trip early.
+func (c *replyClock) base(us int64, sent, now time.Time) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.ok {
+	if !c.ok || sent.IsZero() {
 		return now
 	}
 	// From now, so that the instant keeps now's monotonic reading.
@@ -55,5 +61,8 @@ func (c *replyClock) base(us int64, now time.Time) time.Time {
 	if d >= 0 {
 		return now
 	}
-	return now.Add(time.Duration(d) * time.Microsecond)
+	if t := now.Add(time.Duration(d) * time.Microsecond); t.After(sent) {
+		return t
+	}
+	return sent
 }

@@ -171,7 +171,7 @@ const heardFresh = time.Millisecond
 // stored. epoch and feedOK are the feed's token from before the
 // reservation was sent.
 func (e *engine) sleepReserved(ctx context.Context, res result, epoch uint64, feedOK bool) error {
-	s := sleeper{base: e.rc.base(res.now, e.o.clock.Now()), own: res.wait, res: res, applied: max(res.paused, res.now),
+	s := sleeper{base: e.rc.base(res.now, res.sent, e.o.clock.Now()), own: res.wait, res: res, applied: max(res.paused, res.now),
 		back: make([]int64, len(e.limits))}
 	_, s.gen, _, _, _ = e.pz.get()
 	target := s.own

@@ -82,6 +82,9 @@ type result struct {
 	seq    int64   // the call's number in the id's sequence (seqSuffix), or 0
 	// wholeOnly: a fast-path reply, whose levels leave the fraction out
 	wholeOnly bool
+	// sent is when the call was sent, on this process's clock: the server
+	// decided after it.
+	sent time.Time
 }
 
 // leftLater reports whether a reservation's reply marks limit i as left to
