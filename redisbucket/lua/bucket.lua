@@ -371,6 +371,24 @@ local function refill(l, last)
   end
 end
 
+-- clientView returns the client's view (ARGV[6]) as its server time and
+-- its levels, each no deeper in debt than reservations may queue; nil for
+-- none, or for one malformed or ahead of the script's clock. Parsed once:
+-- a key rebuilt from it and the return's record (hintTails) both read it.
+local viewRead, viewAt, viewLevels
+local function clientView()
+  if viewRead then return viewAt, viewLevels end
+  viewRead = true
+  local h = {}
+  for x in string.gmatch(A[6], '%S+') do h[#h + 1] = int(x, #h == 0) end
+  local ht = h[1]
+  if ht == nil or #h ~= n + 1 or ht > now then return nil end
+  local lv = {}
+  for i = 1, n do lv[i] = math.max(h[i + 1], -deep(L[i])) end
+  viewAt, viewLevels = ht, lv
+  return ht, lv
+end
+
 -- A key of another type (WRONGTYPE: a hash of an earlier state format,
 -- another program's key) is garbage like any other: the SET in save()
 -- replaces it whatever its type.
@@ -466,19 +484,13 @@ if raw then
   end
   for i = 1, n do refill(L[i], last) end
 else
-  local v = A[6]
-  local h = {}
-  if v ~= '' then
-    for x in string.gmatch(v, '%S+') do h[#h + 1] = int(x, #h == 0) end
-  end
-  local ht = h[1]
-  if ht == nil or #h ~= n + 1 or ht > now then h = {} end
+  local ht, lv = clientView()
   for i = 1, n do
     local l = L[i]
     l.tok, l.rem = l.cap, 0
-    if h[i + 1] ~= nil and h[i + 1] < l.cap then
+    if lv and lv[i] < l.cap then
       flags = 2
-      l.tok = math.max(h[i + 1], -deep(l))
+      l.tok = lv[i]
       refill(l, ht)
     end
   end
@@ -492,17 +504,13 @@ local stored = last
 -- debt of the client's view (ARGV[6]) is refilled on the script's grid, 0
 -- for a limit the view leaves out of debt; nil for no usable view.
 local function hintTails()
-  local h = {}
-  for x in string.gmatch(A[6], '%S+') do h[#h + 1] = int(x, #h == 0) end
-  local ht = h[1]
-  if ht == nil or #h ~= n + 1 or ht > now then return nil end
+  local ht, lv = clientView()
+  if not ht then return nil end
   local t = {}
   for i = 1, n do
-    local l, v = L[i], h[i + 1]
-    if v == nil then return nil end
+    local l, v = L[i], lv[i]
     t[i] = 0
     if v < 0 and l.num > 0 then
-      v = math.max(v, -deep(l))
       t[i] = (divmod(ht, l.unit) + ceildiv(-v * l.den, l.num)) * l.unit
     end
   end
