@@ -104,7 +104,7 @@ func newEngine(client redis.UniversalClient, id string, limits []shape, opts []O
 	}
 	e.keys = []string{e.key}
 	e.seqKey = e.key + seqSuffix
-	e.seen.margin = o.callTimeout
+	e.seen.margin, e.seen.shapes = o.callTimeout, limits
 	e.headroomArg = strconv.FormatInt(o.headroom.Microseconds(), 10)
 	e.batch.max, e.batch.spacing = maxInFlight(client), callSpacing
 	// Boxed once: a string put in an interface is an allocation per call.

@@ -41,7 +41,7 @@ type seen struct {
 	grants awayGrants
 	// lostLocal is the first sign since the last reply that Redis was
 	// gone (a failed call, a broken pause feed), on this process's clock;
-	// zero for none. shapes are the limits of the last view.
+	// zero for none. shapes are the limiter's limits (set once).
 	lostLocal time.Time
 	shapes    []shape
 	// spends: this process's failure policy grants without Redis
@@ -308,7 +308,6 @@ func (s *seen) set(limits []shape, local time.Time, now int64, levels []int64, f
 	s.ticks++
 	s.held = s.ticks
 	s.ok, s.now, s.full, s.at, s.frac = true, now, full, local, frac
-	s.shapes = limits
 	if full {
 		// A margin for a client clock that runs fast: a tenth, and 1 ms.
 		d := time.Duration(min(until, 1<<40)) * time.Microsecond
