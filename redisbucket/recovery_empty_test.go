@@ -40,29 +40,14 @@ func TestRecoveryLostKeyRebuiltEmpty(t *testing.T) {
 	m.SetError("LOADING Redis is loading the dataset in memory")
 	a.TryAcquire(1) // both breakers open
 	b.TryAcquire(1)
-	local := 0
-	for range 20 {
-		r.advance(100 * time.Millisecond)
-		for {
-			ok, _ := b.TryAcquire(1)
-			if !ok {
-				break
-			}
-			local++
-		}
-	}
+	local := spendShare(r, b, 20)
 	if local == 0 {
 		t.Fatal("B granted nothing on its local share")
 	}
 	m.SetError("")
 	m.FlushAll()                      // the restarted server lost the key
 	r.advance(200 * time.Millisecond) // A's probe is due
-	back := 0
-	for range 20 {
-		if ok, _ := a.TryAcquire(1); ok {
-			back++
-		}
-	}
+	back := grantsAtOnce(a, 20)
 	if redisbucket.BreakerOpen(a) {
 		t.Fatalf("A not back on Redis: %s", redisbucket.BreakerState(a))
 	}

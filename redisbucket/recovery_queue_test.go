@@ -36,12 +36,7 @@ func TestRecoveryLostKeyKeepsTheQueue(t *testing.T) {
 	for range 2 {
 		wg.Go(func() { b.Acquire(ctx, 10) })
 	}
-	// Both reserved (the level shows them), in A's view too.
-	for deadline := time.Now().Add(10 * time.Second); bucketLevel(t, a) > -20; {
-		if time.Now().After(deadline) {
-			t.Fatalf("B's sleepers not reserved: level %v", bucketLevel(t, a))
-		}
-	}
+	untilLevel(t, a, -20) // both reserved, in A's view too
 	cut.Store(true)
 	a.TryAcquire(1) // A's breaker opens
 	m.FlushAll()    // the server restarted without the key
@@ -92,19 +87,11 @@ func TestRecoveryLostQueueDatedByTheFeed(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	waitLevel := func(of *redisbucket.Bucket, at float64) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); bucketLevel(t, of) > at; {
-			if time.Now().After(deadline) {
-				t.Fatalf("not reserved: level %v", bucketLevel(t, of))
-			}
-		}
-	}
 	wg.Go(func() { b.Acquire(ctx, 10) })
-	waitLevel(a, -10) // A's last reply
+	untilLevel(t, a, -10) // A's last reply
 	r.advance(500 * time.Millisecond)
 	wg.Go(func() { b.Acquire(ctx, 5) })
-	waitLevel(b, -9)
+	untilLevel(t, b, -9)
 	breaks := redisbucket.FeedBreaks(a)
 	m.Close()
 	if err := m.Restart(); err != nil {
@@ -143,27 +130,12 @@ func TestRecoveryFrozenKeyTakenEmptyByAnyReturn(t *testing.T) {
 	cutB.Store(true)
 	a.TryAcquire(1) // both breakers open, the shares empty
 	b.TryAcquire(1)
-	local := 0
-	for range 20 {
-		r.advance(100 * time.Millisecond)
-		for {
-			ok, _ := b.TryAcquire(1)
-			if !ok {
-				break
-			}
-			local++
-		}
-	}
+	local := spendShare(r, b, 20)
 	if local == 0 {
 		t.Fatal("B granted nothing on its share in the outage")
 	}
 	cutA.Store(false) // the server thaws; A, which granted nothing, is back first
-	back := 0
-	for range 20 {
-		if ok, _ := a.TryAcquire(1); ok {
-			back++
-		}
-	}
+	back := grantsAtOnce(a, 20)
 	if redisbucket.BreakerOpen(a) {
 		t.Fatalf("A not back on Redis: %s", redisbucket.BreakerState(a))
 	}
@@ -200,11 +172,7 @@ func TestRecoveryLaterReturnLengthensTheLostQueue(t *testing.T) {
 	reserve := func(view *redisbucket.Bucket, at float64) {
 		t.Helper()
 		wg.Go(func() { b.Acquire(ctx, 10) })
-		for deadline := time.Now().Add(10 * time.Second); bucketLevel(t, view) > at; {
-			if time.Now().After(deadline) {
-				t.Fatalf("not reserved: level %v", bucketLevel(t, view))
-			}
-		}
+		untilLevel(t, view, at)
 	}
 	reserve(a, -10) // A's last view: 1 s of queue
 	reserve(c, -20) // C's: 2 s
@@ -242,4 +210,44 @@ func TestRecoveryLaterReturnLengthensTheLostQueue(t *testing.T) {
 	if lv > want+1 {
 		t.Fatalf("level %v after C's return at +%v, want C's queue refilled since, %v", lv, since, want)
 	}
+}
+
+// untilLevel waits, by Redis's reading through of, until the level is at
+// most at: the reservations of goroutines started before are made.
+func untilLevel(t *testing.T, of *redisbucket.Bucket, at float64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); bucketLevel(t, of) > at; {
+		if time.Now().After(deadline) {
+			t.Fatalf("not reserved: level %v, want at most %v", bucketLevel(t, of), at)
+		}
+	}
+}
+
+// spendShare takes everything b grants, step after step of 100 ms, for
+// steps steps, and returns how many it granted.
+func spendShare(r *rig, b *redisbucket.Bucket, steps int) int {
+	granted := 0
+	for range steps {
+		r.advance(100 * time.Millisecond)
+		for {
+			ok, _ := b.TryAcquire(1)
+			if !ok {
+				break
+			}
+			granted++
+		}
+	}
+	return granted
+}
+
+// grantsAtOnce tries b n times without the clock moving and returns how
+// many it granted.
+func grantsAtOnce(b *redisbucket.Bucket, n int) int {
+	granted := 0
+	for range n {
+		if ok, _ := b.TryAcquire(1); ok {
+			granted++
+		}
+	}
+	return granted
 }
