@@ -54,6 +54,10 @@ const defaultRetries = 3
 //   - Every Gate gets the same treatment through the capabilities it has
 //     (Taker, Pauser, Leveler, Tuner, Meter, Observer, Learner), on the
 //     Gate's clock (its Clock method), so a fake clock drives it in tests.
+//     A Meter's levels are read before a call that could open a burst from
+//     a full limit; a Meter whose Status may cost a round trip can spare it
+//     with a StatusBound method, of Status's signature, that bounds the
+//     levels from above without one (redisbucket's Limiter has one).
 type Transport struct {
 	base http.RoundTripper
 	pick Picker

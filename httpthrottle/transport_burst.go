@@ -5,7 +5,10 @@ import "github.com/throttlekit/throttle/internal/ledger"
 // Bursts from a full bucket (see package internal/ledger) are followed on
 // a Gate that is a Taker, a Leveler and a Meter. Its levels (a round trip
 // to Redis for redisbucket's Limiter) are read only by a call that could
-// open a burst: none is open, and no call of the Gate is in flight.
+// open a burst: none is open, and no call of the Gate is in flight. A
+// Meter that also has a StatusBound method (ledger.Bounder; redisbucket's
+// Limiter has one) is asked that first, for free: a limit its bound shows
+// below capacity is not full, and Status is read only when one could be.
 
 // follows reports whether the Transport follows the bursts from full of
 // g: it has an Accounting, and g is a Taker, a Leveler and a Meter.

@@ -60,10 +60,39 @@ func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 		defer cancel()
 		tokens, err = l.Tokens(ctx)
 	}
+	return l.status(dst, tokens, err == nil)
+}
+
+// StatusBound is Status without a call, for a caller that asks only
+// whether a limit could be at its capacity: every limit as this process's
+// last view of Redis bounds it, however old, refilled since at the limit's
+// rate, with the give-backs no call has carried yet. Its Remaining is at
+// least what Redis holds, but for what other processes gave back since:
+// their takes since only lower Redis's level, and a key Redis lost is
+// rebuilt no fuller than a view. Without a view every limit is reported at
+// its capacity, bounding nothing. The HTTP Transport reads it, before
+// Status, to tell whether a call could open a burst from a full limit:
+// a process whose calls queue behind the fleet's sees from its view that
+// none can, where Status would read Redis once its view is older than
+// StatusFresh.
+func (l *Limiter) StatusBound(dst []throttle.LimitStatus) []throttle.LimitStatus {
+	tokens, ok := l.e.seen.bound(l.e.limits, l.e.o.clock.Now())
+	if !ok {
+		tokens = make([]float64, len(l.e.limits))
+		for i, s := range l.e.limits {
+			tokens[i] = float64(s.capacity)
+		}
+	}
+	return l.status(dst, tokens, true)
+}
+
+// status appends the state of every limit at the levels tokens (none read
+// when !read) and the pause this process knows of, as Status reports it.
+func (l *Limiter) status(dst []throttle.LimitStatus, tokens []float64, read bool) []throttle.LimitStatus {
 	paused, cause := l.e.pauseAt(l.e.o.clock.Now())
 	for i, s := range l.e.limits {
 		st := throttle.LimitStatus{Name: s.name, Capacity: s.capacity, Rate: s.rate, Reset: -1, Paused: paused, Cause: cause}
-		if err == nil {
+		if read {
 			st.Remaining = max(int64(tokens[i]), 0)
 			st.Reset = untilFull(s.capacity, tokens[i], s.rate)
 		}

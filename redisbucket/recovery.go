@@ -1,6 +1,7 @@
 package redisbucket
 
 import (
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -439,13 +440,33 @@ func (s *seen) most(l shape, i int, now time.Time) (int64, bool) {
 
 // levels returns every limit's level by the view, refilled from the
 // instant its call was sent to now at the configured rate, with the
-// give-backs no call has carried yet, at most the capacity: no lower than Redis held then (the call was decided after it
-// was sent), and no higher than Redis holds now but for what other
-// processes gave back or a server's quota changed since. ok is false
-// without a view, or one older than fresh.
+// give-backs no call has carried yet, at most the capacity: no lower than
+// Redis held then (the call was decided after it was sent), and no higher
+// than Redis holds now but for what other processes gave back or a
+// server's quota changed since, and the fraction of a view without it (a
+// fast-path reply). ok is false without a view, or one older than fresh.
 func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.levelsLocked(limits, now, fresh, 0)
+}
+
+// bound is levels at any age, counting a token more for the fraction a
+// view without it leaves out, as most does: at least what Redis holds now
+// but for what other processes gave back since.
+func (s *seen) bound(limits []shape, now time.Time) (lv []float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	frac := 0.0
+	if !s.frac {
+		frac = 1
+	}
+	return s.levelsLocked(limits, now, math.MaxInt64, frac)
+}
+
+// levelsLocked is levels with s.mu held, frac added to every level's
+// fraction.
+func (s *seen) levelsLocked(limits []shape, now time.Time, fresh time.Duration, frac float64) (lv []float64, ok bool) {
 	el := now.Sub(s.at)
 	if !s.ok || len(s.toks) != len(limits) || el > fresh {
 		return nil, false
@@ -453,7 +474,7 @@ func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []
 	el = max(el, 0)
 	lv = make([]float64, len(limits))
 	for i, l := range limits {
-		v := float64(s.toks[i]) + float64(s.rems[i])/float64(l.den)
+		v := float64(s.toks[i]) + float64(s.rems[i])/float64(l.den) + frac
 		if l.num > 0 {
 			v += float64(el.Microseconds()) * float64(l.num) / (float64(l.den) * float64(l.unit))
 		}

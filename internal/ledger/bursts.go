@@ -63,11 +63,28 @@ func (k *Bursts) Idle(g throttle.Gate, n int) bool {
 	return true
 }
 
+// Bounder is a Meter that bounds its levels from above without what its
+// Status may cost (a round trip to Redis, for redisbucket's Limiter): a
+// limit StatusBound shows below its capacity is not at it.
+type Bounder interface {
+	StatusBound(dst []throttle.LimitStatus) []throttle.LimitStatus
+}
+
 // Full returns the mask of the limits of g at their capacity that a call
-// of costs takes from, read before the call takes them.
-func Full(g throttle.Meter, costs []int64) (mask uint64) {
+// of costs takes from, read before the call takes them: from Status, unless
+// g is a Bounder whose bound shows none of them could be.
+func Full(g throttle.Meter, costs []int64) uint64 {
 	var buf [4]throttle.LimitStatus
-	for i, st := range g.Status(buf[:0]) {
+	if b, ok := g.(Bounder); ok && full(b.StatusBound(buf[:0]), costs) == 0 {
+		return 0
+	}
+	return full(g.Status(buf[:0]), costs)
+}
+
+// full is the mask of the limits of sts at their capacity that costs take
+// from.
+func full(sts []throttle.LimitStatus, costs []int64) (mask uint64) {
+	for i, st := range sts {
 		if i < min(len(costs), MaxLimits) && costs[i] != 0 && st.Remaining >= st.Capacity {
 			mask |= 1 << i
 		}
