@@ -162,19 +162,22 @@ type fleetRun struct {
 	elapsed, floor              time.Duration
 	scriptCalls                 int64
 	redisCPU                    float64 // seconds
-	breakerOpens                int64
-	startFailures               int   // constructors that failed with ErrUnavailable
-	procsFailure                int   // processes that took a decision in failure mode
-	failureDecisions            int64 // decisions the failure policy took, all processes
-	faultAt, backAt             time.Time
-	fault429                    int             // vendor 429s from the fault to fleetAfterBack after Redis answered
-	backOnRedis                 []time.Duration // per process in failure mode, its first Redis decision after its last failure one, from backAt
-	notBack                     int             // processes whose last decision was in failure mode, after backAt
-	reached                     []time.Duration // per process whose script calls failed, its first one Redis answered after, from backAt
-	injected                    bool
-	inPause, inPauseLate        int // other processes' arrivals in the injected 429's pause (late: after fleetPauseSlack)
-	injectedMode                string
-	modes                       map[string]int64 // script calls by mode, all processes
+	// usec is the time Redis spent in each command (INFO commandstats),
+	// a script's own commands counted both in it and by themselves.
+	usec                 map[string]int64
+	breakerOpens         int64
+	startFailures        int   // constructors that failed with ErrUnavailable
+	procsFailure         int   // processes that took a decision in failure mode
+	failureDecisions     int64 // decisions the failure policy took, all processes
+	faultAt, backAt      time.Time
+	fault429             int             // vendor 429s from the fault to fleetAfterBack after Redis answered
+	backOnRedis          []time.Duration // per process in failure mode, its first Redis decision after its last failure one, from backAt
+	notBack              int             // processes whose last decision was in failure mode, after backAt
+	reached              []time.Duration // per process whose script calls failed, its first one Redis answered after, from backAt
+	injected             bool
+	inPause, inPauseLate int // other processes' arrivals in the injected 429's pause (late: after fleetPauseSlack)
+	injectedMode         string
+	modes                map[string]int64 // script calls by mode, all processes
 }
 
 func fleetEnvList(name, def string) []string {
@@ -559,9 +562,20 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 	after := readServerStats(t, rdb)
 	r.scriptCalls = after.scripts() - before.scripts()
 	r.redisCPU = after.cpu - before.cpu
+	r.usec = map[string]int64{}
+	for c, u := range after.usec {
+		r.usec[c] += u - before.usec[c]
+	}
 	if fault == "kill" { // the new server counts from zero
 		r.scriptCalls = killed.scripts() - before.scripts() + after.scripts()
 		r.redisCPU = killed.cpu - before.cpu + after.cpu
+		r.usec = map[string]int64{}
+		for c, u := range killed.usec {
+			r.usec[c] += u - before.usec[c]
+		}
+		for c, u := range after.usec {
+			r.usec[c] += u
+		}
 	}
 	r.modes = map[string]int64{}
 	for _, cr := range res {
@@ -677,6 +691,18 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 	for _, m := range slices.Sorted(maps.Keys(r.modes)) {
 		byMode = append(byMode, fmt.Sprintf("%s %.2f", m, float64(r.modes[m])/float64(r.requests)))
 	}
+	var inScripts int64
+	var byCmd []string
+	for _, c := range slices.Sorted(maps.Keys(r.usec)) {
+		if slices.Contains(scriptCommands, c) {
+			inScripts += r.usec[c]
+		}
+		if u := float64(r.usec[c]) / float64(r.requests); u >= 0.5 {
+			byCmd = append(byCmd, fmt.Sprintf("%s %.0f", c, u))
+		}
+	}
+	t.Logf("Redis CPU µs per HTTP call: %.0f in scripts, %.0f outside them (other commands, sockets, connections, the event loop); by command, a script's own commands also counted in it: %s",
+		float64(inScripts)/float64(r.requests), (1e6*r.redisCPU-float64(inScripts))/float64(r.requests), strings.Join(byCmd, ", "))
 	t.Logf("script calls sent per HTTP call, by command and mode (a: acquire, r: reserve, p: peek, s: settle, d: drain, t: tune, c: cancel; sent, not all answered): %s", strings.Join(byMode, ", "))
 	if fault != "none" && r.faultAt.After(last) {
 		t.Logf("the run's last admitted call came before the fault: nothing of the fault measured")
