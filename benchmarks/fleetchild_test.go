@@ -138,6 +138,13 @@ func runFleetChild(v string) {
 		WriteTimeout: 50 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
 		ContextTimeoutEnabled: true,
 	})
+	if os.Getenv(envFleetClient) == "redis_rate" {
+		// go-redis's defaults, as redis_rate's README uses it: the short
+		// timeouts above suit redisbucket's breaker, and under them
+		// redis_rate's polling at 64 processes times out, redials and
+		// fails nearly every call.
+		rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis})
+	}
 	flog := openFleetLog(cfg.Proc)
 	modes := &fleetModes{n: map[string]int64{}, log: flog}
 	rdb.AddHook(modes)
