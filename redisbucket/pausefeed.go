@@ -90,11 +90,13 @@ func (e *engine) runFeed(ctx context.Context, ps *redis.PubSub, first chan struc
 			return
 		}
 		if err != nil {
-			f.broke()
 			// A kill breaks the feed at once, where a sleeping process
 			// makes no call to find out: the loss's date for a queue
-			// rebuilt (queuedLocked).
+			// rebuilt (queuedLocked) and a local share's start. Dated
+			// before the break is counted, so that whoever sees the
+			// break sees its date.
 			e.seen.gone(e.o.clock.Now())
+			f.broke()
 			once()
 			t := time.NewTimer(feedRetry)
 			select {

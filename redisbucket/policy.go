@@ -142,7 +142,14 @@ func (e *engine) shareChanged(live int64) {
 // the first local grants, 0.4-0.6 s after the kill). A level below
 // zero is the fleet's queue of reservations, whose sleepers go at their
 // instants whether Redis answers or not: the share starts as deep in
-// debt, so that local grants begin as the queue would have drained.
+// debt as the queue, held at the view's depth until Redis was lost (the
+// fleet's others reserved behind it meanwhile) and drained since
+// (seen.queued, as a return's hint counts it), so that local grants
+// begin as the queue would have drained. Drained from the breaker's
+// opening instead, which comes a patience after a process's first call
+// since the loss, itself as late as its waiters sleep, the queue was
+// waited for twice (8 processes through a kill: a process granted
+// nothing for 0.5 s after the queue's end).
 // Started at zero, they came on top of the queue (8 processes with
 // reservations through a kill: one vendor 429 a run, and the 429s of the
 // others, which a pause in failure mode does not reach, after it). A
@@ -163,9 +170,13 @@ func (e *engine) opened() {
 	if !ok {
 		return
 	}
+	q := e.seen.queued(e.o.clock.Now())
 	var rest time.Duration
 	for i, b := range e.localBs {
 		st := b.Status()
+		if lv[i] < 0 && i < len(q) {
+			lv[i] = float64(q[i])
+		}
 		d := int64(math.Floor(lv[i] * float64(st.Capacity) / float64(e.limits[i].capacity)))
 		e.local.Lower(i, d)
 		if beyond := -st.Capacity - d; beyond > 0 && st.Rate.Tokens() > 0 {

@@ -1,7 +1,6 @@
 package redisbucket
 
 import (
-	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -209,6 +208,23 @@ func (s *seen) queuedLocked(i int, at int64) int64 {
 	q := total / l.den
 	if total%l.den != 0 {
 		q-- // down: a token's fraction of debt is a token of debt
+	}
+	return q
+}
+
+// queued returns queuedLocked for every limit at the server's time by the
+// last view at local, estimated as emptyHint estimates it; nil without a
+// view.
+func (s *seen) queued(local time.Time) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok {
+		return nil
+	}
+	at := max(s.serverAtLocked(local, -s.margin), s.now)
+	q := make([]int64, len(s.toks))
+	for i := range q {
+		q[i] = s.queuedLocked(i, at)
 	}
 	return q
 }
@@ -461,7 +477,7 @@ func (s *seen) bound(limits []shape, now time.Time) (lv []float64, ok bool) {
 	if !s.frac {
 		frac = 1
 	}
-	return s.levelsLocked(limits, now, math.MaxInt64, frac)
+	return s.levelsLocked(limits, now, anyAge, frac)
 }
 
 // levelsLocked is levels with s.mu held, frac added to every level's

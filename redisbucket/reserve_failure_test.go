@@ -120,3 +120,52 @@ func TestFailLocalStartsInTheQueuesDebt(t *testing.T) {
 		t.Fatalf("the reserved sleeper: %v", err)
 	}
 }
+
+// The fleet's queue drains from the instant Redis was lost, not from the
+// breaker's opening: the local share starts at its share of the queue as
+// held until the loss and drained since, so local grants begin as the
+// queue ends, however late the process's first call after the loss. (8
+// processes through a kill: a process whose waiters all slept through the
+// loss opened its breaker half a second after it and granted nothing for
+// the queue's length again; the vendor saw 0.5 s with few calls.)
+func TestFailLocalQueueDrainsFromTheLoss(t *testing.T) {
+	r, m := miniRig(t)
+	b, err := redisbucket.New(miniClient(t, m), "qloss", 10, throttle.Per(10, time.Second),
+		r.opts(redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0), redisbucket.WithCallTimeout(50*time.Millisecond),
+			redisbucket.WithFailurePolicy(redisbucket.FailLocal(throttle.Per(10, time.Second))),
+			redisbucket.WithBreakerPatience(0), redisbucket.WithProbeBackoff(time.Minute, time.Minute))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if ok, err := b.TryAcquire(10); !ok || err != nil {
+		t.Fatalf("empty the bucket: %v %v", ok, err)
+	}
+	slept := make(chan error, 1)
+	go func() { slept <- b.Acquire(context.Background(), 10) }() // reserved for +1s
+	untilAsleep(t, r)
+	breaks := redisbucket.FeedBreaks(b)
+	m.Close() // the loss, at +0: the pause feed breaks
+	for deadline := time.Now().Add(10 * time.Second); redisbucket.FeedBreaks(b) == breaks; {
+		if time.Now().After(deadline) {
+			t.Fatal("the pause feed did not break when Redis closed")
+		}
+	}
+	// The first call since, at +600 ms, fails and opens the breaker: the
+	// queue, 10 tokens at +0, is 5 at most (the estimate is late by the
+	// call timeout), and the share's first token comes at +1.2 s.
+	var at time.Duration
+	for _, step := range []struct {
+		at time.Duration
+		ok bool
+	}{{600 * time.Millisecond, false}, {900 * time.Millisecond, false}, {1200 * time.Millisecond, true}} {
+		r.advance(step.at - at)
+		at = step.at
+		if ok, err := b.TryAcquire(1); ok != step.ok || err != nil {
+			t.Fatalf("+%v with Redis gone since +0 and 10 tokens reserved until +1s: TryAcquire(1) = %v, %v, want %v (stats %+v)", at, ok, err, step.ok, b.Stats())
+		}
+	}
+	if err := <-slept; err != nil {
+		t.Fatalf("the reserved sleeper: %v", err)
+	}
+}
