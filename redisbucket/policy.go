@@ -61,8 +61,9 @@ var FailOpen = FailurePolicy{mode: ModeFailOpen}
 // default policy. When the breaker opens, each local bucket starts no
 // fuller than its share of the level its last view of Redis gave (not
 // refilled since), in debt while the fleet's reservations queue below
-// zero (beyond one local capacity, the rest as a pause of the local
-// buckets), and what it grants after the fleet's first process is back
+// zero, as deep as its view saw the queue until Redis was lost and
+// drained since (beyond one local capacity, the rest as a pause of the
+// local buckets), and what it grants after the fleet's first process is back
 // on Redis is charged there.
 func FailLocal(rates ...throttle.Rate) FailurePolicy {
 	return FailurePolicy{mode: ModeFailLocal, rates: rates}
