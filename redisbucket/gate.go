@@ -67,9 +67,11 @@ func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 // whether a limit could be at its capacity: every limit as this process's
 // last view of Redis bounds it, however old, refilled since at the limit's
 // rate, with the give-backs no call has carried yet. Its Remaining is at
-// least what Redis holds, but for what other processes gave back since:
-// their takes since only lower Redis's level, and a key Redis lost is
-// rebuilt no fuller than a view. Without a view every limit is reported at
+// least what Redis holds (others' takes since only lower it, and a key
+// Redis lost is rebuilt from a returning process's view), but for what
+// other processes gave back since, and for a key lost and then first
+// reached by a process with no view, which finds it full. Without a view
+// every limit is reported at
 // its capacity, bounding nothing. The HTTP Transport reads it, before
 // Status, to tell whether a call could open a burst from a full limit:
 // a process whose calls queue behind the fleet's sees from its view that

@@ -457,10 +457,11 @@ func (s *seen) most(l shape, i int, now time.Time) (int64, bool) {
 // levels returns every limit's level by the view, refilled from the
 // instant its call was sent to now at the configured rate, with the
 // give-backs no call has carried yet, at most the capacity: no lower than
-// Redis held then (the call was decided after it was sent), and no higher
+// Redis held then (the call was decided after it was sent) but for the
+// fraction a view without it leaves out (a fast-path reply), and no higher
 // than Redis holds now but for what other processes gave back or a
-// server's quota changed since, and the fraction of a view without it (a
-// fast-path reply). ok is false without a view, or one older than fresh.
+// server's quota changed since. ok is false without a view, or one older
+// than fresh.
 func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
