@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/throttlekit/throttle"
 	"github.com/throttlekit/throttle/redisbucket"
 )
@@ -90,32 +92,10 @@ func TestReserveAfterFailureTakesItsPlace(t *testing.T) {
 // queue (8 processes through a kill: a vendor 429 in every run).
 func TestFailLocalStartsInTheQueuesDebt(t *testing.T) {
 	r, m := miniRig(t)
-	b, err := redisbucket.New(miniClient(t, m), "qdebt", 10, throttle.Per(10, time.Second),
-		r.opts(redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0),
-			redisbucket.WithFailurePolicy(redisbucket.FailLocal(throttle.Per(10, time.Second))),
-			redisbucket.WithProbeBackoff(time.Minute, time.Minute))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if ok, err := b.TryAcquire(10); !ok || err != nil {
-		t.Fatalf("empty the bucket: %v %v", ok, err)
-	}
-	slept := make(chan error, 1)
-	go func() { slept <- b.Acquire(context.Background(), 5) }() // reserved for +500ms
-	untilAsleep(t, r)
+	b, slept := queuedBucket(t, r, m, "qdebt", 5) // reserved for +500ms
 	m.SetError("LOADING")
-	var at time.Duration
-	for _, step := range []struct {
-		at time.Duration
-		ok bool
-	}{{0, false}, {100 * time.Millisecond, false}, {400 * time.Millisecond, false}, {600 * time.Millisecond, true}} {
-		r.advance(step.at - at)
-		at = step.at
-		if ok, err := b.TryAcquire(1); ok != step.ok || err != nil {
-			t.Fatalf("+%v with Redis down and 5 tokens reserved: TryAcquire(1) = %v, %v, want %v (stats %+v)", at, ok, err, step.ok, b.Stats())
-		}
-	}
+	localSteps(t, r, b, "Redis down and 5 tokens reserved", []localStep{
+		{0, false}, {100 * time.Millisecond, false}, {400 * time.Millisecond, false}, {600 * time.Millisecond, true}})
 	if err := <-slept; err != nil {
 		t.Fatalf("the reserved sleeper: %v", err)
 	}
@@ -130,20 +110,8 @@ func TestFailLocalStartsInTheQueuesDebt(t *testing.T) {
 // the queue's length again; the vendor saw 0.5 s with few calls.)
 func TestFailLocalQueueDrainsFromTheLoss(t *testing.T) {
 	r, m := miniRig(t)
-	b, err := redisbucket.New(miniClient(t, m), "qloss", 10, throttle.Per(10, time.Second),
-		r.opts(redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0), redisbucket.WithCallTimeout(50*time.Millisecond),
-			redisbucket.WithFailurePolicy(redisbucket.FailLocal(throttle.Per(10, time.Second))),
-			redisbucket.WithBreakerPatience(0), redisbucket.WithProbeBackoff(time.Minute, time.Minute))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	if ok, err := b.TryAcquire(10); !ok || err != nil {
-		t.Fatalf("empty the bucket: %v %v", ok, err)
-	}
-	slept := make(chan error, 1)
-	go func() { slept <- b.Acquire(context.Background(), 10) }() // reserved for +1s
-	untilAsleep(t, r)
+	b, slept := queuedBucket(t, r, m, "qloss", 10, // reserved for +1s
+		redisbucket.WithCallTimeout(50*time.Millisecond), redisbucket.WithBreakerPatience(0))
 	breaks := redisbucket.FeedBreaks(b)
 	m.Close() // the loss, at +0: the pause feed breaks
 	for deadline := time.Now().Add(10 * time.Second); redisbucket.FeedBreaks(b) == breaks; {
@@ -154,18 +122,52 @@ func TestFailLocalQueueDrainsFromTheLoss(t *testing.T) {
 	// The first call since, at +600 ms, fails and opens the breaker: the
 	// queue, 10 tokens at +0, is 5 at most (the estimate is late by the
 	// call timeout), and the share's first token comes at +1.2 s.
+	localSteps(t, r, b, "Redis gone since +0 and 10 tokens reserved until +1s", []localStep{
+		{600 * time.Millisecond, false}, {900 * time.Millisecond, false}, {1200 * time.Millisecond, true}})
+	if err := <-slept; err != nil {
+		t.Fatalf("the reserved sleeper: %v", err)
+	}
+}
+
+// queuedBucket is a Bucket of 10 at 10/s with reservations, FailLocal at the
+// whole rate and no probe within a minute, emptied, and an Acquire of n
+// asleep on its reservation; slept receives that Acquire's error.
+func queuedBucket(t *testing.T, r *rig, m *miniredis.Miniredis, id string, n int64, more ...redisbucket.Option) (b *redisbucket.Bucket, slept <-chan error) {
+	t.Helper()
+	opts := append([]redisbucket.Option{redisbucket.WithReservations(), redisbucket.WithWireHeadroom(0),
+		redisbucket.WithFailurePolicy(redisbucket.FailLocal(throttle.Per(10, time.Second))),
+		redisbucket.WithProbeBackoff(time.Minute, time.Minute)}, more...)
+	b, err := redisbucket.New(miniClient(t, m), id, 10, throttle.Per(10, time.Second), r.opts(opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if ok, err := b.TryAcquire(10); !ok || err != nil {
+		t.Fatalf("empty the bucket: %v %v", ok, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Acquire(context.Background(), n) }()
+	untilAsleep(t, r)
+	return b, done
+}
+
+// localStep is a TryAcquire(1) at an instant after a step's start, and
+// whether it is granted.
+type localStep struct {
+	at time.Duration
+	ok bool
+}
+
+// localSteps advances the rig to each step's instant and checks its
+// TryAcquire(1) on b; what says what state b is in.
+func localSteps(t *testing.T, r *rig, b *redisbucket.Bucket, what string, steps []localStep) {
+	t.Helper()
 	var at time.Duration
-	for _, step := range []struct {
-		at time.Duration
-		ok bool
-	}{{600 * time.Millisecond, false}, {900 * time.Millisecond, false}, {1200 * time.Millisecond, true}} {
+	for _, step := range steps {
 		r.advance(step.at - at)
 		at = step.at
 		if ok, err := b.TryAcquire(1); ok != step.ok || err != nil {
-			t.Fatalf("+%v with Redis gone since +0 and 10 tokens reserved until +1s: TryAcquire(1) = %v, %v, want %v (stats %+v)", at, ok, err, step.ok, b.Stats())
+			t.Fatalf("+%v with %s: TryAcquire(1) = %v, %v, want %v (stats %+v)", at, what, ok, err, step.ok, b.Stats())
 		}
-	}
-	if err := <-slept; err != nil {
-		t.Fatalf("the reserved sleeper: %v", err)
 	}
 }
