@@ -52,7 +52,7 @@ func (l *Limiter) TryAcquirePermitContext(ctx context.Context, costs ...int64) (
 func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 	tokens, ok := []float64(nil), false
 	if l.e.br.openUntil().IsZero() {
-		tokens, ok = l.e.seen.levels(l.e.limits, l.e.o.clock.Now(), StatusFresh)
+		tokens, ok = l.e.seen.levels(l.e.o.clock.Now(), StatusFresh)
 	}
 	var err error
 	if !ok {
@@ -78,7 +78,7 @@ func (l *Limiter) Status(dst []throttle.LimitStatus) []throttle.LimitStatus {
 // none can, where Status would read Redis once its view is older than
 // StatusFresh.
 func (l *Limiter) StatusBound(dst []throttle.LimitStatus) []throttle.LimitStatus {
-	tokens, ok := l.e.seen.bound(l.e.limits, l.e.o.clock.Now())
+	tokens, ok := l.e.seen.bound(l.e.o.clock.Now())
 	if !ok {
 		tokens = make([]float64, len(l.e.limits))
 		for i, s := range l.e.limits {

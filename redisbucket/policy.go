@@ -145,7 +145,7 @@ func (e *engine) shareChanged(live int64) {
 // instants whether Redis answers or not: the share starts as deep in
 // debt as the queue, held at the view's depth until Redis was lost (the
 // fleet's others reserved behind it meanwhile) and drained since
-// (seen.queued, as a return's hint counts it), so that local grants
+// (seen.shareStart, as a return's hint counts it), so that local grants
 // begin as the queue would have drained. Drained from the breaker's
 // opening instead, which comes a patience after a process's first call
 // since the loss, itself as late as its waiters sleep, the queue was
@@ -163,21 +163,13 @@ func (e *engine) opened() {
 	if e.local == nil {
 		return
 	}
-	at, ok := e.seen.viewSent()
+	lv, ok := e.seen.shareStart(e.o.clock.Now())
 	if !ok {
 		return
 	}
-	lv, ok := e.seen.levels(e.limits, at, anyAge)
-	if !ok {
-		return
-	}
-	q := e.seen.queued(e.o.clock.Now())
 	var rest time.Duration
 	for i, b := range e.localBs {
 		st := b.Status()
-		if lv[i] < 0 && i < len(q) {
-			lv[i] = float64(q[i])
-		}
 		d := int64(math.Floor(lv[i] * float64(st.Capacity) / float64(e.limits[i].capacity)))
 		e.local.Lower(i, d)
 		if beyond := -st.Capacity - d; beyond > 0 && st.Rate.Tokens() > 0 {

@@ -161,13 +161,20 @@ func (s *seen) hintLocked(local time.Time) []byte {
 // queue of reservations whose sleepers go at their instants without Redis,
 // is sent with the queue still ahead (queued).
 func (s *seen) emptyHint(local time.Time) []byte {
-	at := max(s.serverAtLocked(local, -s.margin), s.now)
+	at := s.hintAtLocked(local)
 	hint := strconv.AppendInt(make([]byte, 0, 20+8*len(s.toks)), at, 10)
 	for i := range s.toks {
 		hint = append(hint, ' ')
 		hint = strconv.AppendInt(hint, s.queuedLocked(i, at), 10)
 	}
 	return hint
+}
+
+// hintAtLocked is the server time a return's hint is dated at local: the
+// last view's, plus the local time since its call was sent, less margin
+// (see emptyHint).
+func (s *seen) hintAtLocked(local time.Time) int64 {
+	return max(s.serverAtLocked(local, -s.margin), s.now)
 }
 
 // queuedLocked returns limit i's level at server time at (µs) if the queue
@@ -212,21 +219,26 @@ func (s *seen) queuedLocked(i int, at int64) int64 {
 	return q
 }
 
-// queued returns queuedLocked for every limit at the server's time by the
-// last view at local, estimated as emptyHint estimates it; nil without a
-// view.
-func (s *seen) queued(local time.Time) []int64 {
+// shareStart returns every limit's level a FailLocal share starts from at
+// local (engine.opened): the view's own, not refilled since (the fleet's
+// others may have spent or reserved the refill), with the give-backs no
+// call has carried yet; for a limit in debt, the queue as held until the
+// loss and drained since, as a return's hint counts it at local. ok is
+// false without a view. One snapshot of the view: a reply arriving
+// meanwhile cannot mix into it.
+func (s *seen) shareStart(local time.Time) (lv []float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.ok {
-		return nil
+	if lv, ok = s.levelsLocked(s.at, anyAge, 0); !ok {
+		return nil, false
 	}
-	at := max(s.serverAtLocked(local, -s.margin), s.now)
-	q := make([]int64, len(s.toks))
-	for i := range q {
-		q[i] = s.queuedLocked(i, at)
+	at := s.hintAtLocked(local)
+	for i := range lv {
+		if lv[i] < 0 {
+			lv[i] = float64(s.queuedLocked(i, at))
+		}
 	}
-	return q
+	return lv, true
 }
 
 // fellBack records that the failure policy took this process's decisions
@@ -462,35 +474,35 @@ func (s *seen) most(l shape, i int, now time.Time) (int64, bool) {
 // than Redis holds now but for what other processes gave back or a
 // server's quota changed since. ok is false without a view, or one older
 // than fresh.
-func (s *seen) levels(limits []shape, now time.Time, fresh time.Duration) (lv []float64, ok bool) {
+func (s *seen) levels(now time.Time, fresh time.Duration) (lv []float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.levelsLocked(limits, now, fresh, 0)
+	return s.levelsLocked(now, fresh, 0)
 }
 
 // bound is levels at any age, counting a token more for the fraction a
 // view without it leaves out, as most does: at least what Redis holds now
 // but for what other processes gave back since.
-func (s *seen) bound(limits []shape, now time.Time) (lv []float64, ok bool) {
+func (s *seen) bound(now time.Time) (lv []float64, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	frac := 0.0
 	if !s.frac {
 		frac = 1
 	}
-	return s.levelsLocked(limits, now, anyAge, frac)
+	return s.levelsLocked(now, anyAge, frac)
 }
 
 // levelsLocked is levels with s.mu held, frac added to every level's
 // fraction.
-func (s *seen) levelsLocked(limits []shape, now time.Time, fresh time.Duration, frac float64) (lv []float64, ok bool) {
+func (s *seen) levelsLocked(now time.Time, fresh time.Duration, frac float64) (lv []float64, ok bool) {
 	el := now.Sub(s.at)
-	if !s.ok || len(s.toks) != len(limits) || el > fresh {
+	if !s.ok || len(s.toks) != len(s.shapes) || el > fresh {
 		return nil, false
 	}
 	el = max(el, 0)
-	lv = make([]float64, len(limits))
-	for i, l := range limits {
+	lv = make([]float64, len(s.shapes))
+	for i, l := range s.shapes {
 		v := float64(s.toks[i]) + float64(s.rems[i])/float64(l.den) + frac
 		if l.num > 0 {
 			v += float64(el.Microseconds()) * float64(l.num) / (float64(l.den) * float64(l.unit))
@@ -518,14 +530,6 @@ func (s *seen) local(us int64) (t time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	return s.at.Add(time.Duration(us-s.now) * time.Microsecond), true
-}
-
-// viewSent returns the local instant the last view's call was sent, at
-// which levels gives the view's own levels; ok is false without a view.
-func (s *seen) viewSent() (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.at, s.ok
 }
 
 // serverAt returns the server's time d after local by the last view, in
