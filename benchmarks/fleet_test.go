@@ -391,6 +391,34 @@ type fleetChild struct {
 // scriptCommands are the commands that run a script.
 var scriptCommands = []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
 
+// since is the work s counts beyond b: its CPU, and each command's calls
+// and time.
+func (s serverStats) since(b serverStats) serverStats {
+	return s.merge(b, -1)
+}
+
+// plus is the work of s and o together, o a server's that counted from
+// zero (a restarted one).
+func (s serverStats) plus(o serverStats) serverStats {
+	return s.merge(o, 1)
+}
+
+func (s serverStats) merge(o serverStats, sign int64) serverStats {
+	m := serverStats{cpu: s.cpu + float64(sign)*o.cpu, calls: map[string]int64{}, usec: map[string]int64{}}
+	for _, x := range []struct {
+		from serverStats
+		by   int64
+	}{{s, 1}, {o, sign}} {
+		for c, n := range x.from.calls {
+			m.calls[c] += x.by * n
+		}
+		for c, u := range x.from.usec {
+			m.usec[c] += x.by * u
+		}
+	}
+	return m
+}
+
 func (s serverStats) scripts() int64 {
 	var n int64
 	for _, c := range scriptCommands {
@@ -560,23 +588,11 @@ func runFleet(t *testing.T, bin string, n, calls, workers int, fault string, fau
 		t.Fatalf("the fault: %v", err)
 	}
 	after := readServerStats(t, rdb)
-	r.scriptCalls = after.scripts() - before.scripts()
-	r.redisCPU = after.cpu - before.cpu
-	r.usec = map[string]int64{}
-	for c, u := range after.usec {
-		r.usec[c] += u - before.usec[c]
-	}
+	work := after.since(before)
 	if fault == "kill" { // the new server counts from zero
-		r.scriptCalls = killed.scripts() - before.scripts() + after.scripts()
-		r.redisCPU = killed.cpu - before.cpu + after.cpu
-		r.usec = map[string]int64{}
-		for c, u := range killed.usec {
-			r.usec[c] += u - before.usec[c]
-		}
-		for c, u := range after.usec {
-			r.usec[c] += u
-		}
+		work = killed.since(before).plus(after)
 	}
+	r.scriptCalls, r.redisCPU, r.usec = work.scripts(), work.cpu, work.usec
 	r.modes = map[string]int64{}
 	for _, cr := range res {
 		for m, k := range cr.Modes {

@@ -132,19 +132,20 @@ func runFleetChild(v string) {
 		fmt.Println(string(b))
 		os.Exit(code)
 	}
-	rdb := redis.NewClient(&redis.Options{
+	ropts := &redis.Options{
 		Addr:        cfg.Redis,
 		DialTimeout: 50 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
 		WriteTimeout: 50 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
 		ContextTimeoutEnabled: true,
-	})
+	}
 	if os.Getenv(envFleetClient) == "redis_rate" {
 		// go-redis's defaults, as redis_rate's README uses it: the short
 		// timeouts above suit redisbucket's breaker, and under them
 		// redis_rate's polling at 64 processes times out, redials and
 		// fails nearly every call.
-		rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis})
+		ropts = &redis.Options{Addr: cfg.Redis}
 	}
+	rdb := redis.NewClient(ropts)
 	flog := openFleetLog(cfg.Proc)
 	modes := &fleetModes{n: map[string]int64{}, log: flog}
 	rdb.AddHook(modes)
